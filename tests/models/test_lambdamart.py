@@ -1,0 +1,92 @@
+"""LambdaMART (LightGBM lambdarank): learns, stops early, is deterministic, checks labels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ltr_bench.data.queryset import QuerySet
+from ltr_bench.errors import UserError
+from ltr_bench.metrics import evaluate
+from ltr_bench.models import LambdaMART
+
+
+def toy_queries(n_queries: int, seed: int, n_features: int = 8, grades: int = 3) -> QuerySet:
+    """Queries of 10-30 documents; labels are graded cuts of a noisy linear latent score."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(10, 31, size=n_queries)
+    n = int(lengths.sum())
+    x = rng.normal(size=(n, n_features))
+    w = np.random.default_rng(99).normal(size=n_features)  # same relevance rule for every split
+    latent = x @ w + 0.5 * rng.normal(size=n)
+    labels = np.digitize(latent, np.quantile(latent, np.linspace(0.6, 0.95, grades - 1)))
+    return QuerySet.from_arrays(x, labels, np.repeat(np.arange(n_queries) + 1000 * seed, lengths))
+
+
+@pytest.fixture(scope="module")
+def splits() -> tuple[QuerySet, QuerySet, QuerySet]:
+    return toy_queries(60, 0), toy_queries(30, 1), toy_queries(40, 2)
+
+
+def ndcg10(scores: np.ndarray, data: QuerySet) -> float:
+    return evaluate(scores, data, names=("ndcg@10",)).means["ndcg@10"]
+
+
+def test_learns_well_above_random(splits):
+    train, vali, test = splits
+    model = LambdaMART(n_estimators=50, seed=0).fit(train, vali)
+    random = ndcg10(np.random.default_rng(0).random(test.n_docs), test)
+    learned = ndcg10(model.score(test), test)
+    assert learned > random + 0.25, (learned, random)
+    assert learned > 0.8
+
+
+def test_early_stopping_stops_and_is_deterministic(splits):
+    train, vali, test = splits
+    kwargs = dict(n_estimators=400, learning_rate=0.3, num_leaves=31, max_depth=-1,
+                  early_stopping_rounds=5, seed=3)
+    a = LambdaMART(**kwargs).fit(train, vali)
+    b = LambdaMART(**kwargs).fit(train, vali)
+    assert a.best_iteration_ is not None and a.n_trees_ < 400
+    # LightGBM grows `early_stopping_rounds` trees past the best one, then stops.
+    assert len(a.history) == a.best_iteration_ + 5
+    curve = [rec["vali_ndcg@10"] for rec in a.history]
+    assert curve[a.best_iteration_ - 1] == max(curve)
+    assert np.array_equal(a.score(test), b.score(test))
+    assert a.history == b.history
+
+
+def test_without_vali_grows_all_trees(splits):
+    train, _, test = splits
+    model = LambdaMART(n_estimators=7, seed=0).fit(train)
+    assert model.n_trees_ == 7
+    assert [rec["round"] for rec in model.history] == list(range(1, 8))
+    assert set(model.history[0]) == {"round", "train_ndcg@10"}
+    assert model.score(test).shape == (test.n_docs,)
+
+
+def test_graded_labels_up_to_four_and_bad_labels():
+    data = toy_queries(20, 5, grades=5)
+    assert data.labels.max() == 4
+    model = LambdaMART(n_estimators=5, seed=0).fit(data)
+    assert np.isfinite(model.score(data)).all()
+    with pytest.raises(UserError, match="labels"):
+        LambdaMART(n_estimators=5).fit(data.with_labels(data.labels - 1))
+    with pytest.raises(UserError, match="n_estimators"):
+        LambdaMART(n_estimators=0)
+
+
+def test_config_builds_the_ranker():
+    from pathlib import Path
+
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.load(Path(__file__).parents[2] / "conf" / "model" / "lambdamart.yaml")
+    cfg.seed = 3
+    ranker = instantiate(cfg.model)
+    assert isinstance(ranker, LambdaMART) and ranker.seed == 3 and ranker.name == "lambdamart"
+    assert OmegaConf.to_container(cfg.defaults) == [
+        {f"override /{g}": "none"} for g in ("loss", "optimizer", "activation")
+    ]
+    assert ranker.accepts == {"loss": ["none"], "optimizer": ["none"], "activation": ["none"]}
