@@ -1,0 +1,240 @@
+"""The ``ltr-bench`` command: a Hydra app over the repository's ``conf/`` tree.
+
+``main()`` is the console script. It wraps Hydra so that every mistake in user input — an
+unknown option or key, a bad value, a missing data folder, a model/loss mismatch — prints one
+sentence naming the config key and the fix on stderr and exits with code 2, without a traceback.
+Bugs keep their traceback. Ctrl-C exits 130, SIGTERM 143, and both leave the MLflow runs KILLED.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import hydra
+from omegaconf import DictConfig
+
+from ltr_bench.errors import UserError
+
+
+def config_dir() -> str:
+    """The ``conf/`` tree: inside the package if shipped there, else the repository's top level."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "conf", here.parent / "conf"):
+        if (candidate / "config.yaml").is_file():
+            return str(candidate)
+    raise UserError(f"the config tree conf/config.yaml was not found next to {here}; reinstall ltr_bench")
+
+
+_deferred: list[BaseException] = []
+
+
+def _task(cfg: DictConfig) -> float | None:
+    """One job: run the composed config; return its objective for a sweeper.
+
+    In a single run, an error in user input is handed to :func:`main` after Hydra returns, so
+    Hydra does not print its "Error executing job" line above our one sentence. In a multirun
+    every exception goes to the sweeper/launcher as usual (a failed trial does not stop a sweep).
+    """
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from ltr_bench.runner import run
+
+    single = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.RUN
+    try:
+        return run(cfg).objective
+    except Exception as exc:
+        if single and (describe_user_error(exc) is not None or _is_failed_run(exc)):
+            _deferred.append(exc)
+            return None
+        raise
+
+
+EXIT_USER_ERROR = 2
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of ``ltr-bench`` (``argv`` defaults to ``sys.argv[1:]``)."""
+    from ltr_bench.tracking import RunTerminated, install_signal_handlers
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        from ltr_bench.protocols import plan_refits
+
+        refits = plan_refits(args)
+        app = hydra.main(version_base="1.3", config_path=config_dir(), config_name="config")(_task)
+    except UserError as exc:
+        _fail(str(exc))
+    if refits is not None and len(refits) > 1:
+        sys.exit(_run_refits(refits))
+    if refits is not None:
+        args = refits[0].overrides
+    sys.argv = [sys.argv[0] if sys.argv else "ltr-bench"] + args
+    # Make Hydra re-raise instead of printing its own multi-line report, so errors are ours to word.
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    install_signal_handlers()
+    try:
+        app()
+        if _deferred:
+            raise _deferred.pop()
+    except KeyboardInterrupt:
+        _interrupted()
+    except SystemExit as exc:
+        # Lightning answers Ctrl-C during fit with sys.exit(1) from inside its handler.
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            _interrupted()
+        raise
+    except RunTerminated:
+        print("ltr-bench: terminated; the MLflow runs are marked KILLED", file=sys.stderr)
+        sys.exit(143)
+    except Exception as exc:  # noqa: BLE001 - sorted into user errors and bugs below
+        message = describe_user_error(exc)
+        if message is not None:
+            _fail(message)
+        if _is_failed_run(exc):
+            print(f"ltr-bench: run failed: {exc}", file=sys.stderr)
+            sys.exit(1)
+        raise
+
+
+def _is_failed_run(exc: BaseException) -> bool:
+    from ltr_bench.runner import TrialFailed
+
+    return isinstance(exc, TrialFailed)
+
+
+def _run_refits(refits: Sequence[Any]) -> int:
+    """Refit several studies (e.g. one per outer fold), one ``ltr-bench`` process each, then
+    print their test metrics side by side with the mean (SE); returns the worst exit code."""
+    import json
+    import subprocess
+
+    from ltr_bench.stats import format_mean_se, mean_se
+
+    codes, rows = [], []
+    for i, r in enumerate(refits, 1):
+        print(f"[refit {i}/{len(refits)}] {r.label} (study {r.study_name})", flush=True)
+        code = subprocess.call([sys.executable, "-m", "ltr_bench.cli", *r.overrides])
+        codes.append(code)
+        res = Path(r.output_dir or "") / "results.json"
+        if code == 0 and r.output_dir and res.is_file():
+            rows.append((r.label, json.loads(res.read_text())["mean"].get("test", {})))
+    if rows:
+        names = list(rows[0][1])
+        width = max(12, *(len(label) + 2 for label, _ in rows))
+        print("\nrefit test metrics per study")
+        print(f"{'':<{width}}" + "".join(f"{n:>11}" for n in names))
+        for label, m in rows:
+            print(f"{label:<{width}}" + "".join(f"{m.get(n, float('nan')):>11.4f}" for n in names))
+        stats = [mean_se([m.get(n, float("nan")) for _, m in rows]) for n in names]
+        print(f"{'mean(SE)':<{width}}" + "".join(f"{format_mean_se(mu, se):>11}" for mu, se, _ in stats))
+    return max(codes)
+
+
+def _interrupted() -> None:
+    print("ltr-bench: interrupted; the MLflow runs are marked KILLED", file=sys.stderr)
+    sys.exit(130)
+
+
+def _fail(message: str) -> None:
+    print(f"ltr-bench: error: {message}", file=sys.stderr)
+    sys.exit(EXIT_USER_ERROR)
+
+
+# ------------------------------------------------------------------------------ error wording
+def describe_user_error(exc: BaseException) -> str | None:
+    """One sentence for an error in user input, or None if ``exc`` is a bug.
+
+    Covers :class:`UserError`, Hydra's composition/override errors and OmegaConf's key, value
+    and interpolation errors (possibly chained as the cause of a Hydra error).
+    """
+    from hydra.errors import (
+        ConfigCompositionException,
+        MissingConfigException,
+        OverrideParseException,
+    )
+    from omegaconf.errors import OmegaConfBaseException
+
+    if isinstance(exc, UserError):
+        return _one_line(str(exc))
+    if isinstance(exc, MissingConfigException):
+        return _missing_config(exc)
+    if isinstance(exc, OverrideParseException):
+        return _one_line(f"cannot parse the override {exc.override!r}: {exc.message}") + (
+            "; write overrides as key=value or group=option"
+        )
+    if isinstance(exc, ConfigCompositionException):
+        cause = exc.__cause__
+        if isinstance(cause, UserError):
+            return _one_line(str(cause))
+        return _composition(str(exc), cause)
+    if isinstance(exc, OmegaConfBaseException):
+        return _omegaconf(exc)
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(cause, (UserError, OmegaConfBaseException)):
+        # e.g. hydra.utils.instantiate wraps a constructor's UserError in InstantiationException
+        return describe_user_error(cause)
+    return None
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(part.strip() for part in str(text).strip().splitlines() if part.strip())
+    return text.rstrip(".")
+
+
+def _missing_config(exc: Any) -> str:
+    text = str(exc)
+    m = re.search(r"Could not find '([^']+)/([^']+)'", text)
+    options = list(getattr(exc, "options", None) or [])
+    if not options:
+        block = text.split("Available options in", 1)
+        if len(block) == 2:
+            options = [o.strip() for o in block[1].splitlines()[1:] if o.strip()]
+    if m:
+        group, option = m.group(1), m.group(2)
+        choice = ", ".join(sorted(options)) if options else "see `ltr-bench --help`"
+        return f"{group}={option} is not an option of the config group '{group}'; choose one of [{choice}]"
+    m = re.search(r"Cannot find primary config '([^']+)'", text)
+    if m:
+        return f"the config '{m.group(1)}' was not found; reinstall ltr_bench or check --config-name"
+    return _one_line(text)
+
+
+def _composition(text: str, cause: BaseException | None) -> str:
+    m = re.search(r"Could not override '([^']+)'", text)
+    if m:
+        key = m.group(1)
+        value = re.search(r"\+\S+", text)
+        plus = f" or add a new key with {value.group(0)}" if value else ""
+        detail = _omegaconf(cause) if cause is not None else ""
+        if "not in struct" in str(cause) or "Key '" in str(cause):
+            return f"{key} is not a config key; check the spelling (`ltr-bench --cfg job` lists every key){plus}"
+        return f"cannot set {key}: {detail}"
+    m = re.search(r"Could not append to config\. An item is already at '([^']+)'", text)
+    if m:
+        return f"{m.group(1)} already exists; set it without the leading '+'"
+    m = re.search(r"Could not delete from config\. '([^']+)' does not exist", text)
+    if m:
+        return f"{m.group(1)} is not a config key, so it cannot be deleted with '~'"
+    m = re.search(r"Multiple values for (\S+)", text)
+    if m:
+        return f"{m.group(1)} is chosen twice; give each config group once on the command line"
+    return _one_line(text)
+
+
+def _omegaconf(exc: BaseException | None) -> str:
+    if exc is None:
+        return ""
+    msg = str(exc).split("\n")[0].strip()
+    key = getattr(exc, "full_key", None)
+    if key:
+        return f"config key {key}: {msg}; fix it on the command line or in its YAML file"
+    return _one_line(msg)
+
+
+if __name__ == "__main__":  # python -m ltr_bench.cli
+    main()

@@ -1,0 +1,246 @@
+"""End to end: the real ``ltr-bench`` command in a subprocess, then the MLflow store read back.
+
+Every run uses a temporary working directory (outputs/, mlflow.db and artifacts land there) and
+one thread. Few runs, each checking many things: process start-up (torch + Lightning + MLflow +
+Hydra) costs several seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ltr_bench import tracking_keys as keys
+from ltr_bench.tracking import git_commit
+
+LTR_BENCH = str(Path(sys.executable).parent / "ltr-bench")
+DATA_ROOT = Path(os.environ.get("LTR_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data" / "letor")
+METRICS = ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map", "mrr"]
+TINY = ["dataset.n_train=300", "dataset.n_vali=100", "dataset.n_test=200", "dataset.n_features=10",
+        "dataset.docs_per_query=20", "model.epochs=2", "trainer.enable_progress_bar=false", "threads=1"]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env.pop("HYDRA_FULL_ERROR", None)
+    env.pop("MLFLOW_TRACKING_URI", None)
+    return env
+
+
+def ltr_bench(cwd: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([LTR_BENCH, *args], cwd=cwd, env=_env(), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _client(cwd: Path) -> Any:
+    import mlflow
+
+    return mlflow.MlflowClient(f"sqlite:///{cwd}/mlflow.db")
+
+
+def _runs(client: Any, experiment: str = "ltr_bench") -> dict[str, list]:
+    exp = client.get_experiment_by_name(experiment)
+    by_role: dict[str, list] = {}
+    for r in client.search_runs([exp.experiment_id]):
+        by_role.setdefault(r.data.tags[keys.TAG_ROLE], []).append(r)
+    return by_role
+
+
+def _artifacts(client: Any, run_id: str, path: str | None = None) -> set[str]:
+    return {a.path for a in client.list_artifacts(run_id, path)}
+
+
+# ------------------------------------------------------------------------------ happy paths
+def test_default_run_logs_everything(tmp_path: Path) -> None:
+    proc = ltr_bench(tmp_path, *TINY)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    # The results table: a header with every metric, a vali and a test row, run times.
+    header = next(line for line in out.splitlines() if "ndcg@10" in line)
+    assert header.split() == METRICS
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()
+            if line.split() and line.split()[0] in ("vali", "test")}
+    assert set(rows) == {"vali", "test"} and all(len(v) == 6 for v in rows.values())
+    assert "run times: read" in out and "fit" in out
+    # results.json in the Hydra output folder, whose path is printed.
+    printed = next(line for line in out.splitlines() if line.startswith("results: "))
+    results_path = Path(printed.split(" ", 1)[1])
+    assert results_path.parent.parent.parent == tmp_path / "outputs"
+    res = json.loads(results_path.read_text())
+    (fold,) = res["folds"]
+    assert set(fold["metrics"]) == {"vali", "test"} and set(fold["metrics"]["test"]) == set(METRICS)
+    assert float(rows["test"][3]) == pytest.approx(fold["metrics"]["test"]["ndcg@10"], abs=6e-5)
+    assert res["objective"] == pytest.approx(fold["metrics"]["vali"]["ndcg@10"])
+    assert all(fold["times"][k] > 0 for k in (keys.TIME_READ, keys.TIME_FIT, keys.TIME_EVAL))
+    assert res["mean"]["test"]["map"] == pytest.approx(fold["metrics"]["test"]["map"])
+
+    # MLflow: a protocol run with one fold child, both FINISHED.
+    client = _client(tmp_path)
+    runs = _runs(client)
+    (parent,), (child,) = runs[keys.ROLE_PROTOCOL], runs[keys.ROLE_FOLD]
+    assert res["mlflow"]["run_id"] == parent.info.run_id
+    assert parent.info.status == child.info.status == "FINISHED"
+    assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
+    tags = child.data.tags
+    assert tags[keys.TAG_MODEL] == "direct_ranker" and tags[keys.TAG_DATASET] == "synthetic"
+    assert tags[keys.TAG_PROTOCOL] == "single" and tags[keys.TAG_EVAL] == "paper"
+    assert tags[keys.TAG_FOLD] == "0" and tags[keys.TAG_SEED] == "0"
+    assert len(tags[keys.TAG_FINGERPRINT]) == 16 and tags[keys.TAG_VERSION]
+    commit = git_commit()  # None outside a git clone: then the tag is simply absent
+    assert tags.get(keys.TAG_GIT_COMMIT) == commit
+    # Params: the flattened resolved config and the fold sizes.
+    p = child.data.params
+    assert p["dataset.n_train"] == "300" and p["seed"] == "0" and p["threads"] == "1"
+    assert p["model._target_"].endswith("DirectRanker") and p["model.epochs"] == "2"
+    assert int(p[keys.PARAM_N_TRAIN_QUERIES]) == 15
+    assert 0 < int(p[keys.PARAM_N_TEST_QUERIES]) <= 10
+    assert parent.data.params["dataset.n_train"] == "300"
+    # Metrics: test and vali, run times; per-epoch training loss and vali NDCG@10.
+    m = child.data.metrics
+    for split in ("vali", "test"):
+        for name in METRICS:
+            assert m[keys.metric_key(split, name)] == pytest.approx(fold["metrics"][split][name])
+    assert all(m[k] > 0 for k in (keys.TIME_READ, keys.TIME_FIT, keys.TIME_EVAL))
+    assert parent.data.metrics[keys.TIME_FIT] == pytest.approx(m[keys.TIME_FIT])
+    for curve in ("train_loss", "vali_ndcg_at_10"):  # learning curves, step = epoch
+        hist = client.get_metric_history(child.info.run_id, curve)
+        assert sorted(h.step for h in hist) == [0, 1], (curve, sorted(m))
+    # Artifacts.
+    assert {"config.yaml", "results.json"} <= _artifacts(client, parent.info.run_id)
+    fold_art = _artifacts(client, child.info.run_id)
+    assert {"per_query_metrics.csv", "learning_curve.png", "model"} <= fold_art
+    assert _artifacts(client, child.info.run_id, "model")
+    art_dir = Path(child.info.artifact_uri.replace("file://", ""))
+    csv = (art_dir / "per_query_metrics.csv").read_text().splitlines()
+    assert csv[0].split(",")[:2] == ["split", "qid"]
+    assert len(csv) - 1 == int(p["data.n_vali_queries"]) + int(p[keys.PARAM_N_TEST_QUERIES])
+    config_yaml = Path(parent.info.artifact_uri.replace("file://", "")) / "config.yaml"
+    assert "n_train: 300" in config_yaml.read_text()
+
+
+def test_letor_folds_protocol_prints_progress_and_mean_se(tmp_path: Path) -> None:
+    proc = ltr_bench(tmp_path, *TINY, "protocol=letor_folds", "dataset.n_folds=2",
+                     "experiment_name=folds")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "[1/2] letor_folds: reading and training" in out and "[2/2] synthetic/1: vali ndcg@10=" in out
+    assert "synthetic/0 test" in out and "synthetic/1 test" in out
+    mean_row = next(line for line in out.splitlines() if line.startswith("mean(SE) test"))
+    assert len(mean_row.split()) == 2 + 6 and "(" in mean_row.split()[2]  # 0.xxx(yy)
+    runs = _runs(_client(tmp_path), "folds")
+    (parent,) = runs[keys.ROLE_PROTOCOL]
+    folds = sorted(runs[keys.ROLE_FOLD], key=lambda r: r.data.tags[keys.TAG_FOLD])
+    assert [r.data.tags[keys.TAG_FOLD] for r in folds] == ["0", "1"]
+    assert all(r.data.tags["mlflow.parentRunId"] == parent.info.run_id for r in folds)
+    ndcg = [r.data.metrics["test/ndcg_at_10"] for r in folds]
+    assert parent.data.metrics["test/ndcg_at_10"] == pytest.approx(sum(ndcg) / 2)
+    assert parent.data.metrics[keys.TIME_FIT] == pytest.approx(
+        sum(r.data.metrics[keys.TIME_FIT] for r in folds))
+
+
+@pytest.mark.realdata
+def test_mq2008_one_fold(tmp_path: Path) -> None:
+    if not (DATA_ROOT / "MQ2008" / "Fold1" / "train.txt").is_file():
+        pytest.skip(f"MQ2008 not found under {DATA_ROOT}")
+    proc = ltr_bench(tmp_path, "dataset=mq2008", f"dataset.root={DATA_ROOT}", "dataset.fold=1",
+                     "model.epochs=3", "trainer.enable_progress_bar=false", "threads=1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = _runs(_client(tmp_path))
+    (fold,) = runs[keys.ROLE_FOLD]
+    p, m = fold.data.params, fold.data.metrics
+    assert p[keys.PARAM_N_TRAIN_QUERIES] == "471"  # Fold1/train.txt
+    assert 100 < int(p[keys.PARAM_N_TEST_QUERIES]) < 156  # 156 test queries, no-relevant dropped
+    assert fold.data.tags[keys.TAG_DATASET] == "mq2008" and fold.data.tags[keys.TAG_FOLD] == "0"
+    assert m["test/ndcg_at_10"] > 0.6 and m["test/map"] > 0.55  # random ranking: ~0.4 / ~0.4
+
+
+# ------------------------------------------------------------------------------ user errors
+@pytest.mark.parametrize("args, needle", [
+    (["model=nosuch"], "model=nosuch is not an option of the config group 'model'"),
+    (["dataset=mq2008", "dataset.root=/no/such/dir"], "dataset.root"),
+    (["loss=none"], "model=direct_ranker does not use loss=none; choose one of ["),
+    (["seed=-1"], "seed must be a non-negative integer"),
+])
+def test_user_errors_print_one_line_and_exit_2(tmp_path: Path, args: list[str], needle: str) -> None:
+    proc = ltr_bench(tmp_path, *args, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith("ltr-bench: error: ") and needle in lines[0]
+    assert not (tmp_path / "mlflow.db").exists()  # failed before any run was created
+
+
+def test_help_and_cfg_job(tmp_path: Path) -> None:
+    help_ = ltr_bench(tmp_path, "--help", timeout=60)
+    assert help_.returncode == 0
+    for group in ("model:", "dataset:", "protocol: holdout, letor_folds, single", "tracking:",
+                  "trainer: cpu, ddp, gpu", "loss:", "optimizer:", "activation:", "eval:"):
+        assert group in help_.stdout, group
+    cfg = ltr_bench(tmp_path, "--cfg", "job", "model.epochs=7", timeout=60)
+    assert cfg.returncode == 0
+    import yaml
+
+    job = yaml.safe_load(cfg.stdout)
+    assert job["model"]["epochs"] == 7 and job["protocol"]["name"] == "single"
+    assert not (tmp_path / "outputs").exists() and not (tmp_path / "mlflow.db").exists()
+
+
+# ------------------------------------------------------------------------------ killed runs
+def _fold_run_training(db: Path) -> bool:
+    """A RUNNING fold run that already logged an epoch metric (i.e. training is under way)."""
+    if not db.exists():
+        return False
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as con:
+            rows = con.execute(
+                "select count(*) from runs r join tags t on r.run_uuid = t.run_uuid "
+                "join metrics m on m.run_uuid = r.run_uuid "
+                "where t.key = 'ltr.role' and t.value = 'fold' and r.status = 'RUNNING'"
+            ).fetchone()
+        return bool(rows and rows[0])
+    except sqlite3.Error:
+        return False
+
+
+def test_killed_runs_end_killed_not_running(tmp_path: Path) -> None:
+    """SIGTERM and Ctrl-C (SIGINT) mid-training: the runs end KILLED, exit 143 / 130."""
+    procs = {}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        cwd = tmp_path / sig.name
+        cwd.mkdir()
+        args = [a for a in TINY if not a.startswith(("model.epochs", "dataset.n_train"))]
+        procs[sig] = (cwd, subprocess.Popen(
+            [LTR_BENCH, *args, "dataset.n_train=3000", "model.epochs=500",
+             "model.early_stopping_patience=null"],
+            cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    try:
+        deadline = time.time() + 90
+        pending = dict(procs)
+        while pending and time.time() < deadline:
+            for sig, (cwd, proc) in list(pending.items()):
+                assert proc.poll() is None, proc.communicate()[1][-2000:]
+                if _fold_run_training(cwd / "mlflow.db"):
+                    proc.send_signal(sig)
+                    del pending[sig]
+            time.sleep(0.2)
+        assert not pending, "training never started"
+        for sig, (cwd, proc) in procs.items():
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == {signal.SIGTERM: 143, signal.SIGINT: 130}[sig], err[-2000:]
+            assert "Traceback" not in err
+            runs = _runs(_client(cwd))
+            statuses = {r.data.tags[keys.TAG_ROLE]: r.info.status for rs in runs.values() for r in rs}
+            assert statuses == {keys.ROLE_PROTOCOL: "KILLED", keys.ROLE_FOLD: "KILLED"}, (sig, statuses)
+    finally:
+        for _, proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()

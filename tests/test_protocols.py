@@ -1,0 +1,417 @@
+"""ltr_bench.protocols and the runner's two modes (final protocol run, inner-CV sweep trial).
+
+The runner tests run in-process on small synthetic data with a tiny stand-in ranker (least
+squares on the labels) that records every QuerySet it is given, so the tests can prove that a
+sweep trial never scores test data.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from ltr_bench import tracking_keys as keys
+from ltr_bench.cli import config_dir
+from ltr_bench.data.queryset import QuerySet
+from ltr_bench.errors import UserError
+from ltr_bench.models.base import Ranker
+from ltr_bench.protocols import (
+    HoldOut,
+    LetorFolds,
+    SingleSplit,
+    format_override_value,
+    plan_refits,
+)
+from ltr_bench.runner import TrialFailed, check_compatibility, run
+
+# ------------------------------------------------------------------------------ stand-in ranker
+SEEN: list[tuple[str, np.ndarray, np.ndarray]] = []  # (fit/vali/score, qids, labels)
+
+
+class RecordingRanker(Ranker):
+    """Least squares on the labels; records the queries of every fit/score call."""
+
+    def __init__(self, seed: int = 0, nan: bool = False, epochs: int = 2, **_: Any) -> None:
+        super().__init__(seed)
+        self.nan, self.epochs = nan, epochs
+
+    def fit(self, train: QuerySet, vali: QuerySet | None = None, *, logger: Any = None) -> "RecordingRanker":
+        SEEN.append(("fit", np.unique(train.qid), np.unique(train.labels)))
+        if vali is not None:
+            SEEN.append(("vali", np.unique(vali.qid), np.unique(vali.labels)))
+        x = np.c_[train.features, np.ones(train.n_docs)]
+        self.w = np.linalg.lstsq(x, train.labels.astype(float), rcond=None)[0]
+        self.history = [{"epoch": e, "train_loss": 1.0 / (e + 1)} for e in range(self.epochs)]
+        return self
+
+    def score(self, data: QuerySet) -> np.ndarray:
+        SEEN.append(("score", np.unique(data.qid), np.unique(data.labels)))
+        s = np.c_[data.features, np.ones(data.n_docs)] @ self.w
+        return np.full_like(s, np.nan) if self.nan else s
+
+
+STANDIN = {
+    "_target_": f"{__name__}.RecordingRanker",
+    "name": "standin",
+    "accepts": {"loss": ["none"], "optimizer": ["none"], "activation": ["none"]},
+    "seed": "${seed}",
+}
+
+SMALL = ["dataset.n_train=600", "dataset.n_vali=200", "dataset.n_test=300",
+         "dataset.n_features=8", "dataset.docs_per_query=20"]
+
+
+def make_cfg(*overrides: str, tracking: Path | None = None, **model: Any) -> DictConfig:
+    """The composed config with the stand-in ranker as model."""
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        cfg = compose("config", overrides=["model=lambdamart", *SMALL, *overrides])
+    with open_dict(cfg):
+        cfg.model = OmegaConf.create({**STANDIN, **model})
+        if tracking is None:
+            cfg.tracking.enabled = False
+        else:
+            cfg.tracking.tracking_uri = f"sqlite:///{tracking}/mlflow.db"
+    return cfg
+
+
+@pytest.fixture(autouse=True)
+def _clear_seen() -> None:
+    SEEN.clear()
+
+
+# ------------------------------------------------------------------------------ fake datasets
+def _queries(n_queries: int, docs: int = 4, start: int = 0, seed: int = 0) -> QuerySet:
+    rng = np.random.default_rng(seed)
+    n = n_queries * docs
+    return QuerySet.from_arrays(
+        rng.normal(size=(n, 3)), rng.integers(0, 3, n), np.repeat(np.arange(start, start + n_queries), docs)
+    )
+
+
+class FakeFolds:
+    """A dataset with predefined folds numbered like LETOR's Fold2, Fold4."""
+
+    relevance_threshold = 1
+    name = "fake"
+    fold_numbers = (2, 4)
+    n_folds = 2
+
+    def load_fold(self, i: int) -> Any:
+        from ltr_bench.data.datasets import FoldData
+
+        base = 100 * i
+        return FoldData(_queries(10, start=base), _queries(3, start=base + 50),
+                        _queries(3, start=base + 80), name=f"fake/Fold{self.fold_numbers[i]}")
+
+    def load_all(self) -> QuerySet:
+        return _queries(40)
+
+
+# ------------------------------------------------------------------------------ protocol objects
+@pytest.mark.parametrize("kwargs, key", [
+    ({"objective": "best"}, "protocol.objective"),
+    ({"inner_cv": 1}, "protocol.inner_cv"),
+    ({"inner_cv": "five"}, "protocol.inner_cv"),
+    ({"train_labels": "ordinal"}, "protocol.train_labels"),
+    ({"train_fraction": 1.0}, "protocol.train_fraction"),
+    ({"vali_fraction": -0.1}, "protocol.vali_fraction"),
+    ({"n_splits": 0}, "protocol.n_splits"),
+    ({"split": 15}, "protocol.split"),
+])
+def test_bad_protocol_options_name_their_key(kwargs: dict, key: str) -> None:
+    with pytest.raises(UserError, match=key.replace(".", r"\.")):
+        HoldOut(**kwargs)
+
+
+def test_auto_objective_is_inner_cv_for_sweep_trials_only() -> None:
+    assert SingleSplit().mode(is_trial=True) == "inner_cv"
+    assert SingleSplit().mode(is_trial=False) == "final"
+    assert SingleSplit(objective="inner_cv").mode(is_trial=False) == "inner_cv"
+    assert SingleSplit(objective="final").mode(is_trial=True) == "final"
+    assert LetorFolds().inner_cv == 5 and HoldOut().inner_cv == 3  # the papers' Sect. 4.4
+
+
+def test_letor_folds_cover_the_selected_folds_with_file_fold_ids() -> None:
+    ds = FakeFolds()
+    assert LetorFolds().positions(ds) == [0, 1]
+    assert SingleSplit().positions(ds) == [0]
+    splits = [LetorFolds().load(ds, p) for p in (0, 1)]
+    assert [s.fold for s in splits] == [1, 3]  # Fold2, Fold4 -> 0-based file numbers
+    assert splits[1].name == "fake/Fold4"
+    assert LetorFolds().load(ds, 0, with_test=False).test is None
+
+
+def test_holdout_splits_partition_every_query_by_query() -> None:
+    ds = FakeFolds()
+    proto = HoldOut(n_splits=4, train_fraction=0.75, vali_fraction=0.2, split_seed=7)
+    all_q = set(ds.load_all().query_ids.tolist())
+    seen_tests = []
+    for p in proto.positions(ds):
+        s = proto.load(ds, p)
+        tr, va, te = (set(x.query_ids.tolist()) for x in (s.train, s.vali, s.test))
+        assert tr | va | te == all_q
+        assert not (tr & va or tr & te or va & te)
+        assert len(te) == 10 and len(va) == 6 and len(tr) == 24  # 40 * 0.25; 30 * 0.2
+        seen_tests.append(frozenset(te))
+    assert len(set(seen_tests)) == 4  # different splits
+    # The same split from a fresh object and from protocol.split=2 (a study per split).
+    again = HoldOut(n_splits=4, train_fraction=0.75, vali_fraction=0.2, split_seed=7, split=2)
+    assert again.positions(ds) == [2]
+    assert frozenset(again.load(ds, 2).test.query_ids.tolist()) == seen_tests[2]
+
+
+def test_inner_folds_partition_the_training_queries() -> None:
+    train = _queries(23)
+    proto = LetorFolds(inner_cv=5, split_seed=3)
+    folds = list(proto.inner_folds(train))
+    assert len(folds) == 5
+    vali_q = [set(v.query_ids.tolist()) for _, _, v in folds]
+    assert sorted(q for v in vali_q for q in v) == list(range(23))
+    for (_, tr, va), vq in zip(folds, vali_q):
+        assert set(tr.query_ids.tolist()).isdisjoint(vq)
+        assert tr.n_queries + va.n_queries == 23
+    again = [set(v.query_ids.tolist()) for _, _, v in LetorFolds(inner_cv=5, split_seed=3).inner_folds(train)]
+    assert again == vali_q  # the same folds for every trial
+    with pytest.raises(UserError, match="protocol.inner_cv"):
+        list(LetorFolds(inner_cv=5).inner_folds(_queries(4)))
+
+
+# ------------------------------------------------------------------------------ compatibility
+def test_incompatible_groups_are_rejected_with_one_sentence() -> None:
+    cfg = OmegaConf.create({
+        "model": {"name": "lambdamart", "accepts": {"loss": ["none"], "optimizer": ["none"]}},
+        "loss": {"name": "listnet"}, "optimizer": {"name": "none"}, "activation": {"name": "tanh"},
+    })
+    with pytest.raises(UserError) as err:
+        check_compatibility(cfg)
+    assert str(err.value) == (
+        "model=lambdamart does not use loss=listnet; choose one of [none] or drop the override"
+    )
+    cfg.loss.name = "none"
+    check_compatibility(cfg)  # activation is not restricted by this model: fine
+
+
+# ------------------------------------------------------------------------------ runner: trial
+def test_sweep_trial_scores_inner_folds_only_and_logs_a_trial_run(tmp_path: Path) -> None:
+    cfg = make_cfg("sweep.trial_number=4", "sweep.study_name=s1", "protocol.inner_cv=3",
+                   tracking=tmp_path)
+    ds_qids = _synthetic_qids(cfg)
+    result = run(cfg, output_dir=tmp_path / "job")
+    assert result.mode == "inner_cv" and len(result.folds) == 3
+    per_fold = [f.metrics["vali"]["ndcg@10"] for f in result.folds]
+    assert result.objective == pytest.approx(np.mean(per_fold))
+    # Every scored query is a training query; vali only drives early stopping; test never seen.
+    scored = np.concatenate([q for kind, q, _ in SEEN if kind == "score"])
+    assert set(scored.tolist()) == ds_qids["train"]  # the inner folds partition train
+    assert all(set(q.tolist()) <= ds_qids["vali"] for kind, q, _ in SEEN if kind == "vali")
+    assert not any(set(q.tolist()) & ds_qids["test"] for _, q, _ in SEEN)
+    # MLflow: a trial run under the study's sweep run, with the CV mean and per-fold values.
+    client, runs = _runs(tmp_path)
+    by_role = {r.data.tags[keys.TAG_ROLE]: r for r in runs}
+    trial, sweep = by_role[keys.ROLE_TRIAL], by_role[keys.ROLE_SWEEP]
+    assert trial.data.tags["mlflow.parentRunId"] == sweep.info.run_id
+    assert trial.data.tags["ltr.trial_number"] == "4" and sweep.data.tags["ltr.study"] == "s1"
+    assert trial.info.status == "FINISHED"
+    assert trial.data.metrics["cv/ndcg_at_10"] == pytest.approx(result.objective)
+    assert trial.data.metrics["objective"] == pytest.approx(result.objective)
+    assert not any(k.startswith("test/") for k in trial.data.metrics)
+    hist = client.get_metric_history(trial.info.run_id, "cv_fold/ndcg_at_10")
+    assert sorted(m.step for m in hist) == [0, 1, 2]
+    assert sorted(m.value for m in hist) == pytest.approx(sorted(per_fold))
+    assert trial.data.params["protocol.inner_cv"] == "3"
+    assert trial.data.metrics[keys.TIME_FIT] >= 0
+    assert json.loads((tmp_path / "job" / "results.json").read_text())["objective"] == pytest.approx(result.objective)
+
+
+def _runs(store: Path) -> tuple[Any, list]:
+    import mlflow
+
+    client = mlflow.MlflowClient(f"sqlite:///{store}/mlflow.db")
+    exp = client.get_experiment_by_name("ltr_bench")
+    return client, client.search_runs([exp.experiment_id])
+
+
+def _synthetic_qids(cfg: DictConfig) -> dict[str, set]:
+    from hydra.utils import instantiate
+
+    fold = instantiate(cfg.dataset).load_fold(0)
+    return {s: set(getattr(fold, s).query_ids.tolist()) for s in ("train", "vali", "test")}
+
+
+def test_nan_scores_fail_the_trial_and_its_mlflow_run(tmp_path: Path) -> None:
+    cfg = make_cfg("sweep.trial_number=0", "sweep.study_name=s2", "protocol.inner_cv=2",
+                   tracking=tmp_path, nan=True)
+    with pytest.raises(TrialFailed, match="non-finite scores"):
+        run(cfg, verbose=False)
+    _, runs = _runs(tmp_path)
+    trial = [r for r in runs if r.data.tags[keys.TAG_ROLE] == keys.ROLE_TRIAL]
+    assert [r.info.status for r in trial] == ["FAILED"]
+
+
+def test_trials_may_not_select_on_test() -> None:
+    cfg = make_cfg("sweep.trial_number=0", "objective.split=test")
+    with pytest.raises(UserError, match="objective.split=test"):
+        run(cfg, verbose=False)
+    assert SEEN == []  # rejected before any data was read
+
+
+# ------------------------------------------------------------------------------ runner: final
+def test_holdout_protocol_runs_every_split_with_binary_training_labels(tmp_path: Path, capsys: Any) -> None:
+    cfg = make_cfg("protocol=holdout", "protocol.n_splits=3", "protocol.vali_fraction=0.25",
+                   "protocol.train_labels=binary")
+    result = run(cfg, output_dir=tmp_path)
+    assert result.mode == "final" and [f.fold for f in result.folds] == [0, 1, 2]
+    fits = [labels for kind, _, labels in SEEN if kind == "fit"]
+    assert len(fits) == 3 and all(set(l.tolist()) <= {0, 1} for l in fits)
+    tests = [f.metrics["test"]["ndcg@10"] for f in result.folds]
+    assert result.mean["test"]["ndcg@10"] == pytest.approx(np.mean(tests))
+    assert result.se["test"]["ndcg@10"] == pytest.approx(np.std(tests, ddof=1) / math.sqrt(3))
+    assert result.objective == pytest.approx(result.mean["vali"]["ndcg@10"])
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert [f["fold"] for f in saved["folds"]] == [0, 1, 2]
+    assert saved["mean"]["test"]["map"] == pytest.approx(result.mean["test"]["map"])
+    assert saved["mlflow"]["run_id"] is None  # tracking off
+    out = capsys.readouterr().out
+    assert "mean(SE) test" in out and "[3/3]" in out and str(tmp_path / "results.json") in out
+
+
+def test_threads_null_becomes_the_core_count_for_interpolations() -> None:
+    import os
+
+    import torch
+
+    cfg = make_cfg(threads_key="${threads}")
+    try:
+        run(cfg, verbose=False)
+        assert cfg.threads == (os.cpu_count() or 1) == torch.get_num_threads()
+        assert cfg.model.threads_key == cfg.threads
+    finally:
+        torch.set_num_threads(1)
+
+
+# ------------------------------------------------------------------------------ refit step
+SWEEP_TASK = """hydra:
+  overrides:
+    task:
+    - model=direct_ranker
+    - dataset=mq2008
+    - protocol=letor_folds
+    - dataset.fold=1,2
+    - optimizer.lr=interval(0.0001,0.1)
+    - activation=tanh,sigmoid
+    - threads=1
+    - hydra/sweeper=ltr_optuna
+"""
+
+
+def _study(name: str, fold: int | None, lr: float) -> dict[str, Any]:
+    return {"name": "ltr_optuna", "study_name": name, "best_value": 0.7,
+            "best_params": {"optimizer.lr": lr, "activation": "sigmoid"},
+            "best_overrides": [f"optimizer.lr={lr}", "activation=sigmoid"],
+            "study_overrides": [f"dataset.fold={fold}"] if fold else []}
+
+
+def test_refit_repeats_the_sweep_command_with_the_best_parameters(tmp_path: Path) -> None:
+    import yaml
+
+    (tmp_path / "multirun.yaml").write_text(SWEEP_TASK)
+    res = tmp_path / "optimization_results.yaml"
+    res.write_text(yaml.safe_dump(_study("s", None, 0.001)))
+    (refit,) = plan_refits(["optimizer.lr=0.5", "seed=3", f"refit_best={tmp_path}"])
+    assert refit.study_name == "s"
+    assert refit.output_dir == str(tmp_path / "refit" / "s")
+    assert refit.overrides == [
+        # the sweep's fixed overrides (ranges and hydra keys dropped), then the user's
+        "model=direct_ranker", "dataset=mq2008", "protocol=letor_folds", "threads=1", "seed=3",
+        # the best parameters replace the user's optimizer.lr
+        "optimizer.lr=0.001", "activation=sigmoid",
+        "protocol.objective=final", "sweep.study_name=s", f"refit_best={res}",
+        f"hydra.run.dir={tmp_path}/refit/s",
+    ]
+    assert plan_refits(["seed=1"]) is None
+
+
+def test_refit_of_a_sweep_with_a_study_per_fold(tmp_path: Path) -> None:
+    import yaml
+
+    (tmp_path / "multirun.yaml").write_text(SWEEP_TASK)
+    (tmp_path / "optimization_results.yaml").write_text(yaml.safe_dump(
+        {"name": "ltr_optuna", "studies": [_study("s-f1", 1, 0.01), _study("s-f2", 2, 0.02)]}))
+    both = plan_refits([f"refit_best={tmp_path}", "hydra.run.dir=out"])
+    assert [r.study_name for r in both] == ["s-f1", "s-f2"]
+    assert "dataset.fold=2" in both[1].overrides and "optimizer.lr=0.02" in both[1].overrides
+    assert all(r.output_dir is None and r.overrides.count("hydra.run.dir=out") == 1 for r in both)
+    assert [r.label for r in both] == ["dataset.fold=1", "dataset.fold=2"]
+    # Long study names (the sweeper's default names are long) still get distinct folders.
+    long = "x" * 200
+    (tmp_path / "optimization_results.yaml").write_text(yaml.safe_dump(
+        {"name": "ltr_optuna", "studies": [_study(long + "-f1", 1, 0.01), _study(long + "-f2", 2, 0.02)]}))
+    dirs = [r.output_dir for r in plan_refits([f"refit_best={tmp_path}"])]
+    assert len(set(dirs)) == 2 and all(len(Path(d).name) <= 100 for d in dirs)
+    assert dirs[0].endswith("-f1") and dirs[1].endswith("-f2")
+    (tmp_path / "optimization_results.yaml").write_text(yaml.safe_dump(
+        {"name": "ltr_optuna", "studies": [_study("s-f1", 1, 0.01), _study("s-f2", 2, 0.02)]}))
+    (only,) = plan_refits([f"+refit_best={tmp_path}", "dataset.fold=2"])
+    assert only.study_name == "s-f2" and only.overrides.count("dataset.fold=2") == 1
+    with pytest.raises(UserError, match="no study matches"):
+        plan_refits([f"refit_best={tmp_path}", "dataset.fold=5"])
+
+
+def test_refit_errors_are_one_sentence(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="refit_best=.*no such file"):
+        plan_refits(["refit_best=/no/such/file.yaml"])
+    res = tmp_path / "optimization_results.yaml"
+    res.write_text("best_value: 1\n")
+    with pytest.raises(UserError, match="best_params"):
+        plan_refits([f"refit_best={res}"])
+    res.write_text("study_name: s\nbest_params: null\nbest_overrides: null\n")
+    with pytest.raises(UserError, match="no completed trial"):
+        plan_refits([f"refit_best={res}"])
+    # A results file written with plain best_params (the old plugin's format) works too.
+    res.write_text("best_params:\n  model.hidden: [64, 32]\n  optimizer.lr: 0.001\n")
+    (r,) = plan_refits([f"refit_best={res}"])
+    assert "model.hidden=[64,32]" in r.overrides and "optimizer.lr=0.001" in r.overrides
+
+
+@pytest.mark.parametrize("value", [0.001, 1e-4, 3, True, None, "tanh", [64, 32], "a b", "12-3",
+                                   "/tmp/x y/z.yaml", [0.5, "relu"]])
+def test_override_values_round_trip_through_hydras_parser(value: Any) -> None:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    text = f"key={format_override_value(value)}"
+    parsed = OverridesParser.create().parse_override(text).value()
+    assert parsed == value
+
+
+def test_threads_are_shared_among_a_parallel_launchers_jobs() -> None:
+    import os
+
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from ltr_bench.runner import parallel_jobs
+
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        cfg = compose("config", overrides=["model=lambdamart", "hydra/launcher=joblib",
+                                           "hydra.launcher.n_jobs=-1"], return_hydra_config=True)
+    try:
+        assert parallel_jobs() == 1  # no Hydra job
+        with open_dict(cfg):
+            cfg.hydra.mode = RunMode.MULTIRUN
+        HydraConfig.instance().set_config(cfg)
+        assert parallel_jobs() == (os.cpu_count() or 1)  # joblib's -1: a job per core
+        from omegaconf import read_write
+
+        with read_write(cfg.hydra):
+            cfg.hydra.launcher.n_jobs = 1
+        HydraConfig.instance().set_config(cfg)
+        assert parallel_jobs() == 1
+    finally:
+        HydraConfig.instance().cfg = None
