@@ -1,0 +1,109 @@
+"""Structured configs of the ``ltr_optuna`` Hydra sweeper, registered in Hydra's ConfigStore.
+
+Groups: ``hydra/sweeper`` -> ``ltr_optuna``; ``hydra/sweeper/sampler`` -> ``tpe`` (default),
+``random``, ``grid``. The surface follows hydra-optuna-sweeper (``params``, ``sampler``,
+``direction``, ``n_trials``, ``n_jobs``, ``storage``, ``study_name``, ``max_failure_rate``) and adds
+the keys this project needs for resumable, shareable sweeps (see ``LtrOptunaSweeperConf``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+SWEEPER_TARGET = "hydra_plugins.ltr_bench_sweeper.LtrOptunaSweeper"
+
+
+@dataclass
+class TPESamplerConf:
+    """Optuna's TPE sampler (the default). ``seed`` makes a fresh sweep reproducible."""
+
+    _target_: str = "optuna.samplers.TPESampler"
+    seed: Optional[int] = 0
+    n_startup_trials: int = 10
+    n_ei_candidates: int = 24
+    multivariate: bool = False
+    group: bool = False
+    constant_liar: bool = False
+
+
+@dataclass
+class RandomSamplerConf:
+    """Optuna's random sampler."""
+
+    _target_: str = "optuna.samplers.RandomSampler"
+    seed: Optional[int] = 0
+
+
+@dataclass
+class GridSamplerConf:
+    """Exhaustive grid over the product of all (discrete) params, each point exactly once.
+
+    ``seed: null`` walks the grid in product order (params in declaration order); an integer seed
+    walks it in a shuffled order (useful when ``n_trials`` is smaller than the grid).
+    """
+
+    _target_: str = "ltr_bench.sweeper.grid.GridSearchSampler"
+    seed: Optional[int] = None
+
+
+@dataclass
+class LtrOptunaSweeperConf:
+    """Config of the project's Optuna sweeper (``hydra/sweeper=ltr_optuna``).
+
+    storage: ``null`` -> SQLite file ``<storage_dir>/<study_name>.db`` (``storage_dir`` relative to
+      the directory the command was started in), so re-running the same command resumes the study;
+      any SQLAlchemy URL (``postgresql://...``, ``sqlite:///abs/path.db``) shares one study between
+      processes and machines.
+    study_name: ``null`` -> ``<job name>[-<task override>...]-<sampler>`` built from the sorted
+      non-sweep command-line overrides (``hydra.*``/``sweep.*`` excluded), so the same command maps
+      to the same study. Interpolations such as ``${model.name}-${dataset.name}`` also work.
+    n_trials: trials of the study in total (over all processes and resumptions); ``null`` -> the
+      grid size for ``sampler=grid``, 20 otherwise.
+    study_per: override keys whose values (``key=0,1,2`` / ``range(5)``) each get their own study
+      (run one after another, name suffixed ``-key=value``) instead of being optimised.
+    max_failure_rate: abort once more than this fraction of ``n_trials`` failed (raised / NaN).
+    fatal_errors: exception classes (dotted paths) that abort the sweep at once (config errors).
+    sampler.seed: a fresh study is reproducible; a resumed study uses seed + (trials stored), so it
+      does not replay its first proposals; with an explicit ``storage`` the seed is also salted per
+      process, so that workers sharing a study explore differently.
+    Every job gets the overrides ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>``.
+    heartbeat_interval / grace_period: seconds; a trial of another host whose heartbeat is older
+      than ``grace_period`` (default 2 x interval) is marked FAIL; a trial of a dead process on this
+      host is marked FAIL at once.
+    """
+
+    _target_: str = SWEEPER_TARGET
+    _recursive_: bool = False  # the sweeper builds the sampler itself (seed offset, grid space)
+    defaults: List[Any] = field(default_factory=lambda: [{"sampler": "tpe"}])
+    sampler: Any = MISSING
+    direction: str = "maximize"
+    n_trials: Optional[int] = None
+    n_jobs: int = 1
+    storage: Optional[str] = None
+    storage_dir: str = "multirun/optuna"
+    study_name: Optional[str] = None
+    study_per: List[str] = field(default_factory=list)
+    max_failure_rate: float = 0.5
+    fatal_errors: List[str] = field(
+        default_factory=lambda: [
+            "ltr_bench.errors.UserError",
+            "omegaconf.errors.OmegaConfBaseException",
+            "hydra.errors.ConfigCompositionException",
+        ]
+    )
+    max_duplicate_retries: int = 10
+    heartbeat_interval: int = 30
+    grace_period: Optional[int] = None
+    params: Dict[str, Any] = field(default_factory=dict)
+
+
+def register_configs() -> None:
+    """Store the sweeper and sampler configs in Hydra's ConfigStore (idempotent)."""
+    cs = ConfigStore.instance()
+    cs.store(group="hydra/sweeper", name="ltr_optuna", node=LtrOptunaSweeperConf, provider="ltr_bench")
+    for name, node in (("tpe", TPESamplerConf), ("random", RandomSamplerConf), ("grid", GridSamplerConf)):
+        cs.store(group="hydra/sweeper/sampler", name=name, node=node, provider="ltr_bench")

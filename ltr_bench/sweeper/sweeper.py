@@ -1,0 +1,505 @@
+"""The ``ltr_optuna`` Hydra sweeper: Optuna ask/tell over Hydra jobs, resumable and shareable.
+
+Per study (one, or one per value of the ``study_per`` keys) the sweeper
+
+1. opens the storage (default: a SQLite file named after the study, so re-running the same
+   command resumes it) and creates or loads the study, once, before any job starts;
+2. marks trials whose sweeper process is gone as FAIL (``interrupted``; they do not use budget);
+3. repeats: count the budget-using trials of the whole study (all processes), ask up to
+   ``n_jobs`` new trials (rejecting exact repeats of evaluated parameter sets and trials beyond
+   ``n_trials``), launch them as one batch through the Hydra launcher with the overrides
+   ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>``, and tell Optuna each job's
+   return value -- or FAIL when the job raised or returned NaN/None;
+4. writes ``optimization_results.yaml`` (best params/value, counts, storage) into the sweep dir.
+
+Config errors (``fatal_errors``) and more failures than ``max_failure_rate`` abort the sweep.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import random
+import signal
+import threading
+import warnings
+import zlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.plugins.sweeper import Sweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, OmegaConf
+
+from ltr_bench.errors import UserError
+
+log = logging.getLogger(__name__)
+
+RESULTS_FILE = "optimization_results.yaml"
+DEFAULT_N_TRIALS = 20
+MAX_ENUMERATED_POINTS = 100_000  # finite spaces up to this size get a free point queued on repeats
+TRIAL_NUMBER_KEY = "sweep.trial_number"
+STUDY_NAME_KEY = "sweep.study_name"
+
+
+class TooManyFailures(RuntimeError):
+    """More trials failed than ``hydra.sweeper.max_failure_rate`` allows."""
+
+
+@contextlib.contextmanager
+def _sigterm_raises_interrupt() -> Iterator[None]:
+    """Turn SIGTERM into KeyboardInterrupt so that running trials are marked before exiting."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _quiet_optuna() -> Iterator[None]:
+    """Silence Optuna's warning that heartbeats are meant for ``Study.optimize`` (we beat ourselves)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Heartbeat of storage.*")
+        yield
+
+
+class OptunaSweeperImpl(Sweeper):
+    """Implementation; Hydra instantiates the thin subclass in ``hydra_plugins.ltr_bench_sweeper``."""
+
+    def __init__(
+        self,
+        sampler: Any,
+        direction: str = "maximize",
+        n_trials: int | None = None,
+        n_jobs: int = 1,
+        storage: str | None = None,
+        storage_dir: str = "multirun/optuna",
+        study_name: str | None = None,
+        study_per: Sequence[str] = (),
+        max_failure_rate: float = 0.5,
+        fatal_errors: Sequence[str] = (),
+        max_duplicate_retries: int = 10,
+        heartbeat_interval: int = 30,
+        grace_period: int | None = None,
+        params: Any = None,
+    ) -> None:
+        super().__init__()
+        self.sampler_cfg = sampler
+        self.direction = str(direction).lower()
+        self.n_trials = n_trials
+        self.n_jobs = int(n_jobs)
+        self.storage = storage
+        self.storage_dir = storage_dir
+        self.study_name = study_name
+        self.study_per = list(study_per or [])
+        self.max_failure_rate = float(max_failure_rate)
+        self.fatal_error_names = list(fatal_errors or [])
+        self.max_duplicate_retries = int(max_duplicate_retries)
+        self.heartbeat_interval = int(heartbeat_interval)
+        self.grace_period = int(grace_period) if grace_period is not None else 2 * self.heartbeat_interval
+        self.params = _plain(params) or {}
+        self.hydra_context: HydraContext | None = None
+        self.config: DictConfig | None = None
+        self.launcher = None
+        self.job_idx = 0
+        self._validate()
+
+    def _validate(self) -> None:
+        if self.direction not in ("maximize", "minimize"):
+            raise UserError(f"hydra.sweeper.direction must be maximize or minimize, not '{self.direction}'.")
+        if self.n_jobs < 1:
+            raise UserError(f"hydra.sweeper.n_jobs must be >= 1, not {self.n_jobs}.")
+        if self.n_trials is not None and int(self.n_trials) < 1:
+            raise UserError(f"hydra.sweeper.n_trials must be >= 1 or null, not {self.n_trials}.")
+        if not 0.0 <= self.max_failure_rate <= 1.0:
+            raise UserError(f"hydra.sweeper.max_failure_rate must be in [0, 1], not {self.max_failure_rate}.")
+        if self.heartbeat_interval < 1:
+            raise UserError(f"hydra.sweeper.heartbeat_interval must be >= 1 s, not {self.heartbeat_interval}.")
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        from hydra.core.plugins import Plugins
+
+        self.hydra_context = hydra_context
+        self.config = config
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
+        self.fatal_errors = tuple(self._resolve_error_class(n) for n in self.fatal_error_names)
+
+    @staticmethod
+    def _resolve_error_class(dotted: str) -> type:
+        from hydra.utils import get_class
+
+        try:
+            cls = get_class(dotted)
+        except Exception as e:
+            raise UserError(f"hydra.sweeper.fatal_errors: cannot import '{dotted}'.") from e
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+            raise UserError(f"hydra.sweeper.fatal_errors: '{dotted}' is not an exception class.")
+        return cls
+
+    # ------------------------------------------------------------------ sweep
+    def sweep(self, arguments: list[str]) -> list[dict[str, Any]]:
+        from ltr_bench.sweeper.search_space import build_space, collect_overrides, discrete_values, parse_override
+
+        assert self.config is not None and self.launcher is not None
+        overrides = collect_overrides(self.params, arguments)
+        variants: list[list[str]] = [[]]
+        for key in self.study_per:
+            name = key.lstrip("+~")
+            if name in overrides:
+                values = discrete_values(overrides.pop(name))
+                variants = [v + [value] for v in variants for value in values]
+        space = build_space(overrides)
+        cli_fixed = [
+            o for o in arguments
+            if not parse_override(o).is_sweep_override()
+            and parse_override(o).get_key_element().lstrip("+~") not in {k.lstrip("+~") for k in self.study_per}
+        ]
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+
+        base_name = self._base_study_name(cli_fixed)
+        results: list[dict[str, Any]] = []
+        for variant in variants:
+            name = "-".join([base_name, *variant])
+            results.append(self._run_study(name, space, variant, sweep_dir, results))
+        self._write_results(sweep_dir, results)
+        return results
+
+    def _sampler_choice(self) -> str:
+        assert self.config is not None
+        choice = OmegaConf.select(self.config, "hydra.runtime.choices", default={}).get("hydra/sweeper/sampler")
+        if choice:
+            return str(choice)
+        return str(self.sampler_cfg.get("_target_", "sampler")).rsplit(".", 1)[-1].lower()
+
+    def _base_study_name(self, cli_fixed: Sequence[str]) -> str:
+        from ltr_bench.sweeper.storage import default_study_name
+
+        if self.study_name:
+            return str(self.study_name)
+        assert self.config is not None
+        job_name = str(OmegaConf.select(self.config, "hydra.job.name", default="app"))
+        return default_study_name(job_name, cli_fixed, self._sampler_choice())
+
+    def _make_sampler(self, space: Any, n_existing: int) -> Any:
+        import optuna
+        from hydra.utils import get_class, instantiate
+
+        from ltr_bench.sweeper.grid import GridSearchSampler
+
+        cfg = _plain(self.sampler_cfg)
+        if not cfg or "_target_" not in cfg:
+            raise UserError("hydra.sweeper.sampler needs a _target_ (use hydra/sweeper/sampler=tpe|random|grid).")
+        cls = get_class(cfg["_target_"])
+        if issubclass(cls, (GridSearchSampler, optuna.samplers.GridSampler)):
+            return instantiate(cfg, search_space=space.grid_values())
+        if cfg.get("seed") is not None:
+            # A resumed study must not replay the first run's random stream (it would re-propose the
+            # finished points); a shared storage salts per process so workers explore differently.
+            salt = 0 if self.storage is None else zlib.crc32(repr(self._identity()).encode())
+            cfg["seed"] = (int(cfg["seed"]) + n_existing + salt) % (2**31)
+        return instantiate(cfg)
+
+    @staticmethod
+    def _identity() -> dict[str, Any]:
+        from ltr_bench.sweeper.trials import worker_identity
+
+        return worker_identity()
+
+    def _budget(self, sampler: Any) -> int:
+        from ltr_bench.sweeper.grid import GridSearchSampler
+
+        if isinstance(sampler, GridSearchSampler):
+            size = sampler.grid_size
+            if self.n_trials is not None and int(self.n_trials) > size:
+                log.warning("hydra.sweeper.n_trials=%s exceeds the grid size %d.", self.n_trials, size)
+            return size if self.n_trials is None else min(int(self.n_trials), size)
+        return DEFAULT_N_TRIALS if self.n_trials is None else int(self.n_trials)
+
+    # ------------------------------------------------------------------ one study
+    def _run_study(
+        self, study_name: str, space: Any, variant: list[str], sweep_dir: Path, done: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        from ltr_bench.sweeper.storage import default_storage_url, open_storage, open_study, redact
+        from ltr_bench.sweeper.trials import Heartbeat, fail_interrupted_trials
+
+        assert self.config is not None
+        if self.storage:
+            url = str(self.storage)
+        else:
+            base = OmegaConf.select(self.config, "hydra.runtime.cwd", default=None) or Path.cwd()
+            url = default_storage_url(self.storage_dir, study_name, base)
+        rdb = open_storage(url, self.heartbeat_interval, self.grace_period)
+        study = open_study(rdb, study_name, self.direction)
+        fail_interrupted_trials(study, rdb, self.grace_period)
+        n_existing = len(study.get_trials(deepcopy=False))
+        study.sampler = self._make_sampler(space, n_existing)
+        budget = self._budget(study.sampler)
+        log.info(
+            "Study '%s' in %s: sampler %s, %s, n_trials=%d, %d trial(s) already stored.",
+            study_name, redact(url), type(study.sampler).__name__, self.direction, budget, n_existing,
+        )
+        heartbeat = Heartbeat(rdb, self.heartbeat_interval)
+        try:
+            while True:
+                fail_interrupted_trials(study, rdb, self.grace_period)
+                remaining = self._remaining(study, space, budget)
+                if remaining <= 0:
+                    break
+                batch = self._ask_batch(study, space, min(self.n_jobs, remaining), budget, heartbeat)
+                if not batch:
+                    break
+                self._run_batch(study, space, variant, batch, heartbeat)
+                self._write_results(sweep_dir, [*done, self._summary(study, budget, url, space, variant)])
+        finally:
+            heartbeat.close()
+        summary = self._summary(study, budget, url, space, variant)
+        if summary["best_trial"] is not None:
+            log.info("Best trial %d: value %s, params %s",
+                     summary["best_trial"], summary["best_value"], summary["best_params"])
+        return summary
+
+    def _remaining(self, study: Any, space: Any, budget: int) -> int:
+        from ltr_bench.sweeper.trials import ATTR_FAIL, COUNTED_FAIL_REASONS, counts_toward_budget, taken_points
+
+        trials = study.get_trials(deepcopy=False)
+        used = sum(counts_toward_budget(t) for t in trials)
+        failed = sum(t.state.name == "FAIL" and t.user_attrs.get(ATTR_FAIL) in COUNTED_FAIL_REASONS for t in trials)
+        if failed > self.max_failure_rate * budget:
+            raise TooManyFailures(
+                f"{failed} of n_trials={budget} trials of study '{study.study_name}' failed, more than "
+                f"hydra.sweeper.max_failure_rate={self.max_failure_rate}; see the job logs."
+            )
+        size = space.size()
+        if size is not None and len(taken_points(trials, list(space.params))) >= size and budget - used > 0:
+            log.info("Search space of study '%s' exhausted after %d distinct points.", study.study_name, size)
+            return 0
+        if budget - used <= 0:
+            log.info("Study '%s' has used its n_trials=%d.", study.study_name, budget)
+        return budget - used
+
+    def _ask_batch(self, study: Any, space: Any, n: int, budget: int, heartbeat: Any) -> list[Any]:
+        batch: list[Any] = []
+        try:
+            for _ in range(n):
+                trial = self._ask_one(study, space, budget, heartbeat)
+                if trial is None:
+                    break
+                batch.append(trial)
+        except BaseException:
+            self._fail_all(study, batch, heartbeat, reason="interrupted")
+            raise
+        return batch
+
+    def _ask_one(self, study: Any, space: Any, budget: int, heartbeat: Any) -> Any:
+        """Ask one new trial; None when the study's budget is used up by other trials."""
+        from ltr_bench.sweeper.trials import (
+            ATTR_WORKER,
+            FAIL_DUPLICATE,
+            FAIL_SURPLUS,
+            counts_toward_budget,
+            params_key,
+            taken_points,
+        )
+
+        names = list(space.params)
+        distributions = space.distributions()
+        identity = self._identity()
+        for attempt in range(self.max_duplicate_retries + 1):
+            with _quiet_optuna():
+                trial = study.ask(distributions)
+            heartbeat.add(trial._trial_id)
+            trial.set_user_attr(ATTR_WORKER, identity)
+            others = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number]
+            earlier = [t for t in others if t.number < trial.number and counts_toward_budget(t)]
+            if len(earlier) >= budget:
+                self._reject(study, trial, FAIL_SURPLUS, heartbeat)
+                return None
+            key = params_key(trial.params, names)
+            rivals = [
+                t for t in others
+                if counts_toward_budget(t) and (t.number < trial.number or t.state.is_finished())
+            ]
+            if key is None or key not in taken_points(rivals, names):
+                return trial
+            size = space.size()
+            enumerable = size is not None and size <= MAX_ENUMERATED_POINTS
+            if attempt == self.max_duplicate_retries and not enumerable:
+                log.warning("Trial %d repeats evaluated params %s; running it anyway.", trial.number, trial.params)
+                return trial
+            self._reject(study, trial, FAIL_DUPLICATE, heartbeat)
+            if enumerable and attempt >= self.max_duplicate_retries // 2:
+                self._enqueue_free_point(study, space, trial.number)
+        log.warning("No new parameters after %d proposals; ending study '%s'.",
+                    self.max_duplicate_retries + 1, study.study_name)
+        return None
+
+    def _enqueue_free_point(self, study: Any, space: Any, seed: int) -> None:
+        """Queue a random not-yet-evaluated point of a finite space (when the sampler keeps repeating)."""
+        from ltr_bench.sweeper.trials import taken_points
+
+        names = list(space.params)
+        taken = taken_points(study.get_trials(deepcopy=False), names)
+        free = [p for p in space.grid_points() if tuple(p[n] for n in names) not in taken]
+        if free:
+            study.enqueue_trial(random.Random(seed).choice(free))
+
+    def _reject(self, study: Any, trial: Any, reason: str, heartbeat: Any) -> None:
+        from ltr_bench.sweeper.trials import ATTR_FAIL
+
+        trial.set_user_attr(ATTR_FAIL, reason)
+        study.tell(trial, state=_fail_state(), skip_if_finished=True)
+        heartbeat.discard(trial._trial_id)
+
+    def _fail_all(
+        self, study: Any, trials: Sequence[Any], heartbeat: Any, reason: str, error: str | None = None
+    ) -> None:
+        from ltr_bench.sweeper.trials import ATTR_ERROR
+
+        for trial in trials:
+            with contextlib.suppress(Exception):
+                if error:
+                    trial.set_user_attr(ATTR_ERROR, error[:2000])
+                self._reject(study, trial, reason, heartbeat)
+
+    def _run_batch(self, study: Any, space: Any, variant: list[str], batch: list[Any], heartbeat: Any) -> None:
+        from ltr_bench.sweeper.search_space import format_value
+        from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_INTERRUPTED
+
+        jobs = [
+            [
+                *space.job_overrides(t.params),
+                *variant,
+                f"++{TRIAL_NUMBER_KEY}={t.number}",
+                f"++{STUDY_NAME_KEY}={format_value(study.study_name)}",
+            ]
+            for t in batch
+        ]
+        for t, overrides in zip(batch, jobs):
+            log.info("Trial %d of study '%s': %s", t.number, study.study_name, " ".join(overrides))
+        try:
+            if len(jobs) > 1:  # compose all first, so that one bad config cannot waste the others' runs
+                self.validate_batch_is_legal(jobs)
+            with _sigterm_raises_interrupt():
+                returns = self.launcher.launch(jobs, initial_job_idx=self.job_idx)
+        except Exception as e:  # launchers compose each job's config before running it
+            self._fail_all(study, batch, heartbeat, FAIL_CONFIG, error=f"{type(e).__name__}: {e}")
+            raise
+        except BaseException:
+            self._fail_all(study, batch, heartbeat, FAIL_INTERRUPTED)
+            raise
+        self.job_idx += len(batch)
+        fatal: BaseException | None = None
+        for trial, ret in zip(batch, returns):
+            error = self._tell(study, trial, ret, heartbeat)
+            if error is not None and fatal is None:
+                fatal = error
+        if fatal is not None:
+            raise fatal
+
+    def _tell(self, study: Any, trial: Any, ret: JobReturn, heartbeat: Any) -> BaseException | None:
+        """Tell Optuna one job's outcome; return the exception when it is fatal."""
+        from ltr_bench.sweeper.trials import ATTR_ERROR, ATTR_FAIL, FAIL_CONFIG, FAIL_EXCEPTION, FAIL_NAN
+
+        if ret.status == JobStatus.COMPLETED:
+            value = ret._return_value
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                number = math.nan
+            if math.isfinite(number):
+                frozen = study.tell(trial, number, skip_if_finished=True)
+                heartbeat.discard(trial._trial_id)
+                if frozen.state.name == "COMPLETE":
+                    log.info("Trial %d finished with value %s.", trial.number, number)
+                else:  # another worker failed it as stale (e.g. heartbeats blocked for too long)
+                    log.warning("Trial %d was already %s; its value %s is not recorded.",
+                                trial.number, frozen.state.name, number)
+                return None
+            log.warning("Trial %d returned %r; recorded as FAIL.", trial.number, value)
+            trial.set_user_attr(ATTR_ERROR, f"returned {value!r}"[:2000])
+            self._reject(study, trial, FAIL_NAN, heartbeat)
+            return None
+        error = ret._return_value
+        is_fatal = isinstance(error, self.fatal_errors)
+        log.error(
+            "Trial %d failed (%s): %s: %s",
+            trial.number, "aborting the sweep" if is_fatal else "recorded as FAIL, sweep goes on",
+            type(error).__name__, error,
+            exc_info=(type(error), error, error.__traceback__) if isinstance(error, BaseException) else None,
+        )
+        trial.set_user_attr(ATTR_ERROR, f"{type(error).__name__}: {error}"[:2000])
+        self._reject(study, trial, FAIL_CONFIG if is_fatal else FAIL_EXCEPTION, heartbeat)
+        return error if is_fatal and isinstance(error, BaseException) else None
+
+    # ------------------------------------------------------------------ results
+    def _summary(self, study: Any, budget: int, url: str, space: Any, variant: list[str]) -> dict[str, Any]:
+        from optuna.trial import TrialState
+
+        from ltr_bench.sweeper.storage import redact
+        from ltr_bench.sweeper.trials import ATTR_FAIL, COUNTED_FAIL_REASONS
+
+        trials = study.get_trials(deepcopy=False)
+        complete = [t for t in trials if t.state == TrialState.COMPLETE]
+        summary: dict[str, Any] = {
+            "name": "ltr_optuna",
+            "study_name": study.study_name,
+            "storage": redact(url),
+            "direction": self.direction,
+            "sampler": type(study.sampler).__name__,
+            "n_trials": budget,
+            "n_complete": len(complete),
+            "n_failed": sum(
+                t.state == TrialState.FAIL and t.user_attrs.get(ATTR_FAIL) in COUNTED_FAIL_REASONS for t in trials
+            ),
+            "n_running": sum(t.state == TrialState.RUNNING for t in trials),
+            "best_trial": None,
+            "best_value": None,
+            "best_params": None,
+            "best_overrides": None,
+            "study_overrides": list(variant),
+        }
+        if complete:
+            best = study.best_trial
+            summary.update(
+                best_trial=best.number,
+                best_value=float(best.value),
+                best_params=dict(best.params),
+                best_overrides=[p.override(best.params[n]) for n, p in space.params.items() if n in best.params],
+            )
+        return summary
+
+    @staticmethod
+    def _write_results(sweep_dir: Path, results: list[dict[str, Any]]) -> None:
+        content: Any = results[0] if len(results) == 1 else {"name": "ltr_optuna", "studies": results}
+        OmegaConf.save(OmegaConf.create(content), sweep_dir / RESULTS_FILE)
+
+
+def _plain(node: Any) -> Any:
+    """A DictConfig (or mapping) as a plain, resolved dict; None stays None."""
+    if isinstance(node, DictConfig):
+        return OmegaConf.to_container(node, resolve=True)
+    return dict(node) if node is not None else None
+
+
+def _fail_state() -> Any:
+    from optuna.trial import TrialState
+
+    return TrialState.FAIL
+
+
+__all__ = ["OptunaSweeperImpl", "TooManyFailures", "RESULTS_FILE", "TRIAL_NUMBER_KEY", "STUDY_NAME_KEY"]

@@ -1,0 +1,55 @@
+"""Study names, the default SQLite path and opening storages."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+
+from ltr_bench.errors import UserError
+from ltr_bench.sweeper.storage import (
+    default_storage_url,
+    default_study_name,
+    file_stem,
+    open_storage,
+    open_study,
+    redact,
+)
+
+
+def test_default_study_name_is_stable_and_ignores_hydra_and_sweep_keys() -> None:
+    a = default_study_name("cli", ["model=direct_ranker", "dataset=mq2008", "hydra.verbose=true"], "tpe")
+    b = default_study_name("cli", ["+sweep.trial_number=3", "dataset=mq2008", "model=direct_ranker"], "tpe")
+    assert a == b == "cli-dataset=mq2008-model=direct_ranker-tpe"
+    assert default_study_name("cli", [], "grid") == "cli-grid"
+
+
+def test_file_stem_is_safe_and_unique() -> None:
+    assert file_stem("cli-dataset=mq2008-tpe") == "cli-dataset=mq2008-tpe"
+    a, b = file_stem("x-path=/a/b"), file_stem("x-path=_a_b")
+    assert "/" not in a and a != b and a.startswith("x-path=_a_b-")
+    assert len(file_stem("m" * 500)) <= 120
+
+
+def test_default_storage_url_is_under_the_start_directory(tmp_path) -> None:
+    url = default_storage_url("multirun/optuna", "cli-tpe", tmp_path)
+    assert url == f"sqlite:///{tmp_path.resolve()}/multirun/optuna/cli-tpe.db"
+    assert (tmp_path / "multirun" / "optuna").is_dir()
+
+
+def test_redact_hides_passwords() -> None:
+    assert redact("postgresql://bob:secret@db:5432/optuna") == "postgresql://bob:***@db:5432/optuna"
+    assert redact("sqlite:////tmp/a=b.db") == "sqlite:////tmp/a=b.db"
+
+
+def test_open_study_rejects_a_changed_direction(tmp_path) -> None:
+    storage = open_storage(f"sqlite:///{tmp_path / 's.db'}", heartbeat_interval=5, grace_period=None)
+    study = open_study(storage, "s", "maximize")
+    assert open_study(storage, "s", "maximize")._study_id == study._study_id
+    with pytest.raises(UserError, match="hydra.sweeper.direction"):
+        open_study(storage, "s", "minimize")
+    assert isinstance(storage, optuna.storages.RDBStorage) and storage.get_heartbeat_interval() == 5
+
+
+def test_open_storage_rejects_a_bad_url() -> None:
+    with pytest.raises(UserError, match="hydra.sweeper.storage"):
+        open_storage("not a url", heartbeat_interval=None, grace_period=None)

@@ -1,0 +1,186 @@
+"""End-to-end: the ltr_optuna sweeper driving the toy Hydra app in real subprocesses."""
+
+from __future__ import annotations
+
+import itertools
+import signal
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+from optuna.distributions import CategoricalDistribution, IntDistribution
+
+from tests.sweeper.toy import calls, complete, load, point, reasons, run_toy, start_toy, wait_for_file
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _ok(proc) -> None:
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_four_trial_sweep_end_to_end_and_same_command_resumes(tmp_path: Path) -> None:
+    proc = run_toy(tmp_path)
+    _ok(proc)
+    # Default storage: one SQLite file per study under multirun/optuna, study named after the command.
+    (db,) = (tmp_path / "multirun" / "optuna").glob("*.db")
+    name = f"toy_app-calls_file={tmp_path / 'calls.jsonl'}-tpe"
+    url = f"sqlite:///{db}"
+    trials = load(url, name)
+    done = complete(trials)
+    assert len(done) == 4
+    assert len({point(t) for t in done}) == 4  # no parameter set evaluated twice
+    # Each job was told its Optuna trial number and study name, and ran exactly those params.
+    records = calls(tmp_path)
+    assert sorted(r["trial"] for r in records) == sorted(t.number for t in done)
+    by_number = {t.number: t for t in done}
+    for r in records:
+        assert r["study"] == name
+        assert point(by_number[r["trial"]]) == (r["x"], r["y"])
+        assert by_number[r["trial"]].value == -((r["x"] - 1) ** 2) - (r["y"] - 2) ** 2
+        assert (tmp_path / "multirun" / "sweep" / f"trial_{r['trial']}").is_dir()
+    best = max(done, key=lambda t: t.value)
+    results = yaml.safe_load((tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    assert results["best_value"] == best.value and results["best_params"] == best.params
+    assert results["n_complete"] == 4 and results["study_name"] == name
+
+    # The same command again: the study is complete, nothing runs.
+    _ok(run_toy(tmp_path))
+    assert len(calls(tmp_path)) == 4
+    # A larger budget on the same command continues the same study with exactly the difference.
+    _ok(run_toy(tmp_path, "hydra.sweeper.n_trials=6"))
+    assert len(calls(tmp_path)) == 6
+    done = complete(load(url, name))
+    assert len(done) == 6 and len({point(t) for t in done}) == 6
+
+
+@pytest.mark.parametrize(("sig", "sampler"), [(signal.SIGKILL, "tpe"), (signal.SIGTERM, "grid")])
+def test_kill_and_resume_keeps_trial_count_exact(tmp_path: Path, sig: signal.Signals, sampler: str) -> None:
+    common = ["hydra.sweeper.study_name=killed", f"hydra/sweeper/sampler={sampler}", "hydra.sweeper.n_trials=5"]
+    proc = start_toy(tmp_path, *common, "hang_at_call=2", f"hang_marker={tmp_path / 'hang'}")
+    wait_for_file(tmp_path / "hang", proc)  # two trials done, the third one is running
+    proc.send_signal(sig)
+    proc.wait(timeout=30)
+    killed = int((tmp_path / "hang").read_text())
+    url = f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'killed.db'}"
+    before = load(url, "killed")
+    assert len(complete(before)) == 2
+    if sig == signal.SIGTERM:  # graceful: the dying sweep marks its own trial
+        assert reasons(before)[killed] == "interrupted"
+
+    _ok(run_toy(tmp_path, *common))  # the same command resumes
+    trials = load(url, "killed")
+    done = complete(trials)
+    assert len(done) == 5
+    assert len({point(t) for t in done}) == 5
+    assert reasons(trials)[killed] == "interrupted"
+    assert [t for t in trials if t.state.name == "RUNNING"] == []
+    assert {(r["x"], r["y"]) for r in calls(tmp_path) if r["trial"] != killed} == {point(t) for t in done}
+    if sampler == "grid":  # the grid walks the product in order; the killed point is redone
+        expected = list(itertools.product(range(4), range(3)))[:5]
+        assert sorted(point(t) for t in done) == expected
+
+def test_failing_and_nan_trials_are_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    base = ["hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=null", "hydra.sweeper.study_name=fails", "y=choice(0,1)", "fail_x=3", "nan_x=0"]
+    proc = run_toy(tmp_path, *base, "hydra.sweeper.max_failure_rate=0.5")
+    _ok(proc)
+    assert "toy failure for x=3" in proc.stdout + proc.stderr
+    trials = load(f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'fails.db'}", "fails")
+    assert len(trials) == 8  # the whole 4 x 2 grid, nothing skipped, nothing repeated
+    assert sorted(point(t) for t in trials) == list(itertools.product(range(4), range(2)))
+    failed = reasons(trials)
+    assert {trials[n].params["x"] for n, r in failed.items() if r == "exception"} == {3}
+    assert {trials[n].params["x"] for n, r in failed.items() if r == "nan"} == {0}
+    assert len(failed) == 4 and len(complete(trials)) == 4
+    assert "toy failure" in next(t for t in trials if t.params["x"] == 3).user_attrs["ltr_sweeper.error"]
+
+
+def test_too_many_failures_and_config_errors_abort(tmp_path: Path) -> None:
+    grid = ["hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=null", "x=choice(3,1,2)", "y=0", "fail_x=3"]
+    proc = run_toy(tmp_path, *grid, "hydra.sweeper.study_name=rate", "hydra.sweeper.max_failure_rate=0.2")
+    assert proc.returncode != 0 and "max_failure_rate=0.2" in proc.stderr
+    assert len(calls(tmp_path)) == 1  # stopped right after 1 of 3 trials failed (> 0.2 * 3)
+
+    proc = run_toy(tmp_path, *grid, "hydra.sweeper.study_name=usererr", "user_error_x=3")
+    assert proc.returncode != 0 and "toy config error for x=3" in proc.stderr
+    trials = load(f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'usererr.db'}", "usererr")
+    assert reasons(trials) == {0: "config_error"} and len(trials) == 1  # not counted: a re-run retries it
+
+    proc = run_toy(tmp_path, *grid, "hydra.sweeper.study_name=badopt", "opt=choice(nope,sgd)")
+    assert proc.returncode != 0 and "nope" in proc.stderr  # a config group option that does not exist
+    trials = load(f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'badopt.db'}", "badopt")
+    assert reasons(trials) == {0: "config_error"}
+    assert len(calls(tmp_path)) == 2  # no job ran for the bad config
+
+
+@pytest.mark.parametrize("sampler", [pytest.param("tpe", marks=pytest.mark.slow), "grid"])
+def test_two_processes_share_one_sqlite_study(tmp_path: Path, sampler: str) -> None:
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    args = [
+        f"hydra.sweeper.storage={url}", "hydra.sweeper.study_name=shared", f"hydra/sweeper/sampler={sampler}",
+        "hydra.sweeper.n_trials=6", "sleep_s=0.4", "kind=a,b", "y=choice(0,2)",
+    ]
+    workers = [start_toy(tmp_path, *args, f"hydra.sweep.dir={tmp_path / f'w{i}'}", log_name=f"w{i}.log") for i in (0, 1)]
+    for w in workers:
+        assert w.wait(timeout=90) == 0, (tmp_path / "w0.log").read_text()[-2000:] + (tmp_path / "w1.log").read_text()[-2000:]
+    trials = load(url, "shared")
+    done = complete(trials)
+    records = calls(tmp_path)
+    assert len(done) == 6 and len(records) == 6  # exactly n_trials in total, each run exactly once
+    assert sorted(r["trial"] for r in records) == sorted(t.number for t in done)
+    assert len({r["pid"] for r in records}) == 2  # both workers did trials
+    assert len({point(t, ("x", "y", "kind")) for t in done}) == 6
+    assert set(reasons(trials).values()) <= {"duplicate", "surplus"}
+
+
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning", "ignore:Heartbeat of storage")
+def test_running_trials_of_gone_sweepers_are_marked_failed_on_resume(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'left.db'}"
+    storage = optuna.storages.RDBStorage(url, heartbeat_interval=1, grace_period=1)
+    study = optuna.create_study(storage=storage, study_name="left", direction="maximize")
+    space = {"x": IntDistribution(0, 3), "y": CategoricalDistribution([0, 1, 2])}
+    foreign = study.ask(space)  # no owner attribute: failed once older than the grace period
+    remote = study.ask(space)  # owned by another host: failed once its heartbeat is stale
+    remote.set_user_attr("ltr_sweeper.worker", {"host": "elsewhere", "pidns": "", "pid": 1, "start": "1"})
+    storage.record_heartbeat(remote._trial_id)
+    done_trial = study.ask(space)
+    study.tell(done_trial, -1.0)
+    time.sleep(1.2)
+    _ok(run_toy(tmp_path, f"hydra.sweeper.storage={url}", "hydra.sweeper.study_name=left", "hydra.sweeper.grace_period=1"))
+    trials = load(url, "left")
+    failed = reasons(trials)
+    assert failed[foreign.number] == "interrupted" and failed[remote.number] == "interrupted"
+    assert set(failed.values()) <= {"interrupted", "duplicate"}
+    assert len(complete(trials)) == 4 and len(calls(tmp_path)) == 3
+
+
+def test_grid_enumerates_exactly_the_product(tmp_path: Path) -> None:
+    args = ["hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=null", "x=range(0,3)", "y=choice(1,2)", "kind=a,b"]
+    _ok(run_toy(tmp_path, *args, "hydra.sweeper.study_name=g"))
+    records = calls(tmp_path)
+    expected = list(itertools.product(range(3), [1, 2], ["a", "b"]))  # product order, first key slowest
+    assert [(r["x"], r["y"], r["kind"]) for r in records] == expected
+    results = yaml.safe_load((tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    assert results["n_trials"] == 12 and results["best_params"] == {"x": 1, "y": 2, "kind": "b"}
+    assert results["best_value"] == 0.5
+    assert results["best_overrides"] == ["x=1", "y=2", "kind=b"]  # ready to pass back to the app
+
+
+def test_study_per_runs_one_study_per_value(tmp_path: Path) -> None:
+    proc = run_toy(
+        tmp_path, "hydra.sweeper.study_name=per", "hydra.sweeper.study_per=[kind]", "kind=a,b",
+        "hydra.sweeper.n_trials=3", "hydra.sweep.subdir=${hydra.job.num}",
+    )
+    _ok(proc)
+    results = yaml.safe_load((tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    assert [s["study_name"] for s in results["studies"]] == ["per-kind=a", "per-kind=b"]
+    assert [s["study_overrides"] for s in results["studies"]] == [["kind=a"], ["kind=b"]]
+    records = calls(tmp_path)
+    assert len(records) == 6
+    for kind in "ab":
+        mine = [r for r in records if r["study"] == f"per-kind={kind}"]
+        assert len(mine) == 3 and {r["kind"] for r in mine} == {kind}
+        db = tmp_path / "multirun" / "optuna" / f"per-kind={kind}.db"
+        assert len(complete(load(f"sqlite:///{db}", f"per-kind={kind}"))) == 3

@@ -1,0 +1,74 @@
+"""Helpers for running the toy Hydra app as a real subprocess and reading its study back."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+TOY_APP = Path(__file__).parent / "toy_app" / "toy_app.py"
+FAIL_REASON = "ltr_sweeper.fail_reason"
+
+
+def toy_command(workdir: Path, *overrides: str) -> list[str]:
+    """``python toy_app.py --multirun hydra/sweeper=ltr_optuna calls_file=... <overrides>``."""
+    return [
+        sys.executable, str(TOY_APP), "--multirun", "hydra/sweeper=ltr_optuna",
+        f"calls_file={workdir / 'calls.jsonl'}", *overrides,
+    ]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "1"}
+
+
+def run_toy(workdir: Path, *overrides: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run one sweep to the end (cwd = ``workdir``, so default paths land there)."""
+    return subprocess.run(
+        toy_command(workdir, *overrides), cwd=workdir, env=_env(), capture_output=True, text=True, timeout=timeout
+    )
+
+
+def start_toy(workdir: Path, *overrides: str, log_name: str = "sweep.log") -> subprocess.Popen:
+    """Start a sweep in the background; output goes to ``workdir/log_name``."""
+    log = open(workdir / log_name, "w")
+    return subprocess.Popen(toy_command(workdir, *overrides), cwd=workdir, env=_env(), stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_for_file(path: Path, proc: subprocess.Popen, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, f"sweep exited early with code {proc.returncode}"
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.05)
+
+
+def calls(workdir: Path) -> list[dict[str, Any]]:
+    """One record per executed job, in execution order."""
+    path = workdir / "calls.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def load(url: str, name: str) -> list[FrozenTrial]:
+    return optuna.load_study(study_name=name, storage=url).get_trials(deepcopy=False)
+
+
+def complete(trials: list[FrozenTrial]) -> list[FrozenTrial]:
+    return [t for t in trials if t.state == TrialState.COMPLETE]
+
+
+def reasons(trials: list[FrozenTrial]) -> dict[int, str | None]:
+    """Trial number -> fail reason, for FAIL trials."""
+    return {t.number: t.user_attrs.get(FAIL_REASON) for t in trials if t.state == TrialState.FAIL}
+
+
+def point(t: FrozenTrial | dict, names: tuple[str, ...] = ("x", "y")) -> tuple:
+    params = t if isinstance(t, dict) else t.params
+    return tuple(params[n] for n in names)

@@ -1,0 +1,48 @@
+"""Tiny Hydra app driven by the sweeper tests (run as ``python toy_app.py --multirun ...``).
+
+Objective: ``-(x-1)^2 - (y-2)^2`` (+0.5 for kind=b). Knobs: ``fail_x`` raises for that x,
+``nan_x`` returns NaN for that x, ``user_error_x`` raises a UserError (a config error, fatal for
+the sweep), ``sleep_s`` slows every job, ``hang_at_call`` makes the job that finds that many
+records in ``calls_file`` write its trial number to ``hang_marker`` and sleep (so that a test can
+kill the sweep mid-trial), ``calls_file`` gets one JSON line per executed job (to count runs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+from ltr_bench.errors import UserError
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="config")
+def main(cfg: DictConfig) -> float:
+    trial = cfg.sweep.trial_number
+    previous_calls = 0
+    if cfg.calls_file:
+        if Path(cfg.calls_file).exists():
+            previous_calls = len(Path(cfg.calls_file).read_text().splitlines())
+        record = {"trial": trial, "study": cfg.sweep.study_name, "x": cfg.x, "y": cfg.y, "kind": cfg.kind, "pid": os.getpid()}
+        with open(cfg.calls_file, "a") as f:
+            f.write(json.dumps(record) + "\n")
+    if cfg.hang_at_call is not None and previous_calls == cfg.hang_at_call:
+        Path(cfg.hang_marker).write_text(str(trial))
+        time.sleep(60)
+    if cfg.sleep_s:
+        time.sleep(cfg.sleep_s)
+    if cfg.user_error_x is not None and cfg.x == cfg.user_error_x:
+        raise UserError(f"toy config error for x={cfg.x}")
+    if cfg.fail_x is not None and cfg.x == cfg.fail_x:
+        raise RuntimeError(f"toy failure for x={cfg.x}")
+    if cfg.nan_x is not None and cfg.x == cfg.nan_x:
+        return float("nan")
+    return -((cfg.x - 1) ** 2) - (cfg.y - 2) ** 2 + (0.5 if cfg.kind == "b" else 0.0)
+
+
+if __name__ == "__main__":
+    main()
