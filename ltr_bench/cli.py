@@ -33,7 +33,7 @@ _deferred: list[BaseException] = []
 
 
 def _task(cfg: DictConfig) -> float | None:
-    """One job: run the composed config; return its objective for a sweeper.
+    """One job: run the composed config (or the experiment it selects); return its objective.
 
     In a single run, an error in user input is handed to :func:`main` after Hydra returns, so
     Hydra does not print its "Error executing job" line above our one sentence. In a multirun
@@ -46,6 +46,11 @@ def _task(cfg: DictConfig) -> float | None:
 
     single = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.RUN
     try:
+        if cfg.get("experiment") is not None:  # a table/figure of the papers: its own driver
+            from ltr_bench.experiments import run_experiment
+
+            run_experiment(cfg)
+            return None
         return run(cfg).objective
     except Exception as exc:
         if single and (describe_user_error(exc) is not None or _is_failed_run(exc)):

@@ -37,8 +37,11 @@ def test_config_tree_is_the_repositorys_conf() -> None:
 def test_defaults_order_puts_model_after_the_groups_it_may_override() -> None:
     defaults = yaml.safe_load((REPO / "conf" / "config.yaml").read_text())["defaults"]
     names = [next(iter(d)) if isinstance(d, dict) else d for d in defaults]
-    assert names == ["optimizer", "activation", "loss", "dataset", "model", "protocol", "eval",
-                     "trainer", "tracking", "_self_"]
+    core = ["optimizer", "activation", "loss", "dataset", "model", "protocol", "eval", "trainer",
+            "tracking"]
+    assert [n for n in names if n in core] == core and names[-1] == "_self_"
+    assert "experiment" in names  # optional groups (experiment, search) come after the core ones
+    assert min(names.index(g) for g in ("experiment",)) > names.index("tracking")
 
 
 def test_top_level_keys_and_output_folders() -> None:
