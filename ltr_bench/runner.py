@@ -90,16 +90,23 @@ class RunResult:
 
 # ------------------------------------------------------------------------------ checks
 def check_compatibility(cfg: DictConfig) -> None:
-    """Reject group options the model cannot use, before anything is read or built.
+    """Reject group options (and a search space) the model cannot use, before anything is read.
 
     Each model config lists ``model.accepts.<group>``: the option names of loss, optimizer and
-    activation it works with. Raises a one-sentence :class:`UserError` naming the fix.
+    activation it works with; a search config (``search=<name>``) names its model in
+    ``search_space.model``. Raises a one-sentence :class:`UserError` naming the fix.
     """
     model = cfg.get("model")
     if model is None:
         raise UserError("no model is configured; choose one with model=<name>")
     accepts = model.get("accepts") or {}
     model_name = model.get("name", "?")
+    space = cfg.get("search_space")
+    if space is not None and space.get("model") not in (None, model_name):
+        raise UserError(
+            f"search={space.get('model')} is the search space of model={space.get('model')}, not of "
+            f"model={model_name}; choose search={model_name} (or search={model_name}_grid)"
+        )
     for group in COMPAT_GROUPS:
         if group not in cfg or group not in accepts:
             continue
@@ -319,6 +326,7 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike[str] | None = None, *, ve
     from hydra.utils import instantiate
 
     t_start = time.perf_counter()
+    verbose = verbose and is_rank_zero()  # DDP: the other ranks print nothing (and write nothing)
     check_compatibility(cfg)
     check_top_level(cfg)
     protocol: Protocol = instantiate(cfg.protocol)

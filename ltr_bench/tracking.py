@@ -447,6 +447,41 @@ def is_rank_zero() -> bool:
     return True
 
 
+def log_study_to_mlflow(
+    config: DictConfig, study_name: str, summary: Mapping[str, Any], files: list[Path]
+) -> None:
+    """The ``sweep.on_study_end`` hook: attach a finished Optuna study to its MLflow ``sweep`` run.
+
+    Logs the study's plots and ``trials.csv`` as artifacts, its best value and trial counts as
+    metrics and its best parameters as tags (``ltr.best.<key>``; tags, unlike params, may change
+    when a resumed study finds a better trial). The sweep run is the one the trials nest under.
+    """
+    tracking = config.get("tracking")
+    if tracking is None:
+        return
+    base_dir = OmegaConf.select(config, "hydra.runtime.cwd", default=None) or os.getcwd()
+    tracker = Tracker.from_config(tracking, base_dir)
+    if not tracker.enabled:
+        return
+    tags = {
+        keys.TAG_MODEL: OmegaConf.select(config, "model.name", default=None),
+        keys.TAG_DATASET: OmegaConf.select(config, "dataset.name", default=None),
+        keys.TAG_PROTOCOL: OmegaConf.select(config, "protocol.name", default=None),
+    }
+    run_id = tracker.find_or_create_sweep_run(study_name, tags)
+    for path in files:
+        tracker.log_artifact(run_id, path, "study")
+    tracker.log_metrics(run_id, {
+        "best_objective": summary.get("best_value"),
+        "n_trials_complete": summary.get("n_complete"),
+        "n_trials_failed": summary.get("n_failed"),
+    })
+    best = {f"ltr.best.{k}": v for k, v in (summary.get("best_params") or {}).items()}
+    if summary.get("best_trial") is not None:
+        best["ltr.best_trial"] = summary["best_trial"]
+    tracker.set_tags(run_id, best)
+
+
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
     """Hold SIGINT/SIGTERM while a run is being ended, so a second Ctrl-C cannot leave it RUNNING."""

@@ -50,7 +50,7 @@ class AdaRank(Ranker):
         metric: the per-query performance measure ``E`` (any name accepted by
             :func:`ltr_bench.metrics.parse_metric`, e.g. ``"ndcg@10"``, ``"map"``).
         early_stopping: patience in rounds on the validation ``metric`` (Table 4: 10 or 20); the
-            best round's model is kept. ``None`` trains all rounds and keeps the last model.
+            best round's model is kept. ``None`` or 0 (the papers' "False") trains all rounds and keeps the last model.
         max_consecutive: most times one feature may be chosen in a row (RankLib: 2, 5, 10);
             ``None`` disables the cap.
         relevance_threshold: labels >= this count as relevant (MAP, P@k, query filtering).
@@ -78,13 +78,13 @@ class AdaRank(Ranker):
         self.name, self.accepts = name, _plain(accepts)
         if int(rounds) < 1:
             raise UserError(f"model.rounds must be >= 1, got {rounds}")
-        if early_stopping is not None and int(early_stopping) < 1:
-            raise UserError(f"model.early_stopping must be >= 1 or null, got {early_stopping}")
+        if early_stopping is not None and int(early_stopping) < 0:
+            raise UserError(f"model.early_stopping must be >= 1, or 0 / null for none, got {early_stopping}")
         if max_consecutive is not None and int(max_consecutive) < 1:
             raise UserError(f"model.max_consecutive must be >= 1 or null, got {max_consecutive}")
         self.rounds = int(rounds)
         self.metric = parse_metric(metric).name
-        self.early_stopping = None if early_stopping is None else int(early_stopping)
+        self.early_stopping = int(early_stopping) if early_stopping else None  # 0 = off, as in the papers' code
         self.max_consecutive = None if max_consecutive is None else int(max_consecutive)
         self.relevance_threshold = float(relevance_threshold)
         self.chunk_elements = int(chunk_elements)

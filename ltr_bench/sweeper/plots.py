@@ -55,3 +55,22 @@ def write_study_plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
             log.warning("Could not draw %s: %s", filename, e)
             plt.close("all")
     return written
+
+
+TRIALS_CSV = "trials.csv"
+
+
+def write_study_artifacts(study: optuna.Study, out_dir: str | Path) -> list[Path]:
+    """The study's plots (see :func:`write_study_plots`) and ``trials.csv``, one row per trial
+    (number, state, value, params, run times), into ``out_dir``; returns the paths written."""
+    out = Path(out_dir)
+    written = write_study_plots(study, out)
+    try:
+        frame = study.trials_dataframe()
+    except Exception as e:  # an empty or odd study must not break the sweep
+        log.warning("Could not tabulate the trials of study %s: %s", study.study_name, e)
+        return written
+    if len(frame):
+        frame.to_csv(out / TRIALS_CSV, index=False)
+        written.append(out / TRIALS_CSV)
+    return written

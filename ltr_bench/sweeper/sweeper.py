@@ -271,7 +271,29 @@ class OptunaSweeperImpl(Sweeper):
         if summary["best_trial"] is not None:
             log.info("Best trial %d: value %s, params %s",
                      summary["best_trial"], summary["best_value"], summary["best_params"])
+        self._finish_study(study, summary, sweep_dir)
         return summary
+
+    def _finish_study(self, study: Any, summary: dict[str, Any], sweep_dir: Path) -> None:
+        """Write the study's plots and trials table under ``<sweep dir>/studies/<study>/`` and hand
+        them to the app's ``sweep.on_study_end`` hook (dotted path, e.g. MLflow logging), if any.
+        Neither may break a finished sweep: failures are logged as warnings."""
+        from hydra.utils import get_method
+
+        from ltr_bench.sweeper.plots import write_study_artifacts
+        from ltr_bench.sweeper.storage import file_stem
+
+        out = sweep_dir / "studies" / file_stem(study.study_name)
+        files = write_study_artifacts(study, out)
+        summary["artifacts_dir"] = str(out)
+        assert self.config is not None
+        hook = OmegaConf.select(self.config, "sweep.on_study_end", default=None)
+        if not hook:
+            return
+        try:
+            get_method(str(hook))(self.config, study.study_name, summary, files)
+        except Exception as e:  # noqa: BLE001 - reporting must not fail a finished study
+            log.warning("sweep.on_study_end=%s failed for study '%s': %s", hook, study.study_name, e)
 
     def _remaining(self, study: Any, space: Any, budget: int) -> int:
         from ltr_bench.sweeper.trials import ATTR_FAIL, COUNTED_FAIL_REASONS, counts_toward_budget, taken_points

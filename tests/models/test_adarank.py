@@ -168,7 +168,8 @@ def test_bad_options_and_no_relevant_queries():
     with pytest.raises(UserError, match="metric"):
         AdaRank(metric="ndgc@10")
     with pytest.raises(UserError, match="early_stopping"):
-        AdaRank(early_stopping=0)
+        AdaRank(early_stopping=-1)
+    assert AdaRank(early_stopping=0).early_stopping is None  # 0 = off, as in the papers' grid
     data = toy_queries(5, 8)
     with pytest.raises(UserError, match="relevant"):
         AdaRank().fit(data.with_labels(np.zeros_like(data.labels)))

@@ -1,0 +1,112 @@
+"""End to end: a real ``ltr-bench`` sweep over a shipped search space, then ``refit_best``.
+
+One command runs the LETOR-folds protocol with a study per outer fold (inner CV by query on each
+fold's training part, never test), the MLflow store is read back (sweep / trial / refit runs,
+study artifacts), and the refit evaluates each study's best config once on test.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from ltr_bench import tracking_keys as keys
+from ltr_bench.tracking import TAG_PARENT, TAG_REFIT, TAG_STUDY
+from tests.data.letor_files import write_letor
+from tests.test_e2e import _artifacts, _client, _runs, ltr_bench
+
+pytestmark = pytest.mark.timeout(300)
+
+COMMON = ["threads=1", "trainer.enable_progress_bar=false", "model.epochs=2", "protocol.inner_cv=2"]
+
+
+def learnable_letor_folder(root: Path, n_folds: int = 2, seed: int = 0) -> Path:
+    """``Fold1..Fold<n>/{train,vali,test}.txt`` whose labels depend on the first features."""
+    rng = np.random.default_rng(seed)
+    qid = 1
+    for k in range(1, n_folds + 1):
+        for split, n_queries in (("train", 24), ("vali", 8), ("test", 8)):
+            labels = rng.integers(0, 3, size=(n_queries, 10))
+            labels[:, 0] = 2  # every query has a relevant document
+            feats = rng.normal(size=(n_queries, 10, 6)) * 0.5
+            feats[..., :3] += labels[..., None]
+            qids = np.repeat(np.arange(qid, qid + n_queries), 10)
+            qid += n_queries
+            write_letor(root / f"Fold{k}" / f"{split}.txt", labels.ravel(), qids, feats.reshape(-1, 6).round(4))
+    return root
+
+
+def test_sweep_per_fold_then_refit_best(tmp_path: Path) -> None:
+    data = learnable_letor_folder(tmp_path / "data")
+    sweep_dir = tmp_path / "sweep"
+    proc = ltr_bench(
+        tmp_path, "-m", "search=direct_ranker", "dataset=letor", f"dataset.path={data}",
+        "protocol=letor_folds", "dataset.fold=1,2", "hydra.sweeper.study_per=[dataset.fold]",
+        "hydra.sweeper.n_trials=2", f"hydra.sweep.dir={sweep_dir}", *COMMON,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = yaml.safe_load((sweep_dir / "optimization_results.yaml").read_text())
+    studies = results["studies"]
+    assert [s["study_overrides"] for s in studies] == [["dataset.fold=1"], ["dataset.fold=2"]]
+    assert all(s["n_complete"] == 2 and s["n_failed"] == 0 for s in studies)
+
+    client = _client(tmp_path)
+    runs = _runs(client)
+    sweeps = {r.data.tags[TAG_STUDY]: r for r in runs["sweep"]}
+    assert set(sweeps) == {s["study_name"] for s in studies}
+    for study in studies:
+        sweep_run = sweeps[study["study_name"]]
+        # The study's plots and trial table, as files in the sweep dir and as MLflow artifacts.
+        files = {p.name for p in Path(study["artifacts_dir"]).iterdir()}
+        assert {"optimization_history.png", "trials.csv"} <= files
+        assert {"study/optimization_history.png", "study/trials.csv"} <= _artifacts(client, sweep_run.info.run_id, "study")
+        assert sweep_run.data.metrics["best_objective"] == pytest.approx(study["best_value"])
+        assert sweep_run.data.metrics["n_trials_complete"] == 2
+        # Two trials nested under it, scored by inner CV only: no test metric anywhere.
+        trials = [r for r in runs["trial"] if r.data.tags.get(TAG_PARENT) == sweep_run.info.run_id]
+        assert len(trials) == 2
+        for t in trials:
+            metrics = t.data.metrics
+            assert 0 < metrics["cv/ndcg_at_10"] <= 1 and metrics["objective"] == metrics["cv/ndcg_at_10"]
+            assert not any(k.startswith("test/") for k in metrics)
+            assert len(client.get_metric_history(t.info.run_id, "cv_fold/ndcg_at_10")) == 2  # per inner fold
+        best = max(trials, key=lambda r: r.data.metrics["objective"])
+        assert best.data.metrics["objective"] == pytest.approx(study["best_value"])
+    assert "protocol" not in runs  # the sweep itself never evaluated on test
+
+    # Refit every study's best config on the whole training part, test once.
+    proc = ltr_bench(tmp_path, f"refit_best={sweep_dir}", *COMMON)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "refit test metrics per study" in proc.stdout and "mean(SE)" in proc.stdout
+    runs = _runs(client)
+    refits = [r for r in runs["protocol"] if r.data.tags.get(TAG_REFIT) == "true"]
+    assert len(refits) == 2
+    for study in studies:
+        (refit,) = [r for r in refits if r.data.tags.get(TAG_STUDY) == study["study_name"]]
+        assert refit.data.tags[TAG_PARENT] == sweeps[study["study_name"]].info.run_id
+        assert 0 < refit.data.metrics["test/ndcg_at_10"] <= 1
+        params = refit.data.params
+        for key, value in study["best_params"].items():  # the refit ran the best config
+            logged = params[key] if key in params else params[f"{key}.name"]  # a group: its option name
+            assert logged.replace(" ", "") == str(value).replace(" ", ""), key
+        fold = int(study["study_overrides"][0].split("=")[1])
+        folds = [r for r in runs["fold"] if r.data.tags.get(TAG_PARENT) == refit.info.run_id]
+        assert [r.data.tags[keys.TAG_FOLD] for r in folds] == [str(fold - 1)]
+
+
+def test_failing_trial_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    proc = ltr_bench(
+        tmp_path, "-m", "hydra/sweeper=ltr_optuna", "hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=null",
+        "optimizer.lr=choice(1e38,0.004)", "hydra.sweeper.max_failure_rate=0.5",
+        "dataset.n_train=300", "dataset.n_vali=100", "dataset.n_test=200", "dataset.n_features=10",
+        "dataset.docs_per_query=20", f"hydra.sweep.dir={tmp_path / 'sweep'}", *COMMON,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = yaml.safe_load((tmp_path / "sweep" / "optimization_results.yaml").read_text())
+    assert results["n_failed"] == 1 and results["n_complete"] == 1
+    assert results["best_params"] == {"optimizer.lr": 0.004}
+    runs = _runs(_client(tmp_path))
+    assert sorted(r.info.status for r in runs["trial"]) == ["FAILED", "FINISHED"]
