@@ -202,10 +202,14 @@ def auto_pair_batch_size(pairs_per_epoch: int, low: int = 256, high: int = 4096)
 class PairBatches:
     """One epoch of pair batches, re-seeded per epoch and per DDP rank; an iterable with a length.
 
-    The epoch has ``pairs_per_epoch`` pairs in total over all ``world_size`` ranks, in
-    ``ceil(pairs_per_epoch / (batch_size * world_size))`` steps per rank (every rank takes the same
-    number of steps, as DDP requires). Rank ``r`` in epoch ``e`` draws from a generator seeded with
-    ``(seed, e, r)``, so ranks draw different pairs and a run is reproducible.
+    ``batch_size`` is the pairs of one optimisation step over all ``world_size`` ranks (DDP
+    averages the ranks' gradients): rank ``r`` draws its share, ``batch_size // world_size`` plus
+    one for the first ``batch_size % world_size`` ranks. Every rank takes
+    ``ceil(pairs_per_epoch / batch_size)`` steps, as DDP requires equal step counts, so the epoch
+    has ``pairs_per_epoch`` pairs over all ranks and the same steps, batch and learning-rate
+    schedule as on one process: the number of devices does not change what a config means.
+    Rank ``r`` in epoch ``e`` draws from a generator seeded with ``(seed, e, r)``, so ranks draw
+    different pairs and a run is reproducible.
     """
 
     def __init__(
@@ -221,15 +225,22 @@ class PairBatches:
         self.rank, self.world_size = int(rank), int(world_size)
         self.epoch = 0
 
+    @property
+    def rank_batch_size(self) -> int:
+        """Pairs this rank draws per step (its share of ``batch_size``, at least one)."""
+        share, extra = divmod(self.batch_size, self.world_size)
+        return max(1, share + int(self.rank < extra))
+
     def __len__(self) -> int:
-        return max(1, math.ceil(self.pairs_per_epoch / (self.batch_size * self.world_size)))
+        return max(1, math.ceil(self.pairs_per_epoch / self.batch_size))
 
     def __iter__(self) -> Iterator[PairBatch]:
         gen = torch.Generator(device=self.sampler.device)
         gen.manual_seed(derive_seed(self.seed, self.epoch, self.rank))
         self.epoch += 1
+        n = self.rank_batch_size
         for _ in range(len(self)):
-            yield self.sampler.sample(self.batch_size, gen)
+            yield self.sampler.sample(n, gen)
 
 
 class ListBatch(NamedTuple):
@@ -246,8 +257,10 @@ class QueryBatches:
     into batches of ``min(batch_queries, max(1, max_cells // w**cost_power))`` queries
     (``cost_power=2`` bounds the ``B x L x L`` pair tensors of LambdaRank). With ``shuffle`` the
     queries inside buckets and the order of the batches are shuffled per epoch (seeded by
-    ``(seed, epoch, rank)``); under DDP each rank takes every ``world_size``-th batch, the list
-    wrapped around so that all ranks take the same number of steps.
+    ``(seed, epoch)``, the same on every rank). Under DDP ``batch_queries`` is the queries of one
+    step over all ranks: batches hold ``ceil(batch_queries / world_size)`` queries and each rank
+    takes every ``world_size``-th batch, the list wrapped around so that all ranks take the same
+    number of steps (about as many as one process takes). ``max_cells`` stays a per-rank bound.
     """
 
     def __init__(
@@ -278,7 +291,8 @@ class QueryBatches:
             if rng is not None:
                 group = rng.permutation(group)
             width = 1 << int(b)
-            rows = min(self.batch_queries, max(1, self.max_cells // width**self.cost_power))
+            per_rank = -(-self.batch_queries // self.world_size)
+            rows = min(per_rank, max(1, self.max_cells // width**self.cost_power))
             chunks.extend(np.split(group, np.arange(rows, len(group), rows)))
         if rng is not None:
             chunks = [chunks[i] for i in rng.permutation(len(chunks))]

@@ -7,8 +7,11 @@ validation NDCG@10 on padded query batches, per-epoch history). Subclasses add h
 is drawn and what its loss is (pairs for DirectRanker, whole queries for ListNet/LambdaRank).
 
 Training data live on the module's device as one tensor; batches are index tensors drawn there (no
-DataLoader, no worker processes). Under DDP each rank draws its own batches (seeded with its rank)
-and evaluates the whole validation set, so every rank sees the same validation metric.
+DataLoader, no worker processes, no host round trip per step). Under DDP each rank draws its own
+share of every step's batch (seeded with its rank; ``batch_size`` counts a step over all ranks, so
+a config trains the same on any number of devices) and evaluates the whole validation set in full
+precision, so every rank sees the same, complete validation metric (Lightning does not shard
+iterables that are not DataLoaders).
 """
 
 from __future__ import annotations
@@ -231,7 +234,7 @@ class RankingModule(L.LightningModule):
         if mean is not None:
             self.log("train/loss", mean, on_epoch=True, sync_dist=True, batch_size=1)
             record["train_loss"] = float(mean)
-        self.log("train/lr", self._epoch_lr, on_epoch=True, batch_size=1)
+        self.log("train/lr", self._epoch_lr, on_epoch=True, sync_dist=True, batch_size=1)
         record["lr"] = self._epoch_lr
         if self.vali_set is not None:
             record[f"vali_{self.vali_metric}"] = self._last_vali
@@ -253,7 +256,10 @@ class RankingModule(L.LightningModule):
 
     def validation_step(self, batch: Any, batch_idx: int) -> None:
         x = self.data("vali_x")[batch.rows]
-        scores = self.scorer(x.reshape(-1, x.shape[-1])).reshape(batch.rows.shape)
+        # Full precision under mixed-precision training: half-precision scores tie often, and
+        # early stopping should see the metric that score() will later produce.
+        with torch.autocast(self.device.type, enabled=False):
+            scores = self.scorer(x.reshape(-1, x.shape[-1])).reshape(batch.rows.shape)
         labels = self.data("vali_y")[batch.rows]
         self._vali_values.append(metric_padded(self.vali_metric, scores, labels, batch.mask))
 

@@ -112,10 +112,14 @@ def test_pair_batches_epochs_ranks_and_reproducibility() -> None:
     assert e0.shape == (13 * 8,) and not torch.equal(e0, e1)  # a new draw per epoch
     again = PairBatches(sampler, batch_size=8, pairs_per_epoch=100, seed=3)
     assert torch.equal(torch.cat([b.hi for b in again]), e0)  # same seed, same pairs
+    # DDP: the step's 8 pairs are split over the ranks, so both ranks take the single process's
+    # 13 steps and the epoch still has 13 x 8 pairs in all.
     r0, r1 = (PairBatches(sampler, 8, 100, seed=3, rank=r, world_size=2) for r in (0, 1))
-    assert len(r0) == len(r1) == 7  # the epoch is shared by the ranks, equal step counts
+    assert len(r0) == len(r1) == 13
     h0, h1 = (torch.cat([b.hi for b in r]) for r in (r0, r1))
-    assert not torch.equal(h0, h1)
+    assert h0.shape == h1.shape == (13 * 4,) and not torch.equal(h0, h1)
+    r0, r1, r2 = (PairBatches(sampler, 8, 100, seed=3, rank=r, world_size=3) for r in range(3))
+    assert [len(next(iter(r)).hi) for r in (r0, r1, r2)] == [3, 3, 2]  # uneven shares sum to 8
 
 
 def test_query_batches_cover_each_query_once() -> None:
@@ -142,7 +146,10 @@ def test_query_batches_ddp_ranks_take_equal_steps() -> None:
     data = make_set([[0, 1]] * 7)
     r0, r1 = (QueryBatches(data, batch_queries=2, rank=r, world_size=2) for r in (0, 1))
     b0, b1 = list(r0), list(r1)
-    assert len(b0) == len(b1) == 2  # 4 batches of queries over 2 ranks
+    # A step's 2 queries are split over the 2 ranks: 7 batches of one query, 4 steps per rank
+    # (one process: 4 batches of <= 2 queries, 4 steps).
+    assert len(QueryBatches(data, batch_queries=2)) == 4
+    assert len(b0) == len(b1) == 4 and all(b.rows.shape[0] == 1 for b in b0 + b1)
     seen = torch.cat([b.rows[b.mask] for b in b0 + b1]).unique()
     assert len(seen) == data.n_docs
 
