@@ -139,6 +139,33 @@ def check_top_level(cfg: DictConfig) -> None:
         raise UserError(f"objective.metric: {exc}") from None
 
 
+def check_distributed(cfg: DictConfig) -> None:
+    """Reject ``trainer=ddp`` inside a multirun when Lightning would start the ranks itself.
+
+    Lightning's ddp launcher starts ranks 1..n-1 by re-running the command line; in a multirun
+    (``-m``) that would re-run the whole sweep in every child. Where the ranks are started outside
+    (SLURM tasks, torchrun) each process is one rank of one job, which is fine.
+    """
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    trainer = cfg.get("trainer")
+    if not isinstance(trainer, DictConfig) or not HydraConfig.initialized():
+        return
+    strategy = str(trainer.get("strategy", "auto"))
+    relaunches = strategy.startswith("ddp") and not any(
+        s in strategy for s in ("spawn", "fork", "notebook")
+    )
+    several = str(trainer.get("devices", 1)) != "1" or int(trainer.get("num_nodes", 1) or 1) > 1
+    external = any(v in os.environ for v in ("LOCAL_RANK", "SLURM_NTASKS", "TORCHELASTIC_RUN_ID"))
+    if relaunches and several and not external and HydraConfig.get().mode == RunMode.MULTIRUN:
+        raise UserError(
+            f"trainer.strategy={strategy} cannot run inside a multirun (-m): Lightning starts the "
+            "other ranks by re-running the command line, which would re-run the sweep; run DDP as "
+            "a single run (or refit_best=...) and give sweep trials one device each"
+        )
+
+
 # ------------------------------------------------------------------------------ set-up helpers
 @dataclass
 class JobContext:
@@ -329,6 +356,7 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike[str] | None = None, *, ve
     verbose = verbose and is_rank_zero()  # DDP: the other ranks print nothing (and write nothing)
     check_compatibility(cfg)
     check_top_level(cfg)
+    check_distributed(cfg)
     protocol: Protocol = instantiate(cfg.protocol)
     is_trial = cfg.get("sweep", {}).get("trial_number") is not None
     mode = protocol.mode(is_trial)
@@ -507,7 +535,7 @@ def _run_inner_cv(
         except (UserError, KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # a fit that raises fails this trial, not the sweep
-            raise TrialFailed(f"trial {trial} failed: {exc.__class__.__name__}: {exc}") from exc
+            raise TrialFailed(f"{name} failed: {exc.__class__.__name__}: {exc}") from exc
         summary = {keys.metric_key("cv", n): v for n, v in result.mean["vali"].items()}
         summary.update({keys.metric_key("cv", n) + "_se": v for n, v in result.se["vali"].items()})
         summary.update(result.times)
@@ -515,7 +543,7 @@ def _run_inner_cv(
         tracker.log_metrics(run_id, summary)
         result.mlflow_run_id = run_id or None
     if verbose:
-        print(f"trial {trial}: {result.objective_name} = {result.objective:.4f} "
+        print(f"{name}: {result.objective_name} = {result.objective:.4f} "
               f"over {len(folds)} folds ({result.times[keys.TIME_FIT]:.1f} s fitting)", flush=True)
     return result
 
