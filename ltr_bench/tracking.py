@@ -440,8 +440,12 @@ class NullTracker(Tracker):
 
 
 def is_rank_zero() -> bool:
-    """False inside a DDP worker process other than rank 0 (only rank 0 tracks and writes)."""
-    for var in ("RANK", "LOCAL_RANK", "NODE_RANK"):
+    """False inside a DDP worker process other than rank 0 (only rank 0 tracks and writes).
+
+    The variables Lightning reads a rank from: its own launcher and torchrun set ``RANK`` /
+    ``LOCAL_RANK`` / ``NODE_RANK``, SLURM sets ``SLURM_PROCID`` for each task of ``srun``.
+    """
+    for var in ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID"):
         if os.environ.get(var, "0") not in ("", "0"):
             return False
     return True
