@@ -26,18 +26,23 @@ ROLE_EXPERIMENT = "experiment"
 SPEC_META_KEYS = ("scales",)
 
 
-def scaled_spec(experiment: DictConfig, scale: str) -> DictConfig:
-    """The experiment's spec with ``scales[scale]`` merged over its top-level values."""
-    data = OmegaConf.to_container(experiment, resolve=True)  # interpolations see the whole config
+def scaled_spec(cfg: DictConfig, scale: str) -> DictConfig:
+    """``cfg.experiment`` with ``scales[scale]`` merged over its top-level values, then resolved
+    (so ``${experiment.n_trials}`` sees the scale's value and ``${scale}`` the whole config)."""
+    data = OmegaConf.to_container(cfg.experiment, resolve=False)
     assert isinstance(data, dict)
     scales = data.get("scales") or {}
     if scale not in scales:
         known = ", ".join(sorted(scales)) or "none"
         raise UserError(f"scale={scale} is not a scale of this experiment; choose one of [{known}]")
     base = {k: v for k, v in data.items() if k not in SPEC_META_KEYS}
-    with_scale = OmegaConf.merge(base, scales[scale] or {})
-    assert isinstance(with_scale, DictConfig)
-    return with_scale
+    merged = OmegaConf.merge(base, scales[scale] or {})
+    root = OmegaConf.create({k: v for k, v in OmegaConf.to_container(cfg, resolve=False).items()
+                             if k not in ("experiment", "hydra")})
+    root.experiment = merged
+    resolved = OmegaConf.create(OmegaConf.to_container(root.experiment, resolve=True))
+    assert isinstance(resolved, DictConfig)
+    return resolved
 
 
 def apply_command_line(spec: DictConfig) -> DictConfig:
@@ -190,7 +195,7 @@ def run_experiment(cfg: DictConfig) -> Any:
 
     check_top_level(cfg)
     scale = str(cfg.get("scale", "full"))
-    spec = apply_command_line(scaled_spec(cfg.experiment, scale))
+    spec = apply_command_line(scaled_spec(cfg, scale))
     if not spec.get("_target_"):
         raise UserError("experiment._target_ is missing; every experiment config names its driver")
     driver = get_method(str(spec._target_))

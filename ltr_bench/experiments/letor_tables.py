@@ -6,8 +6,8 @@
   run time such as ``time_fit_s``) as mean(SE) over the folds.
 - :func:`run_sweeps` (Table 1 of both papers): per protocol variant, dataset and model an Optuna
   sweep through the real CLI (``ltr-bench -m search=<model> ...``, one study per outer fold or
-  hold-out split), the refit of every study's best config (``ltr-bench refit_best=<sweep dir>``),
-  then ``ltr-bench-report`` over the variant's MLflow experiment (Table 1, corrected t-test
+  hold-out split), the refit of every study's best config (what ``ltr-bench refit_best=<sweep
+  dir>`` does, run in this process: one tracked ``final`` run per study), then ``ltr-bench-report`` over the variant's MLflow experiment (Table 1, corrected t-test
   p-values, Friedman/Nemenyi, run times).
 
 Datasets are named by their config (``mq2008``, ``mq2007``, ``mslr_web10k``, ``letor``); the data
@@ -216,7 +216,7 @@ def run_sweeps(exp: Experiment) -> pd.DataFrame:
                 bar.set_postfix_str(f"{variant} {ds} {label}: sweep", refresh=True)
                 _cli(["-m", *_with_user(own), f"hydra.sweep.dir={sweep_dir}"], sweep_dir / "sweep.log")
                 bar.set_postfix_str(f"{variant} {ds} {label}: refit", refresh=True)
-                _cli([f"refit_best={sweep_dir}", *_refit_user_overrides(own)], sweep_dir / "refit.log")
+                _refit(sweep_dir, _refit_user_overrides(own))
                 found = _refit_rows(sweep_dir, {"variant": variant, "dataset": ds, "model": label})
                 rows += found
                 shown = ", ".join(f"{m}={np.nanmean([r.get(f'test/{m}', np.nan) for r in found]):.4f}"
@@ -243,6 +243,19 @@ def _refit_user_overrides(own: list[str]) -> list[str]:
     that are not sweep settings (the refit repeats the sweep's own overrides by itself)."""
     keys = {override_key(o) for o in own}
     return [o for o in user_overrides(keys) if not override_key(o).startswith("hydra")]
+
+
+def _refit(sweep_dir: Path, user: list[str]) -> None:
+    """What ``ltr-bench refit_best=<sweep dir>`` does, in this process: per study an ordinary
+    ``final`` run of its best config (composed from :func:`ltr_bench.protocols.plan_refits`'
+    overrides), tracked under the study's sweep run, output in ``<sweep dir>/refit/<study>``."""
+    from ltr_bench.protocols import plan_refits
+    from ltr_bench.runner import run as run_config
+
+    for refit in plan_refits([f"refit_best={sweep_dir}", *user]) or []:
+        overrides = [o for o in refit.overrides if not override_key(o).startswith("hydra")]
+        out = refit.output_dir or str(sweep_dir / "refit" / (refit.study_name or "best"))
+        run_config(compose_run_config(overrides), output_dir=out, verbose=False)
 
 
 def _refit_rows(sweep_dir: Path, base: dict[str, Any]) -> list[dict[str, Any]]:

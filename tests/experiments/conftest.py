@@ -1,0 +1,55 @@
+"""Fixtures of the experiment tests: a generated LETOR folder and running ``ltr-bench`` for real."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.data.letor_files import write_letor
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def generated_letor(root: Path, n_queries: int = 10, n_features: int = 6, seed: int = 0) -> Path:
+    """A five-fold LETOR folder whose labels (0-2) follow a noisy linear score of the features, so
+    rankers can learn something; the test parts of the folds hold disjoint queries."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=n_features)
+    parts = []
+    for k in range(5):  # five disjoint query blocks, rotated through train/vali/test like LETOR
+        lengths = rng.integers(6, 14, size=n_queries)
+        qids = np.repeat(np.arange(n_queries) + 100 * k, lengths)
+        feats = np.round(rng.uniform(0, 1, size=(len(qids), n_features)), 4)
+        z = feats @ w + rng.normal(scale=0.3, size=len(qids))
+        labels = np.digitize(z, np.quantile(z, [0.5, 0.8]))
+        parts.append((labels, qids, feats))
+    for fold in range(1, 6):
+        order = [(fold - 1 + i) % 5 for i in range(5)]
+        train = [parts[i] for i in order[:3]]
+        cat = lambda ps, j: np.concatenate([p[j] for p in ps])  # noqa: E731
+        write_letor(root / f"Fold{fold}" / "train.txt", cat(train, 0), cat(train, 1), cat(train, 2))
+        write_letor(root / f"Fold{fold}" / "vali.txt", *parts[order[3]])
+        write_letor(root / f"Fold{fold}" / "test.txt", *parts[order[4]])
+    return root
+
+
+@pytest.fixture(scope="session")
+def letor_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return generated_letor(tmp_path_factory.mktemp("letor") / "GEN")
+
+
+def run_cli(args: list[str], workdir: Path) -> subprocess.CompletedProcess:
+    """``ltr-bench <args>`` in ``workdir`` (its own MLflow store), one thread; asserts exit 0."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr_bench.cli", *args, "threads=1",
+         f"tracking.tracking_uri=sqlite:///{workdir}/mlflow.db"],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    return proc
