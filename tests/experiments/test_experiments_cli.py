@@ -133,8 +133,9 @@ def _check_table2(workdir: Path, out: Path, n_folds: int) -> None:
 
 
 def test_tables_2_and_3_on_a_generated_letor_folder(tmp_path: Path, letor_dir: Path) -> None:
-    run_cli(["-m", "experiment=table2,table3", "scale=quick", "experiment.datasets=[letor]",
-             f"experiment.cell_overrides=[\"dataset.path={letor_dir}\"]",
+    # ++: a multirun checks its fixed overrides before an experiment is chosen
+    run_cli(["-m", "experiment=table2,table3", "scale=quick", "++experiment.datasets=[letor]",
+             f"++experiment.cell_overrides=[\"dataset.path={letor_dir}\"]",
              f"hydra.sweep.dir={tmp_path}/multirun"], tmp_path)
     outputs = _outputs(tmp_path / "multirun")
     _check_table2(tmp_path, outputs["table2"], n_folds=2)
