@@ -84,10 +84,13 @@ def mq2008_fold1(tmp_path_factory):
 
 @pytest.mark.realdata
 @pytest.mark.parametrize(
-    "model", ["direct_ranker", "ranknet", "ranksvm", "listnet", "listnet_star", "lambdarank"]
+    "model",
+    ["direct_ranker", "ranknet", "ranksvm", "listnet", "listnet_star", "lambdarank", "lambdamart",
+     "adarank", pytest.param("sortnet", marks=pytest.mark.slow)],  # SortNet: minutes (Algorithm 3.1)
 )
 def test_default_config_on_mq2008_fold1(model: str, mq2008_fold1) -> None:
-    """Default configs on real data: well above random; DirectRanker near the papers' level."""
+    """Every ranker's default config on real data: well above random; DirectRanker near the
+    papers' level."""
     from ltr_bench.metrics import evaluate
 
     train, vali, test = mq2008_fold1
