@@ -102,7 +102,7 @@ def run(exp: Experiment) -> pd.DataFrame:
                     rng = np.random.default_rng([int(exp.cfg.seed), xi, rep, 13])
                     value, fit_s = fit_and_score(cfg, source, train, test, rng, prepared)
                     rows.append({"series": label, x_key: x, "model": model, "repetition": rep,
-                                 "n_train": train.n_docs, "relevant_ratio": ratio,
+                                 "train_docs": train.n_docs, "relevant_ratio": ratio,
                                  source.metric: value, "time_fit_s": fit_s})
                     bar.set_postfix_str(f"{label} {x_key}={x} {model} rep {rep}: "
                                         f"{source.metric}={value:.3f}", refresh=False)
@@ -121,7 +121,7 @@ def summarise(results: pd.DataFrame, x_key: str, metric: str) -> pd.DataFrame:
     out = []
     for (label, x, model), g in results.groupby(["series", x_key, "model"], sort=False):
         m, se, n = mean_se(g[metric].to_numpy())
-        out.append({"series": label, x_key: x, "model": model, "n_train": int(round(g["n_train"].mean())),
+        out.append({"series": label, x_key: x, "model": model, "train_docs": int(round(g["train_docs"].mean())),
                     "relevant_ratio": g["relevant_ratio"].mean(), metric: m, f"{metric}_se": se,
                     "repetitions": n, "time_fit_s": g["time_fit_s"].mean()})
     return pd.DataFrame(out)

@@ -57,13 +57,15 @@ def synthetic_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict
 @pytest.mark.parametrize("name", [n for n in SYNTHETIC if n != "fig3"])
 def test_sensitivity_experiment_outputs(synthetic_runs, name: str) -> None:
     workdir, outputs, log = synthetic_runs
-    out = outputs[name]
+    _check_sensitivity(workdir, outputs[name], name, log, "ndcg@20")
+
+
+def _check_sensitivity(workdir: Path, out: Path, name: str, log: str, metric: str) -> None:
     spec = yaml.safe_load((out / "experiment.yaml").read_text())
     summary = pd.read_csv(out / "summary.csv")
     results = pd.read_csv(out / "results.csv")
-    metric = f"ndcg@{spec['data']['k']}"
     x = spec["x"]
-    assert {"series", x, "model", metric, f"{metric}_se", "repetitions", "n_train"} <= set(summary.columns)
+    assert {"series", x, "model", metric, f"{metric}_se", "repetitions", "train_docs"} <= set(summary.columns)
     n_points = len(spec["values"]) * len(spec["series"]) * len(spec["models"])
     assert len(summary) == n_points and len(results) == n_points * spec["repetitions"]
     assert (summary["repetitions"] == spec["repetitions"]).all()
@@ -91,10 +93,7 @@ def test_neighbours_experiment_outputs(synthetic_runs) -> None:
     workdir, outputs, _ = synthetic_runs
     out = outputs["fig3"]
     spec = yaml.safe_load((out / "experiment.yaml").read_text())
-    acc = pd.read_csv(out / "accuracy.csv")
-    assert len(acc) == spec["repetitions"] * len(spec["panels"])
-    for col in ("accuracy_list", "accuracy_test", "chance", "oracle"):
-        assert acc[col].between(0.0, 1.0).all()
+    acc = _check_accuracy(out, spec)
     assert (acc["n_classes"] == spec["data"]["n_classes"]).all()
     assert (acc["accuracy_list"] > acc["chance"]).all()  # the peaks carry class information
     seq = pd.read_csv(out / "neighbours_synthetic.csv")
@@ -104,6 +103,29 @@ def test_neighbours_experiment_outputs(synthetic_runs) -> None:
     assert _is_png(out / "fig3_synthetic.png")
     _, _, artifacts = _parent_run(workdir, spec["mlflow_experiment"], "fig3")
     assert {"summary.csv", "accuracy.csv", "neighbours_synthetic.csv", "fig3_synthetic.png"} <= artifacts
+
+
+def _check_accuracy(out: Path, spec: dict) -> pd.DataFrame:
+    acc = pd.read_csv(out / "accuracy.csv")
+    assert len(acc) == spec["repetitions"] * len(spec["panels"])
+    assert set(acc["panel"]) == set(spec["panels"])
+    for col in ("accuracy_list", "accuracy_test", "chance", "oracle"):
+        assert acc[col].between(0.0, 1.0).all()
+    for panel in spec["panels"]:
+        assert _is_png(out / f"{spec['name']}_{panel}.png")
+    return acc
+
+
+def test_letor_variants_of_the_figures_on_a_generated_letor_folder(tmp_path: Path, letor_dir: Path) -> None:
+    proc = run_cli(["-m", "experiment=fig3_letor,fig5_size_letor,fig5_ratio_letor", "scale=quick",
+                    f'++experiment.data.overrides=["dataset=letor","dataset.path={letor_dir}"]',
+                    f"hydra.sweep.dir={tmp_path}/multirun"], tmp_path)
+    outputs = _outputs(tmp_path / "multirun")
+    for name in ("fig5_size_letor", "fig5_ratio_letor"):
+        _check_sensitivity(tmp_path, outputs[name], name, proc.stdout + proc.stderr, "ndcg@10")
+    spec = yaml.safe_load((outputs["fig3_letor"] / "experiment.yaml").read_text())
+    acc = _check_accuracy(outputs["fig3_letor"], spec)
+    assert (acc["n_list"] >= 6).all()  # the largest test query of each fold
 
 
 def _cell_values(table: pd.DataFrame) -> list[float]:
