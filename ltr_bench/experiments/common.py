@@ -177,6 +177,12 @@ class Experiment:
                     mininterval=0.5, leave=True)
 
 
+def _choice(group: str) -> str:
+    from ltr_bench.runner import job_context
+
+    return job_context().choices.get(group, "?")
+
+
 def _output_dir(cfg: DictConfig, name: str) -> Path:
     from ltr_bench.runner import job_context
 
@@ -195,9 +201,12 @@ def run_experiment(cfg: DictConfig) -> Any:
 
     check_top_level(cfg)
     scale = str(cfg.get("scale", "full"))
+    if not cfg.experiment.get("_target_") or not cfg.experiment.get("name"):
+        raise UserError(
+            f"experiment={_choice('experiment')} is a part shared by experiments, not one itself; "
+            "choose a table or figure (ltr-bench --help lists the experiment options)"
+        )
     spec = apply_command_line(scaled_spec(cfg, scale))
-    if not spec.get("_target_"):
-        raise UserError("experiment._target_ is missing; every experiment config names its driver")
     driver = get_method(str(spec._target_))
     name = str(spec.get("name") or "experiment")
     out_dir = _output_dir(cfg, name)

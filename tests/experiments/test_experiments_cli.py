@@ -215,3 +215,16 @@ def test_table1_on_mq2008(tmp_path: Path) -> None:
     run_cli(["experiment=table1", "scale=quick", f"hydra.run.dir={tmp_path}/out"], tmp_path)
     table = pd.read_csv(tmp_path / "out" / "table1.csv")
     assert all(0.3 <= v <= 1.0 for v in _cell_values(table))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["experiment=fig2c", "scale=huge"], "scale=huge is not a scale of this experiment; choose one of [full, quick]"),
+    (["experiment=fig5_models"], "experiment=fig5_models is a part shared by experiments, not one itself"),
+])
+def test_experiment_input_errors_are_one_sentence(tmp_path: Path, args: list[str], message: str) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "ltr_bench.cli", *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
