@@ -141,8 +141,7 @@ def run_cells(exp: Experiment) -> pd.DataFrame:
                     {"folds": [dict(name=f.name, metrics=f.metrics, times=f.times) for f in result.folds]}
                 cells += _fold_rows(res, {"dataset": ds, "row": row, "column": col,
                                           "mlflow_run_id": result.mlflow_run_id})
-                shown = ", ".join(f"{v}={result.mean.get(v.split('/')[0], {}).get(v.split('/', 1)[-1], result.times.get(v, np.nan)):.4g}"
-                                  for v in values)
+                shown = ", ".join(f"{v}={_run_value(result, v):.4g}" for v in values)
                 bar.write(f"[{ds}] {row} {col}: {shown}")
                 bar.update(1)
     bar.close()
@@ -155,6 +154,14 @@ def run_cells(exp: Experiment) -> pd.DataFrame:
     if spec.get("report"):
         _report(exp, str(spec.mlflow_experiment), "report", plain(spec.get("report_args") or []))
     return table
+
+
+def _run_value(result: Any, value: str) -> float:
+    """A table value of a finished run: ``split/metric`` (mean over folds) or a summed run time."""
+    split, _, metric = value.partition("/")
+    if metric:
+        return float(result.mean.get(split, {}).get(metric, np.nan))
+    return float(result.times.get(value, np.nan))
 
 
 def _markdown(table: pd.DataFrame) -> str:
