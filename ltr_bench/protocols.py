@@ -61,6 +61,9 @@ class Protocol:
         name: the protocol's name (logged as ``ltr.protocol``).
         objective: ``auto`` | ``final`` | ``inner_cv`` (see the module docstring).
         inner_cv: number of inner folds by query for ``inner_cv``.
+        inner_repeats: repetitions of the inner k-fold CV, each with its own fold assignment (and
+            model seed, see :func:`ltr_bench.runner.seed_for_repeat`); 1 = the papers' plain
+            k-fold. More repeats lower the noise of the sweep objective, at proportional cost.
         split_seed: seeds inner folds (and hold-out splits); fixed across models and trials.
         train_labels: ``graded`` or ``binary`` (training labels >= the relevance threshold -> 1).
     """
@@ -70,6 +73,7 @@ class Protocol:
         name: str,
         objective: str = "auto",
         inner_cv: int = 5,
+        inner_repeats: int = 1,
         split_seed: int = 0,
         train_labels: str = "graded",
     ) -> None:
@@ -82,6 +86,9 @@ class Protocol:
         if not _is_int(inner_cv) or int(inner_cv) < 2:
             raise UserError(f"protocol.inner_cv must be an integer >= 2, got {inner_cv!r}")
         self.inner_cv = int(inner_cv)
+        if not _is_int(inner_repeats) or int(inner_repeats) < 1:
+            raise UserError(f"protocol.inner_repeats must be an integer >= 1, got {inner_repeats!r}")
+        self.inner_repeats = int(inner_repeats)
         if not _is_int(split_seed):
             raise UserError(f"protocol.split_seed must be an integer, got {split_seed!r}")
         self.split_seed = int(split_seed)
@@ -109,16 +116,21 @@ class Protocol:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ inner CV
-    def inner_folds(self, train: QuerySet) -> Iterator[tuple[int, QuerySet, QuerySet]]:
-        """``(k, inner_train, inner_vali)`` for the ``inner_cv`` folds by query of ``train``."""
+    def inner_folds(self, train: QuerySet) -> Iterator[tuple[int, int, QuerySet, QuerySet]]:
+        """``(repeat, k, inner_train, inner_vali)`` for the ``inner_cv`` folds by query of
+        ``train``, ``inner_repeats`` times; repeat 0 is the papers' split (``split_seed``), later
+        repeats re-assign the queries with a seed derived from ``(split_seed, repeat)``."""
         if train.n_queries < self.inner_cv:
             raise UserError(
                 f"protocol.inner_cv={self.inner_cv} needs at least that many training queries, "
                 f"got {train.n_queries}; lower protocol.inner_cv"
             )
-        for k, split in enumerate(kfold_by_query(train, self.inner_cv, seed=self.split_seed)):
-            inner_train, inner_vali = apply_split(train, split)
-            yield k, inner_train, inner_vali
+        for repeat in range(self.inner_repeats):
+            seed = self.split_seed if repeat == 0 else int(
+                np.random.SeedSequence([self.split_seed, repeat]).generate_state(1)[0])
+            for k, split in enumerate(kfold_by_query(train, self.inner_cv, seed=seed)):
+                inner_train, inner_vali = apply_split(train, split)
+                yield repeat, k, inner_train, inner_vali
 
     def describe(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}

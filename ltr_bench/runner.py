@@ -224,14 +224,25 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def build_ranker(cfg: DictConfig) -> Any:
-    """A fresh ranker from ``cfg.model`` via its ``_target_`` (metadata keys removed)."""
+def seed_for_repeat(seed: int, repeat: int) -> int:
+    """The model seed of inner-CV repeat ``repeat``: ``seed`` itself for the first, then seeds
+    derived from ``(seed, repeat)``, so repeats also average over training randomness."""
+    if repeat == 0:
+        return seed
+    return int(np.random.SeedSequence([seed, repeat]).generate_state(1)[0] % (2**31))
+
+
+def build_ranker(cfg: DictConfig, seed: int | None = None) -> Any:
+    """A fresh ranker from ``cfg.model`` via its ``_target_`` (metadata keys removed);
+    ``seed`` replaces the model's own seed when given (inner-CV repeats)."""
     from hydra.utils import instantiate
 
     spec = OmegaConf.to_container(cfg.model, resolve=True)
     assert isinstance(spec, dict)
     for k in MODEL_META_KEYS:
         spec.pop(k, None)
+    if seed is not None and "seed" in spec:
+        spec["seed"] = seed
     if "_target_" not in spec:
         raise UserError("model._target_ is missing; every model config names its ranker class")
     return instantiate(spec, _convert_="all")
@@ -511,18 +522,19 @@ def _run_inner_cv(
                 times: dict[str, float] = {}
                 with _timer(times, keys.TIME_READ):
                     split = protocol.load(dataset, pos, with_test=False)
-                for k, inner_train, inner_vali in protocol.inner_folds(split.train):
+                for repeat, k, inner_train, inner_vali in protocol.inner_folds(split.train):
                     t: dict[str, float] = {keys.TIME_READ: times.pop(keys.TIME_READ, 0.0)}
                     with _timer(t, keys.TIME_READ):
                         data = prepare(cfg, protocol, dataset.relevance_threshold,
                                        inner_train, split.vali, inner_vali, test_role="vali")
                     assert data.test is not None
-                    ranker = build_ranker(cfg)
+                    ranker = build_ranker(cfg, seed=seed_for_repeat(int(cfg.seed), repeat))
                     with _timer(t, keys.TIME_FIT):
                         ranker.fit(data.train, data.vali, logger=None)
                     with _timer(t, keys.TIME_EVAL):
                         ev = evaluate_split(cfg, ranker.score(data.test), data.test, "the inner validation fold")
-                    fr = FoldResult(step, f"{split.name}/inner{k}", {"vali": dict(ev.means)}, t,
+                    inner = f"inner{k}" if protocol.inner_repeats == 1 else f"repeat{repeat}/inner{k}"
+                    fr = FoldResult(step, f"{split.name}/{inner}", {"vali": dict(ev.means)}, t,
                                     data.train.n_queries, data.test.n_queries)
                     folds.append(fr)
                     tracker.log_metrics(run_id, {keys.metric_key("cv_fold", n): v for n, v in ev.means.items()}, step=step)

@@ -171,16 +171,39 @@ def test_inner_folds_partition_the_training_queries() -> None:
     train = _queries(23)
     proto = LetorFolds(inner_cv=5, split_seed=3)
     folds = list(proto.inner_folds(train))
-    assert len(folds) == 5
-    vali_q = [set(v.query_ids.tolist()) for _, _, v in folds]
+    assert len(folds) == 5 and [(r, k) for r, k, _, _ in folds] == [(0, k) for k in range(5)]
+    vali_q = [set(v.query_ids.tolist()) for _, _, _, v in folds]
     assert sorted(q for v in vali_q for q in v) == list(range(23))
-    for (_, tr, va), vq in zip(folds, vali_q):
+    for (_, _, tr, va), vq in zip(folds, vali_q):
         assert set(tr.query_ids.tolist()).isdisjoint(vq)
         assert tr.n_queries + va.n_queries == 23
-    again = [set(v.query_ids.tolist()) for _, _, v in LetorFolds(inner_cv=5, split_seed=3).inner_folds(train)]
+    again = [set(v.query_ids.tolist()) for *_, v in LetorFolds(inner_cv=5, split_seed=3).inner_folds(train)]
     assert again == vali_q  # the same folds for every trial
     with pytest.raises(UserError, match="protocol.inner_cv"):
         list(LetorFolds(inner_cv=5).inner_folds(_queries(4)))
+
+
+def test_inner_repeats_reassign_queries_and_keep_the_first_repeat() -> None:
+    train = _queries(23)
+    plain = [frozenset(v.query_ids.tolist()) for *_, v in LetorFolds(inner_cv=5, split_seed=3).inner_folds(train)]
+    folds = list(LetorFolds(inner_cv=5, split_seed=3, inner_repeats=3).inner_folds(train))
+    assert [(r, k) for r, k, _, _ in folds] == [(r, k) for r in range(3) for k in range(5)]
+    by_repeat = [[frozenset(v.query_ids.tolist()) for r, _, _, v in folds if r == rep] for rep in range(3)]
+    assert by_repeat[0] == plain  # repeat 0 is the papers' single k-fold
+    for partition in by_repeat:  # each repeat is a partition of all training queries
+        assert sorted(q for v in partition for q in v) == list(range(23))
+    assert len({frozenset(p) for p in by_repeat}) == 3  # with different assignments
+    with pytest.raises(UserError, match="protocol.inner_repeats"):
+        LetorFolds(inner_repeats=0)
+
+
+def test_inner_repeat_seeds() -> None:
+    from ltr_bench.runner import seed_for_repeat
+
+    assert seed_for_repeat(7, 0) == 7
+    seeds = {seed_for_repeat(7, r) for r in range(5)}
+    assert len(seeds) == 5 and all(0 <= s < 2**31 for s in seeds)
+    assert seed_for_repeat(7, 2) == seed_for_repeat(7, 2)
 
 
 # ------------------------------------------------------------------------------ compatibility
