@@ -197,7 +197,15 @@ def run_experiment(cfg: DictConfig) -> Any:
     inside an MLflow parent run, print and save the summary it returns."""
     from hydra.utils import get_method
 
-    from ltr_bench.runner import check_top_level, configure_threads, job_context, seed_everything
+    from ltr_bench import tracking_keys as keys
+    from ltr_bench.runner import (
+        check_top_level,
+        configure_threads,
+        job_context,
+        package_version,
+        seed_everything,
+    )
+    from ltr_bench.tracking import git_commit
 
     check_top_level(cfg)
     scale = str(cfg.get("scale", "full"))
@@ -215,7 +223,9 @@ def run_experiment(cfg: DictConfig) -> Any:
     tracker = Tracker.from_config(tracking, job_context().cwd)
     configure_threads(cfg)
     seed_everything(int(cfg.seed))
-    tags = {"ltr.role": ROLE_EXPERIMENT, TAG_EXPERIMENT: name, TAG_SCALE: scale}
+    tags = {"ltr.role": ROLE_EXPERIMENT, TAG_EXPERIMENT: name, TAG_SCALE: scale,
+            keys.TAG_SEED: cfg.seed, keys.TAG_VERSION: package_version(),
+            keys.TAG_GIT_COMMIT: git_commit()}
     with tracker.run(f"{name} ({scale})", tags) as run_id:
         tracker.log_params(run_id, flatten_config(spec, prefix="experiment"))
         tracker.log_params(run_id, {"seed": cfg.seed, "scale": scale})
