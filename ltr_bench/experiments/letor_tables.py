@@ -211,6 +211,7 @@ def run_sweeps(exp: Experiment) -> pd.DataFrame:
     sweep_o = [*plain(spec.sweep_overrides), *plain(spec.get("scale_overrides") or []),
                *plain(spec.get("cell_overrides") or [])]
     rows: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
     bar = exp.progress(len(variants) * len(datasets) * len(models))
     for variant, vspec in variants.items():
         mlflow_exp = f"{spec.mlflow_experiment}_{variant}"
@@ -220,11 +221,17 @@ def run_sweeps(exp: Experiment) -> pd.DataFrame:
                 own = [f"model={model}", f"dataset={ds}", *(o.format(**fmt) for o in sweep_o),
                        *vspec["overrides"], f"experiment_name={mlflow_exp}"]
                 sweep_dir = exp.path(f"sweeps/{variant}/{ds}/{model}")
-                bar.set_postfix_str(f"{variant} {ds} {label}: sweep", refresh=True)
-                _cli(["-m", *_with_user(own), f"hydra.sweep.dir={sweep_dir}"], sweep_dir / "sweep.log")
-                bar.set_postfix_str(f"{variant} {ds} {label}: refit", refresh=True)
-                _refit(sweep_dir, _refit_user_overrides(own))
-                found = _refit_rows(sweep_dir, {"variant": variant, "dataset": ds, "model": label})
+                try:
+                    bar.set_postfix_str(f"{variant} {ds} {label}: sweep", refresh=True)
+                    _cli(["-m", *_with_user(own), f"hydra.sweep.dir={sweep_dir}"], sweep_dir / "sweep.log")
+                    bar.set_postfix_str(f"{variant} {ds} {label}: refit", refresh=True)
+                    _refit(sweep_dir, _refit_user_overrides(own))
+                    found = _refit_rows(sweep_dir, {"variant": variant, "dataset": ds, "model": label})
+                except RuntimeError as exc:  # one failed cell must not lose a days-long table
+                    failed.append({"variant": variant, "dataset": ds, "model": label, "error": str(exc)})
+                    bar.write(f"[{variant}] {ds} {label}: FAILED ({str(exc)[:300]})")
+                    bar.update(1)
+                    continue
                 rows += found
                 shown = ", ".join(f"{m}={np.nanmean([r.get(f'test/{m}', np.nan) for r in found]):.4f}"
                                   for m in plain(spec.metrics))
@@ -233,6 +240,10 @@ def run_sweeps(exp: Experiment) -> pd.DataFrame:
         _report(exp, mlflow_exp, f"report/{variant}",
                 ["--metrics", *plain(spec.metrics), *plain(spec.get("report_args") or [])])
     bar.close()
+    if failed:
+        exp.write_csv(pd.DataFrame(failed), "failed.csv")
+    if not rows:
+        raise RuntimeError(f"every sweep of {exp.name} failed; see {exp.path('failed.csv')}")
     frame = pd.DataFrame(rows)
     exp.write_csv(frame, "refits.csv")
     metrics = [f"test/{m}" for m in plain(spec.metrics)]
@@ -242,7 +253,16 @@ def run_sweeps(exp: Experiment) -> pd.DataFrame:
     exp.write_text(_markdown(table), f"{exp.name}.md")
     plot_cells(exp, frame.assign(dataset=frame["variant"] + " " + frame["dataset"]), metrics,
                f"{exp.name}.png")
+    if failed:
+        print(format_table_failed(failed), flush=True)
+        raise RuntimeError(f"{len(failed)} sweep(s) failed (listed in {exp.path('failed.csv')}); "
+                           "the table and reports hold the others")
     return table
+
+
+def format_table_failed(failed: list[dict[str, Any]]) -> str:
+    return "failed sweeps:\n" + "\n".join(
+        f"  {f['variant']} {f['dataset']} {f['model']}: {f['error'][:200]}" for f in failed)
 
 
 def _refit_user_overrides(own: list[str]) -> list[str]:
