@@ -223,7 +223,9 @@ def run_sweeps(exp: Experiment) -> pd.DataFrame:
                 sweep_dir = exp.path(f"sweeps/{variant}/{ds}/{model}")
                 try:
                     bar.set_postfix_str(f"{variant} {ds} {label}: sweep", refresh=True)
-                    _cli(["-m", *_with_user(own), f"hydra.sweep.dir={sweep_dir}"], sweep_dir / "sweep.log")
+                    # studies stored with the sweep: a new experiment run starts new studies
+                    _cli(["-m", *_with_user(own), f"hydra.sweep.dir={sweep_dir}",
+                          f"hydra.sweeper.storage_dir={sweep_dir / 'optuna'}"], sweep_dir / "sweep.log")
                     bar.set_postfix_str(f"{variant} {ds} {label}: refit", refresh=True)
                     _refit(sweep_dir, _refit_user_overrides(own))
                     found = _refit_rows(sweep_dir, {"variant": variant, "dataset": ds, "model": label})
