@@ -219,7 +219,7 @@ def test_table1_on_mq2008(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args, message", [
     (["experiment=fig2c", "scale=huge"], "scale=huge is not a scale of this experiment; choose one of [full, quick]"),
-    (["experiment=fig5_models"], "experiment=fig5_models is a part shared by experiments, not one itself"),
+    (["experiment=parts/fig5_models"], "experiment=parts/fig5_models is a part shared by experiments, not one itself"),
 ])
 def test_experiment_input_errors_are_one_sentence(tmp_path: Path, args: list[str], message: str) -> None:
     import subprocess
