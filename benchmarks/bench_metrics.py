@@ -81,7 +81,10 @@ def ndcg_loop(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, k: in
 
 
 def best_of(fn, repeats: int) -> tuple[float, object]:
-    times, out = [], None
+    """Fastest of ``repeats`` timed calls, after one untimed warm-up call (the first calls of a
+    process pay for page faults of fresh allocations; every contender gets the same treatment)."""
+    out = fn()
+    times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         out = fn()
@@ -105,7 +108,7 @@ def main() -> None:
           f"max length {mask.shape[1]}, threads={torch.get_num_threads()}")
 
     loops = {
-        "python": best_of(lambda: ndcg_loop_python(scores, labels, offsets, 10), 1),
+        "python": best_of(lambda: ndcg_loop_python(scores, labels, offsets, 10), args.repeats),
         "torch": best_of(lambda: ndcg_loop_torch(scores, labels, offsets, 10), 1),
         "numpy": best_of(lambda: ndcg_loop(scores, labels, offsets, 10), args.repeats),
     }

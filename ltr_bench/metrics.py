@@ -142,6 +142,30 @@ def _stable_argsort(keys: Tensor) -> Tensor:
     return torch.from_numpy(composite)
 
 
+def _stable_top_k(keys: Tensor, k: int) -> Tensor:
+    """``[Q, k]``: the first ``k`` columns of :func:`_stable_argsort` (the ``k`` smallest keys per
+    row, ascending, ties by column), without sorting whole rows.
+
+    A partition finds each row's k-th smallest key; every key up to it (the k smallest plus any
+    ties with the k-th) is a candidate; the candidates, in column order, are few and get the stable
+    sort. Costs O(L) per row instead of O(L log L).
+    """
+    if keys.device.type != "cpu" or k >= keys.shape[1]:
+        return _stable_argsort(keys)[:, :k]
+    x = keys.numpy()
+    kth = np.partition(x, k - 1, axis=1)[:, k - 1 : k]
+    candidate = x <= kth
+    rows, cols = np.nonzero(candidate)  # row-major: columns ascending within a row
+    counts = np.bincount(rows, minlength=x.shape[0])
+    slot = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    sub_keys = np.full((x.shape[0], int(counts.max())), np.inf, dtype=x.dtype)
+    sub_keys[rows, slot] = x[rows, cols]  # the fill sorts after every candidate
+    sub_cols = np.zeros(sub_keys.shape, dtype=np.int64)
+    sub_cols[rows, slot] = cols
+    order = _stable_argsort(torch.from_numpy(sub_keys))[:, :k].numpy()
+    return torch.from_numpy(np.take_along_axis(sub_cols, order, axis=1))
+
+
 def _ranking_keys(scores: Tensor, mask: Tensor) -> tuple[Tensor, Tensor | None]:
     """Keys whose stable ascending sort is the ranking, plus the column map for odd masks.
 
@@ -160,14 +184,19 @@ def _ranking_keys(scores: Tensor, mask: Tensor) -> tuple[Tensor, Tensor | None]:
     return (-scores).masked_fill_(~mask | scores.isnan(), math.inf), perm
 
 
-def sort_order(scores: Tensor, mask: Tensor) -> Tensor:
-    """``[Q, L]`` column indices of each row's documents by descending score.
+def sort_order(scores: Tensor, mask: Tensor, k: int | None = None) -> Tensor:
+    """``[Q, L]`` column indices of each row's documents by descending score (``[Q, k]``: only
+    the top ``k`` ranks, found without a full sort).
 
     Ties are broken by document order (column order); NaN scores rank like -inf; padded
     positions always come last.
     """
     keys, perm = _ranking_keys(scores, mask)
-    order = _stable_argsort(keys)
+    return _order_of_keys(keys, perm, k)
+
+
+def _order_of_keys(keys: Tensor, perm: Tensor | None, k: int | None) -> Tensor:
+    order = _stable_argsort(keys) if k is None else _stable_top_k(keys, k)
     return order if perm is None else perm.gather(1, order)
 
 
@@ -195,12 +224,12 @@ def ideal_dcg(labels: Tensor, mask: Tensor, k: int | None = None) -> Tensor:
     width = labels.shape[1]
     kk = width if k is None else min(k, width)
     if not labels.is_floating_point() and labels.numel():
-        lab = labels.masked_fill(~mask, 0).long()
+        lab = labels.masked_fill(~mask, 0)
         n_grades = int(lab.max()) + 1
         if int(lab.min()) >= 0 and n_grades <= 64:
             dtype = _float_dtype(labels.device)
             counts = torch.zeros(lab.shape[0], n_grades, dtype=torch.long, device=lab.device)
-            counts = counts.scatter_add_(1, lab, mask.long()).flip(1)  # grades high to low
+            counts = counts.scatter_add_(1, lab.long(), mask.long()).flip(1)  # grades high to low
             end = counts.cumsum(1)
             disc = _position_discounts(kk, lab.device, dtype)
             prefix = torch.cat([disc.new_zeros(1), disc.cumsum(0)])
@@ -222,10 +251,12 @@ class _Ranked:
     """A padded batch in ranked order, shared by all metrics of one evaluation.
 
     Sorts once; ranked labels are gathered lazily (only the top k for @k metrics). Real documents
-    always precede padding in ranked order, so "valid at rank i" is ``i < n_docs``.
+    always precede padding in ranked order, so "valid at rank i" is ``i < n_docs``. With
+    ``depth``, only the top ``depth`` ranks are ordered (enough for metrics cut off at or above
+    it, see :func:`_ranking_depth`).
     """
 
-    def __init__(self, scores: Tensor, labels: Tensor, mask: Tensor) -> None:
+    def __init__(self, scores: Tensor, labels: Tensor, mask: Tensor, depth: int | None = None) -> None:
         if scores.shape != labels.shape or scores.shape != mask.shape or scores.dim() != 2:
             raise ValueError(
                 f"scores {tuple(scores.shape)}, labels {tuple(labels.shape)} and mask "
@@ -234,12 +265,26 @@ class _Ranked:
         mask = mask.to(torch.bool)
         if scores.shape[1] == 0:  # no documents at all: one padded column keeps shapes valid
             scores, labels, mask = (F.pad(t, (0, 1)) for t in (scores, labels, mask))
+        keys, perm = _ranking_keys(scores, mask)
+        self._setup(keys, perm, labels, mask, depth)
+
+    @classmethod
+    def from_keys(cls, keys: Tensor, labels: Tensor, mask: Tensor, depth: int | None = None) -> "_Ranked":
+        """From ranking keys (``-score``, ``+inf`` at padding) of rows whose real documents come
+        first, as the flat evaluation pads them: no score copy, no key pass."""
+        ranked = cls.__new__(cls)
+        ranked._setup(keys, None, labels, mask, depth)
+        return ranked
+
+    def _setup(self, keys: Tensor, perm: Tensor | None, labels: Tensor, mask: Tensor,
+               depth: int | None) -> None:
         self.input_labels = labels  # as given: integer labels allow a sort-free IDCG
         self.mask = mask
-        self.dtype = _float_dtype(scores.device)
+        self.dtype = _float_dtype(keys.device)
         self.width = mask.shape[1]
         self.n_docs = mask.sum(dim=1)
-        self.order = sort_order(scores, mask)  # [Q, L] the ranking (column indices)
+        self.depth = None if depth is None or depth >= self.width else int(depth)
+        self.order = _order_of_keys(keys, perm, self.depth)  # [Q, L or depth] ranked columns
         self._full: Tensor | None = None
 
     @functools.cached_property
@@ -254,6 +299,8 @@ class _Ranked:
 
     def labels(self, k: int | None = None) -> Tensor:
         """``[Q, min(k, L)]`` float labels of the top-k ranks, 0 at padding."""
+        if self.depth is not None and (k is None or k > self.depth):
+            raise ValueError(f"ranked to depth {self.depth} only, but ranks up to {k or self.width} were asked")
         if self._full is None and k is not None and k < self.width:
             top = self.input_labels.gather(1, self.order[:, :k]).to(self.dtype)
             return top.masked_fill(~self.valid(k), 0.0)
@@ -382,6 +429,13 @@ def parse_metric(name: str) -> MetricSpec:
     if not ok or (k is not None and int(k) < 1):
         raise UserError(f"unknown metric {name!r}; valid metrics are {_VALID_NAMES}")
     return MetricSpec(name=text, kind=kind, k=int(k) if k is not None else None)
+
+
+def _ranking_depth(specs: Sequence[MetricSpec]) -> int | None:
+    """How many top ranks the metrics need: the largest cut-off when every metric has one
+    (ndcg@k, p@k, err@k; wta looks at rank 1), else None (a full ranking)."""
+    depths = [1 if s.kind == "wta" else s.k if s.kind in _WITH_K else None for s in specs]
+    return None if not depths or None in depths else max(depths)  # type: ignore[type-var]
 
 
 def _raw_metric(
@@ -566,10 +620,17 @@ def _check_inputs(scores: np.ndarray, labels: np.ndarray) -> None:
 def _length_chunks(lengths: np.ndarray, max_elements: int) -> list[np.ndarray]:
     """Query indices grouped so that each padded chunk has at most ``max_elements`` cells.
 
-    Queries are bucketed by the power of two above their length (padding wastes < 2x; fewer
-    padded cells also make the sort cheaper) and each bucket is cut into chunks of
+    When padding every query to the longest wastes less than half the cells (query lengths of
+    one order, as in LETOR data), the queries stay in their order and are cut into runs of
+    consecutive queries: each chunk is then one slice of the documents, padded without a gather.
+    Otherwise queries are bucketed by the power of two above their length (padding wastes < 2x;
+    fewer padded cells also make the sort cheaper) and each bucket is cut into chunks of
     ``max_elements // 2^b`` queries (at least one).
     """
+    n_q, width = len(lengths), int(lengths.max()) if len(lengths) else 0
+    if n_q and n_q * width <= 2 * int(lengths.sum()):
+        rows = max(1, max_elements // max(width, 1))
+        return np.split(np.arange(n_q), np.arange(rows, n_q, rows))
     bucket = np.ceil(np.log2(np.maximum(lengths, 1))).astype(np.int64)
     order = np.argsort(bucket, kind="stable")
     bounds = np.flatnonzero(np.diff(bucket[order])) + 1
@@ -583,9 +644,10 @@ def _length_chunks(lengths: np.ndarray, max_elements: int) -> list[np.ndarray]:
 
 
 def _pad_chunk(
-    values: list[np.ndarray], offsets: np.ndarray, queries: np.ndarray
+    values: list[np.ndarray], offsets: np.ndarray, queries: np.ndarray, fills: Sequence[float] = ()
 ) -> tuple[list[np.ndarray], np.ndarray]:
-    """Pad per-document arrays of the given queries into ``[C, L]`` arrays plus a mask."""
+    """Pad per-document arrays of the given queries into ``[C, L]`` arrays plus a mask; padding
+    holds ``fills[i]`` (default 0)."""
     lengths = offsets[queries + 1] - offsets[queries]
     width = int(lengths.max()) if len(lengths) else 0
     mask = np.arange(width) < lengths[:, None]
@@ -595,11 +657,21 @@ def _pad_chunk(
         start = np.repeat(np.cumsum(lengths) - lengths, lengths)
         docs = np.repeat(offsets[queries], lengths) + (np.arange(int(lengths.sum())) - start)
     out = []
-    for v in values:
-        padded = np.zeros((len(queries), width), dtype=v.dtype)
+    for i, v in enumerate(values):
+        fill = fills[i] if i < len(fills) else 0
+        padded = np.full((len(queries), width), fill, dtype=v.dtype)
         padded[mask] = v[docs]  # boolean assignment fills row by row, in document order
         out.append(padded)
     return out, mask
+
+
+def _compact_labels(labels: np.ndarray) -> np.ndarray:
+    """Integer-valued labels as the narrowest integer type that holds them (fewer bytes in every
+    padded pass; integers also allow the sort-free IDCG), other labels as float64."""
+    if labels.dtype.kind in "biu" or np.array_equal(labels, np.round(labels)):
+        top = int(labels.max()) if labels.size else 0
+        return labels.astype(np.int8 if top < 128 else np.int16 if top < 2**15 else np.int64, copy=False)
+    return labels.astype(np.float64, copy=False)
 
 
 def _evaluate_blocks(
@@ -614,16 +686,15 @@ def _evaluate_blocks(
     defined = {s.name: np.zeros(n_q, dtype=bool) for s in specs}
     n_relevant = np.r_[0, np.cumsum(labels >= threshold)]
     keep = n_relevant[offsets[1:]] > n_relevant[offsets[:-1]]  # query has a relevant document
-    # float32 scores (what neural rankers give) stay float32: exact, and a faster sort
-    scores = scores if scores.dtype == np.float32 else scores.astype(np.float64, copy=False)
-    if labels.dtype.kind in "biu" or np.array_equal(labels, np.round(labels)):
-        labels = labels.astype(np.int64, copy=False)
-    else:
-        labels = labels.astype(np.float64, copy=False)
+    # Ranking keys -score (float32 scores, what neural rankers give, stay float32: exact, and a
+    # faster sort); scores were checked free of NaN. Padding gets +inf, so it ranks last.
+    keys = -(scores if scores.dtype == np.float32 else scores.astype(np.float64, copy=False))
+    labels = _compact_labels(labels)
+    depth = _ranking_depth(specs)
     for queries in _length_chunks(np.diff(offsets), max_elements):
-        (s_pad, l_pad), mask = _pad_chunk([scores, labels], offsets, queries)
-        s_t, l_t, m_t = torch.from_numpy(s_pad), torch.from_numpy(l_pad), torch.from_numpy(mask)
-        r = _Ranked(s_t, l_t, m_t)
+        (k_pad, l_pad), mask = _pad_chunk([keys, labels], offsets, queries, fills=(np.inf, 0))
+        k_t, l_t, m_t = torch.from_numpy(k_pad), torch.from_numpy(l_pad), torch.from_numpy(mask)
+        r = _Ranked.from_keys(k_t, l_t, m_t, depth=depth)
         for spec in specs:
             v, d = _raw_metric(spec, r, threshold, max_grade)
             values[spec.name][queries] = v.numpy()
