@@ -141,3 +141,28 @@ def test_integer_and_float_labels_give_the_same_metrics(batch):
 def test_fast_cpu_argsort_equals_torch_stable_sort(rows, dtype):
     keys = torch.tensor(rows, dtype=dtype)
     assert torch.equal(M._stable_argsort(keys), torch.sort(keys, dim=1, stable=True).indices)
+
+
+@SETTINGS
+@given(st.lists(st.lists(st.sampled_from([-2.0, -0.5, 0.0, 0.5, 1.0, 3.0, float("inf"), float("-inf")]),
+                         min_size=12, max_size=12), min_size=1, max_size=6),
+       st.integers(1, 12), st.sampled_from([torch.float32, torch.float64]))
+def test_partial_top_k_equals_the_head_of_the_full_stable_sort(rows, k, dtype):
+    """Few distinct values force ties across the k-th rank; infinities stand in for padding."""
+    keys = torch.tensor(rows, dtype=dtype)
+    full = torch.sort(keys, dim=1, stable=True).indices[:, :k]
+    assert torch.equal(M._stable_top_k(keys, k), full)
+
+
+@SETTINGS
+@given(batches, st.integers(1, 12))
+def test_cut_off_metrics_ranked_to_depth_equal_a_full_ranking(batch, k):
+    scores, labels, mask = pad(batch)
+    names = [f"ndcg@{k}", f"p@{k}", f"err@{k}", "wta"]
+    full = M._Ranked(scores, labels, mask)
+    partial = M._Ranked(scores, labels, mask, depth=M._ranking_depth([M.parse_metric(n) for n in names]))
+    for name in names:
+        spec = M.parse_metric(name)
+        a, da = M._raw_metric(spec, full, 1, 4.0)
+        b, db = M._raw_metric(spec, partial, 1, 4.0)
+        assert torch.equal(da, db) and torch.allclose(a, b, atol=1e-12), name
