@@ -61,7 +61,7 @@ def main() -> None:
 
     # ---------------------------------------------------------------- preprocessing
     start = time.perf_counter()
-    pre = Preprocessing(feature_transform="quantile_normal")
+    pre = Preprocessing(feature_transform="quantile_normal", threads=args.threads)
     train_p, vali_p, test_p = pre.fit_apply(train, (vali, "vali"), (test, "test"))
     t_pre = time.perf_counter() - start
     print(f"preprocessing (quantile -> normal/3, fit on train, apply to 3 sets): {t_pre:.1f} s")

@@ -91,6 +91,17 @@ def test_quantile_normal_output_scale_and_order():
     assert np.all(np.diff(z[o, 0]) >= 0)  # monotone
 
 
+def test_quantile_normal_threads_give_the_same_bits():
+    rng = np.random.default_rng(3)
+    x = rng.gamma(2.0, size=(5000, 7)).astype(np.float32)
+    x[:, :3] = np.round(x[:, :3])  # ties on knots
+    serial = QuantileNormal(block_rows=512).fit(x).transform_array(x)
+    parallel = QuantileNormal(block_rows=512, threads=2).fit(x).transform_array(x)
+    assert np.array_equal(serial, parallel)
+    pre = Preprocessing(threads=2)
+    assert pre.transform.threads == 2 and Preprocessing(threads=None).transform.threads == 1
+
+
 def test_quantile_normal_subsample_is_seeded():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((3000, 2)).astype(np.float32)
