@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
+from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
 from ltr_bench.tracking import Tracker, flatten_config
 
@@ -63,13 +64,6 @@ def apply_command_line(spec: DictConfig) -> DictConfig:
         OmegaConf.update(spec, key, plain(value) if not isinstance(value, (str, int, float, bool))
                          else value, merge=False, force_add=True)
     return spec
-
-
-def plain(node: Any) -> Any:
-    """A config node as plain Python containers (resolved)."""
-    if isinstance(node, (DictConfig, ListConfig)):
-        return OmegaConf.to_container(node, resolve=True)
-    return node
 
 
 def compose_run_config(overrides: Sequence[str]) -> DictConfig:

@@ -74,8 +74,7 @@ class AdaRank(Ranker):
     ) -> None:
         from ltr_bench.metrics import parse_metric
 
-        super().__init__(seed=seed)
-        self.name, self.accepts = name, _plain(accepts)
+        super().__init__(seed=seed, name=name, accepts=accepts)
         if int(rounds) < 1:
             raise UserError(f"model.rounds must be >= 1, got {rounds}")
         if early_stopping is not None and int(early_stopping) < 0:
@@ -267,10 +266,3 @@ def _length_sorted_chunks(
         rows = np.where(mask, offsets[idx][:, None] + col[None, :], offsets[idx][:, None])
         yield idx, rows.astype(np.int64), mask
         begin = end
-
-
-def _plain(value: Any) -> Any:
-    """Config nodes (OmegaConf) as plain Python containers; other values unchanged."""
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value

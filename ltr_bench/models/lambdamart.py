@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ltr_bench.data.queryset import QuerySet
+from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
 from ltr_bench.models.base import Ranker
 
@@ -50,8 +51,7 @@ class LambdaMART(Ranker):
         accepts: Any = None,
         seed: int = 0,
     ) -> None:
-        super().__init__(seed=seed)
-        self.name, self.accepts = name, _plain(accepts)
+        super().__init__(seed=seed, name=name, accepts=accepts)
         if int(n_estimators) < 1:
             raise UserError(f"model.n_estimators must be >= 1, got {n_estimators}")
         if early_stopping_rounds is not None and int(early_stopping_rounds) < 1:
@@ -68,7 +68,7 @@ class LambdaMART(Ranker):
         )
         self.eval_at = int(eval_at)
         self.n_jobs = int(n_jobs)
-        self.extra_params = dict(_plain(extra_params) or {})
+        self.extra_params = dict(plain(extra_params) or {})
         self.model_: Any = None
         self.best_iteration_: int | None = None
 
@@ -183,10 +183,3 @@ def _history_from_evals(evals: dict[str, dict[str, list[float]]], k: int) -> lis
         {"round": t + 1, **{key: float(v[t]) for key, v in series.items() if t < len(v)}}
         for t in range(n)
     ]
-
-
-def _plain(value: Any) -> Any:
-    """Config nodes (OmegaConf) as plain Python containers; other values unchanged."""
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value

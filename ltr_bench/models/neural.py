@@ -30,10 +30,11 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import lightning as L
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from ltr_bench.data.batching import QueryBatches
 from ltr_bench.data.queryset import QuerySet
+from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
 from ltr_bench.metrics import metric_padded, parse_metric
 from ltr_bench.models.base import Ranker
@@ -51,17 +52,6 @@ _META_KEYS = ("name", "_target_", "_partial_", "_recursive_", "_convert_")
 
 
 # ====================================================================== config helpers
-def plain(value: Any) -> Any:
-    """OmegaConf containers (what Hydra passes with ``_recursive_: false``) as plain Python."""
-    try:
-        from omegaconf import DictConfig, ListConfig, OmegaConf
-    except ImportError:  # pragma: no cover - hydra is a dependency
-        return value
-    if isinstance(value, (DictConfig, ListConfig)):
-        return OmegaConf.to_container(value, resolve=True)
-    return value
-
-
 def _spec(value: Any, key: str) -> tuple[str, str | None, dict[str, Any]]:
     """Split a group option (a name, or a node ``{name, _target_?, **params}``) into its parts."""
     value = plain(value)
@@ -408,7 +398,7 @@ class NeuralRanker(Ranker):
         name: str | None = None,
         accepts: Any = None,
     ) -> None:
-        super().__init__(seed=seed)
+        super().__init__(seed=seed, name=name, accepts=accepts)
         self.hidden_sizes = [int(h) for h in plain(hidden_sizes or [])]
         self.activation = plain(activation)
         self.dropout, self.bias = float(dropout), bool(bias)
@@ -431,7 +421,6 @@ class NeuralRanker(Ranker):
         self.trainer_kwargs = dict(plain(trainer) or {})
         self.enable_progress_bar = enable_progress_bar
         self.score_batch_size = int(score_batch_size)
-        self.name, self.accepts = name, plain(accepts)
         self.module_: RankingModule | None = None
         self.best_epoch_: int | None = None
         self._check_config()
@@ -448,7 +437,7 @@ class NeuralRanker(Ranker):
         if self.lr_decay_every < 1:
             raise UserError(f"model.lr_decay_every={self.lr_decay_every} must be >= 1")
         if self.early_stopping_patience is not None and self.early_stopping_patience < 0:
-            raise UserError(f"model.early_stopping_patience must be >= 0 or null")
+            raise UserError(f"model.early_stopping_patience must be >= 0 or null, got {self.early_stopping_patience}")
         make_activation(self.output_activation, key="model.output_activation")
         FeatureMLP(1, self.hidden_sizes, self.activation, self.dropout, self.bias)
 

@@ -145,8 +145,7 @@ class SortNet(Ranker):
         accepts: Any = None,
         seed: int = 0,
     ) -> None:
-        super().__init__(seed=seed)
-        self.name, self.accepts = name, _plain(accepts)
+        super().__init__(seed=seed, name=name, accepts=accepts)
         if optimizer not in ("adam", "sgd"):
             raise UserError(f"model.optimizer must be 'adam' or 'sgd', got {optimizer!r}")
         for key, value in (
@@ -409,10 +408,3 @@ def _opponents(
     keys = np.where(mask, rng.random(mask.shape), np.inf)
     pos = np.argsort(keys, axis=1, kind="stable")[:, :max_opponents]
     return pos, np.take_along_axis(mask, pos, axis=1)
-
-
-def _plain(value: Any) -> Any:
-    """Config nodes (OmegaConf) as plain Python containers; other values unchanged."""
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value

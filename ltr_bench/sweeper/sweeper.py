@@ -435,7 +435,7 @@ class OptunaSweeperImpl(Sweeper):
 
     def _tell(self, study: Any, trial: Any, ret: JobReturn, heartbeat: Any) -> BaseException | None:
         """Tell Optuna one job's outcome; return the exception when it is fatal."""
-        from ltr_bench.sweeper.trials import ATTR_ERROR, ATTR_FAIL, FAIL_CONFIG, FAIL_EXCEPTION, FAIL_NAN
+        from ltr_bench.sweeper.trials import ATTR_ERROR, FAIL_CONFIG, FAIL_EXCEPTION, FAIL_NAN
 
         if ret.status == JobStatus.COMPLETED:
             value = ret._return_value
