@@ -173,19 +173,3 @@ def test_bad_options_and_no_relevant_queries():
     data = toy_queries(5, 8)
     with pytest.raises(UserError, match="relevant"):
         AdaRank().fit(data.with_labels(np.zeros_like(data.labels)))
-
-
-def test_config_builds_the_ranker():
-    from pathlib import Path
-
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
-
-    cfg = OmegaConf.load(Path(__file__).parents[2] / "conf" / "model" / "adarank.yaml")
-    cfg.seed = 3
-    ranker = instantiate(cfg.model)
-    assert isinstance(ranker, AdaRank) and ranker.seed == 3 and ranker.name == "adarank"
-    assert OmegaConf.to_container(cfg.defaults) == [
-        {f"override /{g}": "none"} for g in ("loss", "optimizer", "activation")
-    ]
-    assert ranker.accepts == {"loss": ["none"], "optimizer": ["none"], "activation": ["none"]}

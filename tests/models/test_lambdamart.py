@@ -74,19 +74,3 @@ def test_graded_labels_up_to_four_and_bad_labels():
         LambdaMART(n_estimators=5).fit(data.with_labels(data.labels - 1))
     with pytest.raises(UserError, match="n_estimators"):
         LambdaMART(n_estimators=0)
-
-
-def test_config_builds_the_ranker():
-    from pathlib import Path
-
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
-
-    cfg = OmegaConf.load(Path(__file__).parents[2] / "conf" / "model" / "lambdamart.yaml")
-    cfg.seed = 3
-    ranker = instantiate(cfg.model)
-    assert isinstance(ranker, LambdaMART) and ranker.seed == 3 and ranker.name == "lambdamart"
-    assert OmegaConf.to_container(cfg.defaults) == [
-        {f"override /{g}": "none"} for g in ("loss", "optimizer", "activation")
-    ]
-    assert ranker.accepts == {"loss": ["none"], "optimizer": ["none"], "activation": ["none"]}

@@ -135,19 +135,3 @@ def test_bad_options():
         SortNet(optimizer="rmsprop")
     with pytest.raises(UserError, match="hidden_activation"):
         CmpNN(4, 4, "softplus")
-
-
-def test_config_builds_the_ranker():
-    from pathlib import Path
-
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
-
-    cfg = OmegaConf.load(Path(__file__).parents[2] / "conf" / "model" / "sortnet.yaml")
-    cfg.seed = 3
-    ranker = instantiate(cfg.model)
-    assert isinstance(ranker, SortNet) and ranker.seed == 3 and ranker.name == "sortnet"
-    assert OmegaConf.to_container(cfg.defaults) == [
-        {f"override /{g}": "none"} for g in ("loss", "optimizer", "activation")
-    ]
-    assert ranker.accepts == {"loss": ["none"], "optimizer": ["none"], "activation": ["none"]}
