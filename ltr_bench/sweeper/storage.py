@@ -73,7 +73,9 @@ def with_installed_driver(url: str) -> str:
 def open_storage(url: str, heartbeat_interval: int | None, grace_period: int | None) -> optuna.storages.RDBStorage:
     """Open (and create if needed) an Optuna RDB storage, retrying briefly on lock/race errors.
 
-    SQLite gets a 60 s busy timeout so that several processes can share one file.
+    SQLite gets a 60 s busy timeout so that several processes can share one file. Workers that
+    start together on a fresh database race to create Optuna's tables; the losers see "relation
+    ... already exists" (PostgreSQL's DuplicateTable) and retry once the winner is done.
     """
     import sqlalchemy.exc
 
@@ -95,7 +97,10 @@ def open_storage(url: str, heartbeat_interval: int | None, grace_period: int | N
             raise UserError(f"hydra.sweeper.storage: '{redact(url)}' is not a database URL ({e}).") from e
         except ImportError as e:
             raise UserError(f"hydra.sweeper.storage: no database driver installed for '{redact(url)}' ({e}).") from e
-        except (sqlalchemy.exc.OperationalError, sqlalchemy.exc.IntegrityError) as e:
+        except (sqlalchemy.exc.OperationalError, sqlalchemy.exc.IntegrityError,
+                sqlalchemy.exc.ProgrammingError) as e:
+            if isinstance(e, sqlalchemy.exc.ProgrammingError) and "already exists" not in str(e.orig):
+                raise UserError(f"hydra.sweeper.storage: cannot open '{redact(url)}': {e.orig}.") from e
             if attempt == 4:
                 raise UserError(f"hydra.sweeper.storage: cannot open '{redact(url)}': {e.orig}.") from e
             log.info("Storage busy (%s); retrying.", e.orig)

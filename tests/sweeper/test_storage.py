@@ -53,3 +53,34 @@ def test_open_study_rejects_a_changed_direction(tmp_path) -> None:
 def test_open_storage_rejects_a_bad_url() -> None:
     with pytest.raises(UserError, match="hydra.sweeper.storage"):
         open_storage("not a url", heartbeat_interval=None, grace_period=None)
+
+
+class _DuplicateTable(Exception):
+    """Stands in for psycopg2's DuplicateTable (the driver error SQLAlchemy wraps)."""
+
+
+def test_schema_creation_race_is_retried_and_other_programming_errors_are_not(tmp_path, monkeypatch) -> None:
+    import sqlalchemy.exc
+
+    from ltr_bench.sweeper import storage
+
+    real = optuna.storages.RDBStorage
+    calls: list[str] = []
+
+    def racing(url, **kwargs):  # the first call loses the race to another worker
+        calls.append(url)
+        if len(calls) == 1:
+            raise sqlalchemy.exc.ProgrammingError("CREATE TABLE studies", {}, _DuplicateTable('relation "studies" already exists'))
+        return real(url, **kwargs)
+
+    monkeypatch.setattr(storage.time, "sleep", lambda s: None)
+    monkeypatch.setattr(optuna.storages, "RDBStorage", racing)
+    opened = open_storage(f"sqlite:///{tmp_path / 'race.db'}", None, None)
+    assert isinstance(opened, real) and len(calls) == 2
+
+    def denied(url, **kwargs):
+        raise sqlalchemy.exc.ProgrammingError("SELECT", {}, _DuplicateTable("permission denied for table studies"))
+
+    monkeypatch.setattr(optuna.storages, "RDBStorage", denied)
+    with pytest.raises(UserError, match="permission denied"):
+        open_storage(f"sqlite:///{tmp_path / 'denied.db'}", None, None)
