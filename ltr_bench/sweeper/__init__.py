@@ -15,6 +15,8 @@ Config surface (the hydra-optuna-sweeper keys plus resumption/sharing keys)::
         study_name: null             # null: <hydra.job.name>[-<cli override>...]-<sampler>
         study_per: []                # e.g. [dataset.fold]: one study per value of fold=0,1,2,3,4
         max_failure_rate: 0.5        # abort when more than 50% of n_trials failed
+        enqueue_defaults: false      # true: trial 0 = the composed config's values of the params
+        enqueue_trials: []           # points to run first, e.g. [{model.lr: 0.001}]
         sampler: {seed: 0}           # any option of the chosen Optuna sampler
         params:                      # Hydra's override grammar
           model.lr: tag(log, interval(1e-4, 1e-1))

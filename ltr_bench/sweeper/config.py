@@ -70,6 +70,12 @@ class LtrOptunaSweeperConf:
     sampler.seed: a fresh study is reproducible; a resumed study uses seed + (trials stored), so it
       does not replay its first proposals; with an explicit ``storage`` the seed is also salted per
       process, so that workers sharing a study explore differently.
+    enqueue_defaults: evaluate the composed config's own values of the swept parameters first (the
+      option chosen for a group such as ``activation``; a default outside the space is left to the
+      sampler), so the search starts from a known-good point -- Optuna's ``enqueue_trial``.
+    enqueue_trials: further points to evaluate first, each a mapping parameter -> value (e.g. a
+      published config); values must lie in the search space. Both are enqueued once per study
+      (``skip_if_exists``), count toward ``n_trials``, and are chosen as best only on their merit.
     Every job gets the overrides ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>``.
     heartbeat_interval / grace_period: seconds; a trial of another host whose heartbeat is older
       than ``grace_period`` (default 2 x interval) is marked FAIL; a trial of a dead process on this
@@ -98,6 +104,8 @@ class LtrOptunaSweeperConf:
     max_duplicate_retries: int = 10
     heartbeat_interval: int = 30
     grace_period: Optional[int] = None
+    enqueue_defaults: bool = False
+    enqueue_trials: List[Any] = field(default_factory=list)
     params: Dict[str, Any] = field(default_factory=dict)
 
 

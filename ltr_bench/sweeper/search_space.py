@@ -113,6 +113,28 @@ class SearchParam:
         text = str(value) if self.encoded else format_value(value)
         return f"{self.key}={text}"
 
+    def encode(self, value: Any, where: str) -> Any:
+        """``value`` (as a config holds it: a list, a number, an option name) in this parameter's
+        Optuna representation; a UserError when it lies outside the search space."""
+        if isinstance(self.distribution, CategoricalDistribution):
+            if self.encoded:  # choices kept as override text: compare texts of parsed values
+                parsed = _parser().parse_override(f"k={value}").value() if isinstance(value, str) else value
+                value = Transformer.str(parsed)
+            for choice in self.distribution.choices:
+                if _same_choice(choice, value):
+                    return choice
+            raise UserError(
+                f"{where}: {self.name}={value} is not one of its choices "
+                f"{', '.join(map(str, self.distribution.choices))}"
+            )
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise UserError(f"{where}: {self.name} needs a number, got {value!r}")
+        number = int(value) if isinstance(self.distribution, IntDistribution) else float(value)
+        if number != value or not self.distribution._contains(self.distribution.to_internal_repr(number)):
+            d = self.distribution
+            raise UserError(f"{where}: {self.name}={value} is outside its range [{d.low}, {d.high}]")
+        return number
+
 
 @dataclass(frozen=True)
 class SearchSpace:
@@ -147,9 +169,31 @@ class SearchSpace:
         for combo in itertools.product(*grid.values()):
             yield dict(zip(names, combo))
 
+    def point(self, values: Mapping[str, Any], where: str) -> dict[str, Any]:
+        """Optuna params of a (partial) point given as parameter name -> value; unknown names and
+        values outside the space are UserErrors naming ``where``."""
+        out: dict[str, Any] = {}
+        for name, value in values.items():
+            param = self.params.get(str(name).lstrip("+~"))
+            if param is None:
+                raise UserError(
+                    f"{where}: '{name}' is not a swept parameter (swept: {', '.join(self.params)})"
+                )
+            out[param.name] = param.encode(value, where)
+        return out
+
     def job_overrides(self, params: Mapping[str, Any]) -> list[str]:
         """The override list of one job: fixed overrides, then one per swept parameter."""
         return [*self.fixed, *(self.params[n].override(params[n]) for n in self.params)]
+
+
+def _same_choice(choice: Any, value: Any) -> bool:
+    """Equal as choice values: 1 matches 1.0, but True never matches 1 and '1' never matches 1."""
+    if isinstance(choice, bool) or isinstance(value, bool):
+        return choice is value
+    if isinstance(choice, (int, float)) and isinstance(value, (int, float)):
+        return float(choice) == float(value)
+    return type(choice) is type(value) and choice == value
 
 
 def collect_overrides(params: Mapping[str, Any] | None, arguments: Sequence[str]) -> dict[str, Override]:

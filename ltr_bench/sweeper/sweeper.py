@@ -92,6 +92,8 @@ class OptunaSweeperImpl(Sweeper):
         max_duplicate_retries: int = 10,
         heartbeat_interval: int = 30,
         grace_period: int | None = None,
+        enqueue_defaults: bool = False,
+        enqueue_trials: Sequence[Any] = (),
         params: Any = None,
     ) -> None:
         super().__init__()
@@ -108,6 +110,8 @@ class OptunaSweeperImpl(Sweeper):
         self.max_duplicate_retries = int(max_duplicate_retries)
         self.heartbeat_interval = int(heartbeat_interval)
         self.grace_period = int(grace_period) if grace_period is not None else 2 * self.heartbeat_interval
+        self.enqueue_defaults = bool(enqueue_defaults)
+        self.enqueue_trials = list(_plain_list(enqueue_trials))
         self.params = _plain(params) or {}
         self.hydra_context: HydraContext | None = None
         self.config: DictConfig | None = None
@@ -124,6 +128,11 @@ class OptunaSweeperImpl(Sweeper):
             raise UserError(f"hydra.sweeper.n_trials must be >= 1 or null, not {self.n_trials}.")
         if not 0.0 <= self.max_failure_rate <= 1.0:
             raise UserError(f"hydra.sweeper.max_failure_rate must be in [0, 1], not {self.max_failure_rate}.")
+        for i, point in enumerate(self.enqueue_trials):
+            if not isinstance(point, dict) or not point:
+                raise UserError(
+                    f"hydra.sweeper.enqueue_trials[{i}] must be a mapping parameter -> value, got {point!r}."
+                )
         if self.heartbeat_interval < 1:
             raise UserError(f"hydra.sweeper.heartbeat_interval must be >= 1 s, not {self.heartbeat_interval}.")
 
@@ -195,6 +204,35 @@ class OptunaSweeperImpl(Sweeper):
         job_name = str(OmegaConf.select(self.config, "hydra.job.name", default="app"))
         return default_study_name(job_name, cli_fixed, self._sampler_choice())
 
+    def _points_to_enqueue(self, space: Any) -> list[dict[str, Any]]:
+        """The config's defaults (``enqueue_defaults``) and the ``enqueue_trials``, as Optuna params."""
+        points = []
+        if self.enqueue_defaults:
+            point = self._default_point(space)
+            if point:
+                points.append(point)
+        for i, values in enumerate(self.enqueue_trials):
+            points.append(space.point(values, f"hydra.sweeper.enqueue_trials[{i}]"))
+        return points
+
+    def _default_point(self, space: Any) -> dict[str, Any]:
+        """Each swept parameter's value in the composed config: the chosen option of a config
+        group, else the value at its key; one outside the search space is left to the sampler."""
+        assert self.config is not None
+        choices = OmegaConf.select(self.config, "hydra.runtime.choices", default={}) or {}
+        point: dict[str, Any] = {}
+        for name in space.params:
+            if name in choices:
+                value = choices[name]
+            else:
+                node = OmegaConf.select(self.config, name, default=None, throw_on_missing=False)
+                value = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+            try:
+                point.update(space.point({name: value}, "hydra.sweeper.enqueue_defaults"))
+            except UserError as e:
+                log.info("Not enqueued as a default (the sampler chooses it): %s", e)
+        return point
+
     def _make_sampler(self, space: Any, n_existing: int) -> Any:
         import optuna
         from hydra.utils import get_class, instantiate
@@ -246,6 +284,8 @@ class OptunaSweeperImpl(Sweeper):
         rdb = open_storage(url, self.heartbeat_interval, self.grace_period)
         study = open_study(rdb, study_name, self.direction)
         fail_interrupted_trials(study, rdb, self.grace_period)
+        for point in self._points_to_enqueue(space):
+            study.enqueue_trial(point, skip_if_exists=True)
         n_existing = len(study.get_trials(deepcopy=False))
         study.sampler = self._make_sampler(space, n_existing)
         budget = self._budget(study.sampler)
@@ -516,6 +556,13 @@ def _plain(node: Any) -> Any:
     if isinstance(node, DictConfig):
         return OmegaConf.to_container(node, resolve=True)
     return dict(node) if node is not None else None
+
+
+def _plain_list(node: Any) -> list[Any]:
+    """A ListConfig (or sequence) as a plain, resolved list."""
+    if OmegaConf.is_config(node):
+        return list(OmegaConf.to_container(node, resolve=True))
+    return list(node or [])
 
 
 def _fail_state() -> Any:

@@ -106,3 +106,24 @@ def test_search_space_of_another_model_is_rejected_before_anything_runs() -> Non
     cfg = _compose("model=ranknet", "search=direct_ranker")
     with pytest.raises(UserError, match="search=direct_ranker is the search space of model=direct_ranker"):
         check_compatibility(cfg)
+
+
+@pytest.mark.parametrize("search", [s for s in SEARCHES if s not in GRID_SIZES])
+def test_tpe_searches_start_from_the_model_defaults(search: str) -> None:
+    from ltr_bench.sweeper.sweeper import OptunaSweeperImpl
+
+    cfg = _compose(f"model={_model_of(search)}", f"search={search}")
+    assert cfg.hydra.sweeper.enqueue_defaults is True
+    space = parse_search_space(OmegaConf.to_container(cfg.hydra.sweeper.params))
+    sweeper = OptunaSweeperImpl(sampler=cfg.hydra.sweeper.sampler, params=cfg.hydra.sweeper.params)
+    sweeper.config = cfg
+    point = sweeper._default_point(space)
+    assert point  # at least one default lies in the space
+    for name, value in point.items():
+        expected = cfg.hydra.runtime.choices.get(name) or OmegaConf.select(cfg, name)
+        assert space.params[name].encode(OmegaConf.to_object(expected) if OmegaConf.is_config(expected) else expected, "t") == value
+    if search == "direct_ranker":  # every swept key: trial 0 is exactly the default config
+        assert point == {
+            "activation": "tanh", "model.hidden_sizes": "[64,32]", "optimizer.lr": 0.004,
+            "model.lr_decay_to": 1.0, "model.epochs": 10, "optimizer.weight_decay": 0.0, "model.dropout": 0.2,
+        }

@@ -118,3 +118,35 @@ _scalars = st.one_of(
 def test_format_value_round_trips_through_hydra(value) -> None:
     parsed = parse_override(f"k={format_value(value)}").value()
     assert parsed == value and type(parsed) is type(value)
+
+
+def test_point_encodes_config_values_in_the_spaces_representation() -> None:
+    space = parse_search_space({}, [
+        "net=choice([64,32],[10,5])", "act=choice(tanh,linear)", "decay=choice(1.0,0.001)",
+        "lr=tag(log, interval(1e-4,1e-2))", "epochs=choice(5,10,30)", "layers=range(2,6)",
+    ])
+    point = space.point(
+        {"net": [64, 32], "act": "tanh", "decay": 1, "lr": 0.004, "epochs": 10.0, "layers": 3}, "here"
+    )
+    assert point == {"net": "[64,32]", "act": "tanh", "decay": 1.0, "lr": 0.004, "epochs": 10, "layers": 3}
+    assert type(point["epochs"]) is int  # the choice itself, so Optuna sees a known value
+    assert space.point({"net": "[10, 5]"}, "here") == {"net": "[10,5]"}  # override text, any spacing
+    assert space.params["net"].override(point["net"]) == "net=[64,32]"
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"nope": 1}, "'nope' is not a swept parameter"),
+        ({"net": [1, 2]}, "net=[1,2] is not one of its choices"),
+        ({"lr": 0.5}, "lr=0.5 is outside its range"),
+        ({"layers": 2.5}, "layers=2.5 is outside its range"),
+        ({"layers": 6}, "layers=6 is outside its range"),
+        ({"lr": "fast"}, "lr needs a number"),
+        ({"act": True}, "is not one of its choices"),
+    ],
+)
+def test_point_outside_the_space_is_a_user_error(values, message) -> None:
+    space = parse_search_space({}, ["net=choice([64,32])", "act=choice(tanh,1)", "lr=interval(1e-4,1e-2)", "layers=range(2,6)"])
+    with pytest.raises(UserError, match=r"^where: .*" + message.replace("[", r"\[").replace("]", r"\]")):
+        space.point(values, "where")

@@ -184,3 +184,36 @@ def test_study_per_runs_one_study_per_value(tmp_path: Path) -> None:
         assert len(mine) == 3 and {r["kind"] for r in mine} == {kind}
         db = tmp_path / "multirun" / "optuna" / f"per-kind={kind}.db"
         assert len(complete(load(f"sqlite:///{db}", f"per-kind={kind}"))) == 3
+
+
+def test_defaults_and_given_points_are_evaluated_first(tmp_path: Path) -> None:
+    # Config defaults: x=0, y=0, kind=a, opt=sgd (a config group); all four swept here.
+    proc = run_toy(
+        tmp_path, "hydra.sweeper.study_name=seeded", "kind=choice(b,a)", "opt=choice(adam,sgd)",
+        "hydra.sweeper.enqueue_defaults=true", "hydra.sweeper.enqueue_trials=[{x:3,y:1,kind:b}]",
+    )
+    _ok(proc)
+    url = f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'seeded.db'}"
+    trials = sorted(load(url, "seeded"), key=lambda t: t.number)
+    assert len(complete(trials)) == 4
+    assert trials[0].params == {"x": 0, "y": 0, "kind": "a", "opt": "sgd"}
+    assert {k: trials[1].params[k] for k in ("x", "y", "kind")} == {"x": 3, "y": 1, "kind": "b"}
+    first = calls(tmp_path)[:2]
+    assert [(r["x"], r["y"], r["kind"]) for r in first] == [(0, 0, "a"), (3, 1, "b")]
+    # Resuming with a larger budget does not enqueue (or run) them again.
+    _ok(run_toy(
+        tmp_path, "hydra.sweeper.study_name=seeded", "kind=choice(b,a)", "opt=choice(adam,sgd)",
+        "hydra.sweeper.enqueue_defaults=true", "hydra.sweeper.enqueue_trials=[{x:3,y:1,kind:b}]",
+        "hydra.sweeper.n_trials=6",
+    ))
+    everything = load(url, "seeded")
+    assert [t.number for t in everything if "fixed_params" in t.system_attrs] == [0, 1]
+    trials = complete(everything)
+    assert len(trials) == 6 and len({point(t) + (t.params["kind"], t.params["opt"]) for t in trials}) == 6
+
+
+def test_an_enqueued_point_outside_the_space_stops_before_any_job(tmp_path: Path) -> None:
+    proc = run_toy(tmp_path, "hydra.sweeper.enqueue_trials=[{x:7}]")
+    assert proc.returncode != 0
+    assert "hydra.sweeper.enqueue_trials[0]: x=7 is outside its range [0, 3]" in proc.stderr
+    assert calls(tmp_path) == []
