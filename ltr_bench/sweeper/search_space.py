@@ -118,7 +118,7 @@ class SearchParam:
         Optuna representation; a UserError when it lies outside the search space."""
         if isinstance(self.distribution, CategoricalDistribution):
             if self.encoded:  # choices kept as override text: compare texts of parsed values
-                parsed = _parser().parse_override(f"k={value}").value() if isinstance(value, str) else value
+                parsed = parse_override(f"{self.key}={value}").value() if isinstance(value, str) else value
                 value = Transformer.str(parsed)
             for choice in self.distribution.choices:
                 if _same_choice(choice, value):

@@ -284,9 +284,9 @@ class OptunaSweeperImpl(Sweeper):
         rdb = open_storage(url, self.heartbeat_interval, self.grace_period)
         study = open_study(rdb, study_name, self.direction)
         fail_interrupted_trials(study, rdb, self.grace_period)
+        n_existing = len(study.get_trials(deepcopy=False))  # before enqueueing: a fresh study keeps its seed
         for point in self._points_to_enqueue(space):
             study.enqueue_trial(point, skip_if_exists=True)
-        n_existing = len(study.get_trials(deepcopy=False))
         study.sampler = self._make_sampler(space, n_existing)
         budget = self._budget(study.sampler)
         log.info(
