@@ -1,6 +1,8 @@
-"""Small generated ranking data shared by the neural-ranker tests."""
+"""Small generated ranking data shared by the ranker tests."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -23,6 +25,21 @@ def toy_queries(n_queries: int, seed: int, n_features: int = 8) -> QuerySet:
     w = np.random.default_rng(99).normal(size=n_features)
     latent = np.tanh(x @ w / 2) + 0.3 * x[:, 0] ** 2 + 0.2 * rng.normal(size=n)
     labels = np.digitize(latent, np.quantile(latent, [0.6, 0.85]))
+    return QuerySet.from_arrays(x, labels, np.repeat(np.arange(n_queries) + 1000 * seed, lengths))
+
+
+def linear_queries(
+    n_queries: int, seed: int, *, min_len: int = 10, cuts: Sequence[float] = (0.6, 0.85), n_features: int = 8
+) -> QuerySet:
+    """Queries of ``min_len``-30 documents; labels are cuts (quantiles ``cuts``) of a noisy linear
+    latent score whose weights are the same for every ``seed``."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(min_len, 31, size=n_queries)
+    n = int(lengths.sum())
+    x = rng.normal(size=(n, n_features))
+    w = np.random.default_rng(99).normal(size=n_features)
+    latent = x @ w + 0.5 * rng.normal(size=n)
+    labels = np.digitize(latent, np.quantile(latent, cuts))
     return QuerySet.from_arrays(x, labels, np.repeat(np.arange(n_queries) + 1000 * seed, lengths))
 
 

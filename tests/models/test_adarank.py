@@ -9,21 +9,7 @@ from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.metrics import evaluate
 from ltr_bench.models import AdaRank
-
-
-def toy_queries(n_queries: int, seed: int, n_features: int = 8) -> QuerySet:
-    """Queries of 10-30 documents; labels 0/1/2 cut from a noisy linear latent score.
-
-    Features are continuous (no score ties), so rankings do not depend on tie-breaking.
-    """
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(10, 31, size=n_queries)
-    n = int(lengths.sum())
-    x = rng.normal(size=(n, n_features))
-    w = np.random.default_rng(99).normal(size=n_features)
-    latent = x @ w + 0.5 * rng.normal(size=n)
-    labels = np.digitize(latent, np.quantile(latent, [0.6, 0.85]))
-    return QuerySet.from_arrays(x, labels, np.repeat(np.arange(n_queries) + 1000 * seed, lengths))
+from tests.models.neural_toy import linear_queries as toy_queries
 
 
 def mixed_queries(n_queries: int, seed: int, n_features: int = 8) -> QuerySet:

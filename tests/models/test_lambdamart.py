@@ -9,18 +9,12 @@ from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.metrics import evaluate
 from ltr_bench.models import LambdaMART
+from tests.models.neural_toy import linear_queries
 
 
-def toy_queries(n_queries: int, seed: int, n_features: int = 8, grades: int = 3) -> QuerySet:
-    """Queries of 10-30 documents; labels are graded cuts of a noisy linear latent score."""
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(10, 31, size=n_queries)
-    n = int(lengths.sum())
-    x = rng.normal(size=(n, n_features))
-    w = np.random.default_rng(99).normal(size=n_features)  # same relevance rule for every split
-    latent = x @ w + 0.5 * rng.normal(size=n)
-    labels = np.digitize(latent, np.quantile(latent, np.linspace(0.6, 0.95, grades - 1)))
-    return QuerySet.from_arrays(x, labels, np.repeat(np.arange(n_queries) + 1000 * seed, lengths))
+def toy_queries(n_queries: int, seed: int, grades: int = 3) -> QuerySet:
+    """``grades`` relevance grades cut between the 60 % and 95 % quantiles of the latent score."""
+    return linear_queries(n_queries, seed, cuts=np.linspace(0.6, 0.95, grades - 1))
 
 
 @pytest.fixture(scope="module")

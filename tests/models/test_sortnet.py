@@ -13,18 +13,7 @@ from ltr_bench.errors import UserError
 from ltr_bench.metrics import evaluate
 from ltr_bench.models import SortNet
 from ltr_bench.models.sortnet import CmpNN
-
-
-def toy_queries(n_queries: int, seed: int, n_features: int = 8) -> QuerySet:
-    """Queries of 3-30 documents; labels 0/1/2 cut from a noisy linear latent score."""
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(3, 31, size=n_queries)
-    n = int(lengths.sum())
-    x = rng.normal(size=(n, n_features))
-    w = np.random.default_rng(99).normal(size=n_features)
-    latent = x @ w + 0.5 * rng.normal(size=n)
-    labels = np.digitize(latent, np.quantile(latent, [0.6, 0.85]))
-    return QuerySet.from_arrays(x, labels, np.repeat(np.arange(n_queries) + 1000 * seed, lengths))
+from tests.models.neural_toy import linear_queries
 
 
 def random_net(n_features: int, n_hidden: int, activation: str, seed: int, scale: float) -> CmpNN:
@@ -92,7 +81,7 @@ def brute_force(model: SortNet, data: QuerySet) -> tuple[np.ndarray, set[int]]:
 
 @pytest.mark.parametrize("chunk_elements", [4_000_000, 2_000])
 def test_vectorised_ranking_equals_brute_force(chunk_elements):
-    data = toy_queries(15, 1)
+    data = linear_queries(15, 1, min_len=3)
     model = SortNet(n_hidden=6, chunk_elements=chunk_elements, max_opponents=64)
     model.net = random_net(data.n_features, 6, "sigmoid", 3, 1.0)
     scores, codes = model._rank(data, model.net, with_wrong_pairs=True)
@@ -103,7 +92,7 @@ def test_vectorised_ranking_equals_brute_force(chunk_elements):
 
 
 def test_opponent_sampling_is_deterministic():
-    data = toy_queries(10, 2)
+    data = linear_queries(10, 2, min_len=3)
     model = SortNet(n_hidden=4, max_opponents=5, seed=1)
     model.net = random_net(data.n_features, 4, "tanh", 0, 1.0)
     a, b = model.score(data), model.score(data)
@@ -114,7 +103,7 @@ def test_opponent_sampling_is_deterministic():
 
 
 def test_learns_and_keeps_best_iteration():
-    train, vali, test = toy_queries(50, 0), toy_queries(25, 1), toy_queries(40, 2)
+    train, vali, test = (linear_queries(n, seed, min_len=3) for n, seed in ((50, 0), (25, 1), (40, 2)))
     model = SortNet(n_hidden=10, max_iter=6, epochs_per_iter=4, lr=3e-3, seed=0).fit(train, vali)
     random = evaluate(np.random.default_rng(0).random(test.n_docs), test, names=("ndcg@10",))
     learned = evaluate(model.score(test), test, names=("ndcg@10",))
