@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from ltr_bench import tracking_keys as keys
-from ltr_bench.tracking import TAG_PARENT, TAG_REFIT, TAG_STUDY
+from ltr_bench.tracking import TAG_PARENT, TAG_REFIT, TAG_STUDY, TAG_TRIAL
 from tests.data.letor_files import write_letor
 from tests.test_e2e import _artifacts, _client, _runs, ltr_bench
 
@@ -73,6 +73,12 @@ def test_sweep_per_fold_then_refit_best(tmp_path: Path) -> None:
             assert 0 < metrics["cv/ndcg_at_10"] <= 1 and metrics["objective"] == metrics["cv/ndcg_at_10"]
             assert not any(k.startswith("test/") for k in metrics)
             assert len(client.get_metric_history(t.info.run_id, "cv_fold/ndcg_at_10")) == 2  # per inner fold
+        # Trial 0 is DirectRanker's default config (search=direct_ranker enqueues it; model.epochs
+        # is fixed by the command line here).
+        (first,) = [t for t in trials if t.data.tags.get(TAG_TRIAL) == "0"]
+        p = first.data.params
+        assert (p["activation.name"], p["model.hidden_sizes"].replace(" ", ""), float(p["optimizer.lr"]),
+                float(p["model.dropout"]), p["model.epochs"]) == ("tanh", "[64,32]", 0.004, 0.2, "2")
         best = max(trials, key=lambda r: r.data.metrics["objective"])
         assert best.data.metrics["objective"] == pytest.approx(study["best_value"])
     assert "protocol" not in runs  # the sweep itself never evaluated on test
