@@ -113,31 +113,64 @@ def _is_failed_run(exc: BaseException) -> bool:
 
 
 def _run_refits(refits: Sequence[Any]) -> int:
-    """Refit several studies (e.g. one per outer fold), one ``ltr-bench`` process each, then
-    print their test metrics side by side with the mean (SE); returns the worst exit code."""
+    """Refit several studies (e.g. one per outer fold, maybe each with several seeds), one
+    ``ltr-bench`` process each, then print their test metrics side by side with the mean (SE);
+    returns the worst exit code."""
     import json
     import subprocess
 
-    from ltr_bench.stats import format_mean_se, mean_se
-
     codes, rows = [], []
     for i, r in enumerate(refits, 1):
-        print(f"[refit {i}/{len(refits)}] {r.label} (study {r.study_name})", flush=True)
+        seed = f" seed={r.seed}" if r.seed is not None else ""
+        print(f"[refit {i}/{len(refits)}] {r.label}{seed} (study {r.study_name})", flush=True)
         code = subprocess.call([sys.executable, "-m", "ltr_bench.cli", *r.overrides])
         codes.append(code)
         res = Path(r.output_dir or "") / "results.json"
         if code == 0 and r.output_dir and res.is_file():
-            rows.append((r.label, json.loads(res.read_text())["mean"].get("test", {})))
+            rows.append((r.label, r.seed, json.loads(res.read_text())["mean"].get("test", {})))
     if rows:
-        names = list(rows[0][1])
-        width = max(12, *(len(label) + 2 for label, _ in rows))
-        print("\nrefit test metrics per study")
-        print(f"{'':<{width}}" + "".join(f"{n:>11}" for n in names))
-        for label, m in rows:
-            print(f"{label:<{width}}" + "".join(f"{m.get(n, float('nan')):>11.4f}" for n in names))
-        stats = [mean_se([m.get(n, float("nan")) for _, m in rows]) for n in names]
-        print(f"{'mean(SE)':<{width}}" + "".join(f"{format_mean_se(mu, se):>11}" for mu, se, _ in stats))
+        print("\n" + refit_summary(rows))
     return max(codes)
+
+
+def refit_summary(rows: Sequence[tuple[str, int | None, dict[str, float]]]) -> str:
+    """The refits' test metrics as a text table: a row per study and their mean(SE) over the
+    studies. With several seeds per study a row is the study's mean over its seeds, and a last
+    block shows the mean over studies for each seed and the standard deviation of that figure
+    across seeds (how far a single-seed result can move)."""
+    import numpy as np
+
+    from ltr_bench.stats import format_mean_se, mean_se
+
+    names = list(rows[0][2])
+    labels = list(dict.fromkeys(label for label, _, _ in rows))
+    seeds = list(dict.fromkeys(seed for _, seed, _ in rows if seed is not None))
+    by_label = {lab: [m for label, _, m in rows if label == lab] for lab in labels}
+
+    def mean_of(ms: Sequence[dict[str, float]], n: str) -> float:
+        return float(np.mean([m.get(n, float("nan")) for m in ms]))
+
+    width = max(12, *(len(label) + 2 for label in labels))
+    head = f"{'':<{width}}" + "".join(f"{n:>11}" for n in names)
+    title = "refit test metrics per study"
+    if len(seeds) > 1:
+        title += f" (mean over seeds {', '.join(map(str, seeds))})"
+    lines = [title, head]
+    for lab in labels:
+        lines.append(f"{lab:<{width}}" + "".join(f"{mean_of(by_label[lab], n):>11.4f}" for n in names))
+    stats = [mean_se([mean_of(by_label[lab], n) for lab in labels]) for n in names]
+    lines.append(f"{'mean(SE)':<{width}}" + "".join(f"{format_mean_se(mu, se):>11}" for mu, se, _ in stats))
+    if len(seeds) > 1:
+        lines += ["", "mean over studies per seed", head]
+        per_seed = []
+        for seed in seeds:
+            ms = [m for _, s, m in rows if s == seed]
+            values = [mean_of(ms, n) for n in names]
+            per_seed.append(values)
+            lines.append(f"{f'seed={seed}':<{width}}" + "".join(f"{v:>11.4f}" for v in values))
+        sd = np.std(np.asarray(per_seed), axis=0, ddof=1)
+        lines.append(f"{'SD(seeds)':<{width}}" + "".join(f"{v:>11.4f}" for v in sd))
+    return "\n".join(lines)
 
 
 def _interrupted() -> None:

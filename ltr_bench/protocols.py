@@ -249,6 +249,7 @@ class Refit:
     overrides: list[str]
     output_dir: str | None  # None when the user set hydra.run.dir
     label: str = ""  # the study's own overrides (e.g. dataset.fold=3), for summaries
+    seed: int | None = None  # set when the refit repeats over several seeds (seed=0,1,2)
 
 
 def plan_refits(args: Sequence[str]) -> list[Refit] | None:
@@ -268,7 +269,9 @@ def plan_refits(args: Sequence[str]) -> list[Refit] | None:
        user gave one, ``hydra.run.dir=<sweep dir>/refit/<study>``.
 
     When the user's arguments already pin a study's overrides (``dataset.fold=3``), only the
-    studies that match are refit.
+    studies that match are refit. A seed list (``seed=0,1,2,3`` or ``seed=range(0,4)``) refits
+    every study once per seed, into ``<sweep dir>/refit/<study>/seed<k>``: the seed alone moves a
+    small dataset's test metric, and the mean over seeds separates that noise from the folds'.
     """
     args = list(args)
     idx = [i for i, a in enumerate(args) if a.lstrip("+").startswith(REFIT_KEY + "=")]
@@ -279,6 +282,13 @@ def plan_refits(args: Sequence[str]) -> list[Refit] | None:
     raw = args.pop(idx[0]).lstrip("+").split("=", 1)[1]
     if raw in ("", "null", "None"):
         return [Refit(None, args, None)]
+    seeds, seed_pos = _seed_list(args)
+
+    def seed_args(seed: int | None) -> list[str]:
+        if seed is None or seed_pos is None:
+            return args
+        return args[:seed_pos] + [f"seed={seed}"] + args[seed_pos + 1:]
+
     path = _results_path(raw)
     studies = load_studies(path)
     sweep_fixed = _sweep_fixed_overrides(path.parent / "multirun.yaml")
@@ -292,29 +302,67 @@ def plan_refits(args: Sequence[str]) -> list[Refit] | None:
         raise UserError(
             f"{REFIT_KEY}={raw}: no study matches the given overrides; its studies are: {have}"
         )
-    refits = []
     for st in chosen:
         if not st["best_overrides"]:
             raise UserError(
                 f"{REFIT_KEY}={raw}: study '{st['study_name']}' has no completed trial to refit"
             )
-        late = st["study_overrides"] + st["best_overrides"]
-        late_keys = {_key(o) for o in late}
-        forced = ["protocol.objective=final"]
-        early = [a for a in sweep_fixed + args if _key(a) not in late_keys | {_key(forced[0])}]
-        early = _dedupe_last_wins(early)
-        out = early + late + forced
-        if st["study_name"]:
-            out = [a for a in out if _key(a) != "sweep.study_name"]
-            out.append(f"sweep.study_name={format_override_value(str(st['study_name']))}")
-        out.append(f"{REFIT_KEY}={format_override_value(str(path))}")
-        run_dir = None
-        if not any(_key(a) == "hydra.run.dir" for a in out):
-            run_dir = str(path.parent / "refit" / _safe_name(str(st["study_name"] or "best")))
-            out.append(f"hydra.run.dir={format_override_value(run_dir)}")
-        label = " ".join(st["study_overrides"]) or str(st["study_name"] or "best")
-        refits.append(Refit(st["study_name"], out, run_dir, label))
+    refits = []
+    for st in chosen:
+        for seed in seeds or [None]:
+            refits.append(_refit_of_study(st, path, sweep_fixed, seed_args(seed), seed))
     return refits
+
+
+def _refit_of_study(
+    st: dict[str, Any], path: Path, sweep_fixed: list[str], args: list[str], seed: int | None
+) -> Refit:
+    """The overrides of one study's refit (see :func:`plan_refits` for their order)."""
+    late = st["study_overrides"] + st["best_overrides"]
+    late_keys = {_key(o) for o in late}
+    forced = ["protocol.objective=final"]
+    early = [a for a in sweep_fixed + args if _key(a) not in late_keys | {_key(forced[0])}]
+    early = _dedupe_last_wins(early)
+    out = early + late + forced
+    if st["study_name"]:
+        out = [a for a in out if _key(a) != "sweep.study_name"]
+        out.append(f"sweep.study_name={format_override_value(str(st['study_name']))}")
+    out.append(f"{REFIT_KEY}={format_override_value(str(path))}")
+    run_dir = None
+    if not any(_key(a) == "hydra.run.dir" for a in out):
+        run_dir = path.parent / "refit" / _safe_name(str(st["study_name"] or "best"))
+        run_dir = str(run_dir / f"seed{seed}" if seed is not None else run_dir)
+        out.append(f"hydra.run.dir={format_override_value(run_dir)}")
+    label = " ".join(st["study_overrides"]) or str(st["study_name"] or "best")
+    return Refit(st["study_name"], out, run_dir, label, seed)
+
+
+def _seed_list(args: list[str]) -> tuple[list[int] | None, int | None]:
+    """The seeds of a ``seed=a,b,...`` / ``seed=range(a,b)`` argument and its position, or
+    ``(None, None)`` when the seed is a single value or not given."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    pos = [i for i, a in enumerate(args) if _key(a) == "seed"]
+    if not pos:
+        return None, None
+    text = args[pos[-1]]
+    try:
+        ov = OverridesParser.create().parse_override(text)
+    except Exception:  # noqa: BLE001 - Hydra reports the bad override itself
+        return None, None
+    if not ov.is_sweep_override():
+        return None, None
+    try:
+        seeds = list(ov.sweep_iterator())
+    except Exception:  # noqa: BLE001 - e.g. interval(): not a list of values
+        seeds = []
+    if not seeds or not all(isinstance(v, int) and not isinstance(v, bool) for v in seeds):
+        raise UserError(
+            f"{text}: refit seeds must be a list of integers, e.g. seed=0,1,2,3 or seed=range(0,4)"
+        )
+    if len(set(seeds)) != len(seeds):
+        raise UserError(f"{text}: a refit seed is repeated")
+    return seeds, pos[-1]
 
 
 def _results_path(raw: str) -> Path:

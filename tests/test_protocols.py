@@ -387,6 +387,54 @@ def test_refit_of_a_sweep_with_a_study_per_fold(tmp_path: Path) -> None:
         plan_refits([f"refit_best={tmp_path}", "dataset.fold=5"])
 
 
+def test_refit_with_a_seed_list_repeats_every_study_per_seed(tmp_path: Path) -> None:
+    import yaml
+
+    (tmp_path / "multirun.yaml").write_text(SWEEP_TASK)
+    (tmp_path / "optimization_results.yaml").write_text(yaml.safe_dump(
+        {"name": "ltr_optuna", "studies": [_study("s-f1", 1, 0.01), _study("s-f2", 2, 0.02)]}))
+    refits = plan_refits([f"refit_best={tmp_path}", "seed=range(0,3)", "threads=2"])
+    assert [(r.study_name, r.seed) for r in refits] == [
+        ("s-f1", 0), ("s-f1", 1), ("s-f1", 2), ("s-f2", 0), ("s-f2", 1), ("s-f2", 2)]
+    for r in refits:
+        # one seed per run, where the user wrote the list; the rest as for one seed
+        assert [a for a in r.overrides if a.startswith("seed=")] == [f"seed={r.seed}"]
+        assert r.overrides.index(f"seed={r.seed}") < r.overrides.index("threads=2")
+        assert r.output_dir == str(tmp_path / "refit" / r.study_name / f"seed{r.seed}")
+    assert {r.label for r in refits} == {"dataset.fold=1", "dataset.fold=2"}
+    # one seed is an ordinary override, not a list
+    (one, _) = plan_refits([f"refit_best={tmp_path}", "seed=7"])
+    assert one.seed is None and "seed=7" in one.overrides
+    with pytest.raises(UserError, match="integers"):
+        plan_refits([f"refit_best={tmp_path}", "seed=a,b"])
+    with pytest.raises(UserError, match="repeated"):
+        plan_refits([f"refit_best={tmp_path}", "seed=1,1"])
+
+
+def test_refit_summary_averages_seeds_within_a_study_before_the_folds() -> None:
+    from ltr_bench.cli import refit_summary
+
+    rows = [("dataset.fold=1", 0, {"ndcg@10": 0.70, "map": 0.60}),
+            ("dataset.fold=1", 1, {"ndcg@10": 0.72, "map": 0.62}),
+            ("dataset.fold=2", 0, {"ndcg@10": 0.74, "map": 0.64}),
+            ("dataset.fold=2", 1, {"ndcg@10": 0.78, "map": 0.66})]
+    text = refit_summary(rows)
+    lines = text.splitlines()
+    assert lines[0] == "refit test metrics per study (mean over seeds 0, 1)"
+    table = {ln.split()[0]: ln.split()[1:] for ln in lines[2:] if ln.strip()}
+    assert table["dataset.fold=1"] == ["0.7100", "0.6100"]
+    assert table["dataset.fold=2"] == ["0.7600", "0.6500"]
+    # mean over folds of the seed means: 0.735, SE = |0.76 - 0.71| / 2 = 0.025
+    assert table["mean(SE)"] == ["0.735(25)", "0.630(20)"]
+    # per seed: the mean over folds; their SD says how far one seed's figure moves
+    assert table["seed=0"] == ["0.7200", "0.6200"] and table["seed=1"] == ["0.7500", "0.6400"]
+    assert [float(v) for v in table["SD(seeds)"]] == pytest.approx([0.0212, 0.0141], abs=1e-4)
+    # one seed per study: the plain table, no seed block
+    plain = refit_summary([(label, None, m) for label, seed, m in rows if seed == 0])
+    assert plain.splitlines()[0] == "refit test metrics per study" and "SD(seeds)" not in plain
+    assert "0.720(20)" in plain
+
+
 def test_refit_errors_are_one_sentence(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="refit_best=.*no such file"):
         plan_refits(["refit_best=/no/such/file.yaml"])

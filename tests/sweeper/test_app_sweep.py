@@ -83,24 +83,27 @@ def test_sweep_per_fold_then_refit_best(tmp_path: Path) -> None:
         assert best.data.metrics["objective"] == pytest.approx(study["best_value"])
     assert "protocol" not in runs  # the sweep itself never evaluated on test
 
-    # Refit every study's best config on the whole training part, test once.
-    proc = ltr_bench(tmp_path, f"refit_best={sweep_dir}", *COMMON)
+    # Refit every study's best config on the whole training part, test once -- per seed.
+    proc = ltr_bench(tmp_path, f"refit_best={sweep_dir}", "seed=0,1", *COMMON)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "refit test metrics per study" in proc.stdout and "mean(SE)" in proc.stdout
+    assert "refit test metrics per study (mean over seeds 0, 1)" in proc.stdout
+    assert "mean(SE)" in proc.stdout and "SD(seeds)" in proc.stdout
     runs = _runs(client)
     refits = [r for r in runs["protocol"] if r.data.tags.get(TAG_REFIT) == "true"]
-    assert len(refits) == 2
+    assert len(refits) == 4
     for study in studies:
-        (refit,) = [r for r in refits if r.data.tags.get(TAG_STUDY) == study["study_name"]]
-        assert refit.data.tags[TAG_PARENT] == sweeps[study["study_name"]].info.run_id
-        assert 0 < refit.data.metrics["test/ndcg_at_10"] <= 1
-        params = refit.data.params
-        for key, value in study["best_params"].items():  # the refit ran the best config
-            logged = params[key] if key in params else params[f"{key}.name"]  # a group: its option name
-            assert logged.replace(" ", "") == str(value).replace(" ", ""), key
-        fold = int(study["study_overrides"][0].split("=")[1])
-        folds = [r for r in runs["fold"] if r.data.tags.get(TAG_PARENT) == refit.info.run_id]
-        assert [r.data.tags[keys.TAG_FOLD] for r in folds] == [str(fold - 1)]
+        mine = [r for r in refits if r.data.tags.get(TAG_STUDY) == study["study_name"]]
+        assert sorted(r.data.params["seed"] for r in mine) == ["0", "1"]
+        for refit in mine:
+            assert refit.data.tags[TAG_PARENT] == sweeps[study["study_name"]].info.run_id
+            assert 0 < refit.data.metrics["test/ndcg_at_10"] <= 1
+            params = refit.data.params
+            for key, value in study["best_params"].items():  # the refit ran the best config
+                logged = params[key] if key in params else params[f"{key}.name"]  # a group: its option name
+                assert logged.replace(" ", "") == str(value).replace(" ", ""), key
+            fold = int(study["study_overrides"][0].split("=")[1])
+            folds = [r for r in runs["fold"] if r.data.tags.get(TAG_PARENT) == refit.info.run_id]
+            assert [r.data.tags[keys.TAG_FOLD] for r in folds] == [str(fold - 1)]
 
 
 def test_failing_trial_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
