@@ -51,7 +51,7 @@ def _task(cfg: DictConfig) -> float | None:
 
             run_experiment(cfg)
             return None
-        return run(cfg).objective
+        return sweep_objective(run(cfg))
     except Exception as exc:
         if single and (describe_user_error(exc) is not None or _is_failed_run(exc)):
             _deferred.append(exc)
@@ -104,6 +104,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(f"ltr-bench: run failed: {exc}", file=sys.stderr)
             sys.exit(1)
         raise
+
+
+def sweep_objective(result: Any) -> float | None:
+    """A run's objective for the sweeper: with its standard error over the (inner) folds when
+    there is one (:class:`~ltr_bench.sweeper.objective.Objective`, a float to any sweeper)."""
+    from ltr_bench.sweeper.objective import Objective
+
+    if result.objective is None:
+        return None
+    return Objective(result.objective, se=result.objective_se, n_folds=len(result.folds))
 
 
 def _is_failed_run(exc: BaseException) -> bool:

@@ -78,6 +78,7 @@ class RunResult:
     objective: float | None
     objective_name: str
     folds: list[FoldResult]
+    objective_se: float | None = None  # SE of the objective over (inner) folds; NaN/None: one fold
     mean: dict[str, dict[str, float]] = field(default_factory=dict)
     se: dict[str, dict[str, float]] = field(default_factory=dict)
     times: dict[str, float] = field(default_factory=dict)  # sums over folds
@@ -579,7 +580,8 @@ def _aggregate(mode: str, cfg: DictConfig, folds: list[FoldResult]) -> RunResult
     obj_split = "vali" if mode == "inner_cv" else str(cfg.objective.split)
     objective = mean.get(obj_split, {}).get(obj_metric)
     obj_name = f"{'inner-CV ' if mode == 'inner_cv' else ''}{obj_split} {obj_metric}"
-    return RunResult(mode, objective, obj_name, folds, mean, se, times)
+    objective_se = se.get(obj_split, {}).get(obj_metric)
+    return RunResult(mode, objective, obj_name, folds, objective_se, mean, se, times)
 
 
 def format_results(cfg: DictConfig, result: RunResult) -> str:

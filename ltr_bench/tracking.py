@@ -456,7 +456,8 @@ def log_study_to_mlflow(
 ) -> None:
     """The ``sweep.on_study_end`` hook: attach a finished Optuna study to its MLflow ``sweep`` run.
 
-    Logs the study's plots and ``trials.csv`` as artifacts, its best value and trial counts as
+    Logs the study's plots and ``trials.csv`` as artifacts, its best value (with its SE and the
+    number of trials within one SE of it, when the trials report an SE) and trial counts as
     metrics and its best parameters as tags (``ltr.best.<key>``; tags, unlike params, may change
     when a resumed study finds a better trial). The sweep run is the one the trials nest under.
     """
@@ -477,6 +478,8 @@ def log_study_to_mlflow(
         tracker.log_artifact(run_id, path, "study")
     tracker.log_metrics(run_id, {
         "best_objective": summary.get("best_value"),
+        "best_objective_se": summary.get("best_value_se"),
+        "n_trials_within_one_se": summary.get("n_within_one_se"),
         "n_trials_complete": summary.get("n_complete"),
         "n_trials_failed": summary.get("n_failed"),
     })

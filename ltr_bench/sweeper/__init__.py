@@ -25,13 +25,16 @@ Config surface (the hydra-optuna-sweeper keys plus resumption/sharing keys)::
           model.dropout: 0,0.2,0.5
 
 Each job receives ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>``; the job's return
-value is the objective (an exception, NaN or None marks the trial FAIL and the sweep goes on).
+value is the objective (an exception, NaN or None marks the trial FAIL and the sweep goes on). A
+job may return ``objective.Objective(value, se=...)`` (a float subclass): its attributes become the
+trial's user attributes and the summary counts the trials within one SE of the best.
 ``<hydra.sweep.dir>/optimization_results.yaml`` holds best value/params/overrides and the storage.
 
 Modules: ``config`` (structured configs in Hydra's ConfigStore), ``search_space`` (override
 grammar -> Optuna distributions), ``grid`` (exhaustive grid sampler), ``trials`` (budget counting,
 interrupted-trial detection, heartbeats), ``storage`` (study names, default SQLite path),
-``sweeper`` (the Sweeper), ``plots`` (history / importance PNGs). Heavy imports stay lazy.
+``sweeper`` (the Sweeper), ``plots`` (history / importance PNGs), ``objective`` (a float with
+its standard error). Heavy imports stay lazy.
 """
 
 from __future__ import annotations

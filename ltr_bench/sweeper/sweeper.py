@@ -311,6 +311,10 @@ class OptunaSweeperImpl(Sweeper):
         if summary["best_trial"] is not None:
             log.info("Best trial %d: value %s, params %s",
                      summary["best_trial"], summary["best_value"], summary["best_params"])
+            if "best_value_se" in summary:
+                log.info("Its standard error is %.4g; %d of %d completed trials lie within one SE of "
+                         "it (the objective cannot tell them apart).", summary["best_value_se"],
+                         summary["n_within_one_se"], summary["n_complete"])
         self._finish_study(study, summary, sweep_dir)
         return summary
 
@@ -475,6 +479,7 @@ class OptunaSweeperImpl(Sweeper):
 
     def _tell(self, study: Any, trial: Any, ret: JobReturn, heartbeat: Any) -> BaseException | None:
         """Tell Optuna one job's outcome; return the exception when it is fatal."""
+        from ltr_bench.sweeper.objective import user_attrs_of
         from ltr_bench.sweeper.trials import ATTR_ERROR, FAIL_CONFIG, FAIL_EXCEPTION, FAIL_NAN
 
         if ret.status == JobStatus.COMPLETED:
@@ -484,6 +489,8 @@ class OptunaSweeperImpl(Sweeper):
             except (TypeError, ValueError):
                 number = math.nan
             if math.isfinite(number):
+                for key, attr in user_attrs_of(value).items():  # e.g. the objective's SE
+                    trial.set_user_attr(key, attr)
                 frozen = study.tell(trial, number, skip_if_finished=True)
                 heartbeat.discard(trial._trial_id)
                 if frozen.state.name == "COMPLETE":
@@ -512,6 +519,7 @@ class OptunaSweeperImpl(Sweeper):
     def _summary(self, study: Any, budget: int, url: str, space: Any, variant: list[str]) -> dict[str, Any]:
         from optuna.trial import TrialState
 
+        from ltr_bench.sweeper.objective import ATTR_SE, within_one_se
         from ltr_bench.sweeper.storage import redact
         from ltr_bench.sweeper.trials import ATTR_FAIL, COUNTED_FAIL_REASONS
 
@@ -543,6 +551,16 @@ class OptunaSweeperImpl(Sweeper):
                 best_params=dict(best.params),
                 best_overrides=[p.override(best.params[n]) for n, p in space.params.items() if n in best.params],
             )
+            se = best.user_attrs.get(ATTR_SE)
+            if se is not None:
+                # How many trials the objective cannot tell from the best: the choice among them is noise.
+                summary.update(
+                    best_value_se=float(se),
+                    n_within_one_se=within_one_se(
+                        [float(t.value) for t in complete], float(best.value), float(se),
+                        self.direction == "maximize",
+                    ),
+                )
         return summary
 
     @staticmethod

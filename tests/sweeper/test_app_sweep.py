@@ -62,8 +62,14 @@ def test_sweep_per_fold_then_refit_best(tmp_path: Path) -> None:
         # The study's plots and trial table, as files in the sweep dir and as MLflow artifacts.
         files = {p.name for p in Path(study["artifacts_dir"]).iterdir()}
         assert {"optimization_history.png", "trials.csv"} <= files
+        header = (Path(study["artifacts_dir"]) / "trials.csv").read_text().splitlines()[0].split(",")
+        assert "user_attrs_objective_se" in header
         assert {"study/optimization_history.png", "study/trials.csv"} <= _artifacts(client, sweep_run.info.run_id, "study")
         assert sweep_run.data.metrics["best_objective"] == pytest.approx(study["best_value"])
+        # The trials return their inner-CV SE: the summary says how many are within one SE of the best.
+        assert study["best_value_se"] > 0 and 1 <= study["n_within_one_se"] <= 2
+        assert sweep_run.data.metrics["best_objective_se"] == pytest.approx(study["best_value_se"])
+        assert sweep_run.data.metrics["n_trials_within_one_se"] == study["n_within_one_se"]
         assert sweep_run.data.metrics["n_trials_complete"] == 2
         # Two trials nested under it, scored by inner CV only: no test metric anywhere.
         trials = [r for r in runs["trial"] if r.data.tags.get(TAG_PARENT) == sweep_run.info.run_id]
@@ -81,6 +87,8 @@ def test_sweep_per_fold_then_refit_best(tmp_path: Path) -> None:
                 float(p["model.dropout"]), p["model.epochs"]) == ("tanh", "[64,32]", 0.004, 0.2, "2")
         best = max(trials, key=lambda r: r.data.metrics["objective"])
         assert best.data.metrics["objective"] == pytest.approx(study["best_value"])
+        per_fold = [m.value for m in client.get_metric_history(best.info.run_id, "cv_fold/ndcg_at_10")]
+        assert study["best_value_se"] == pytest.approx(np.std(per_fold, ddof=1) / np.sqrt(len(per_fold)))
     assert "protocol" not in runs  # the sweep itself never evaluated on test
 
     # Refit every study's best config on the whole training part, test once -- per seed.

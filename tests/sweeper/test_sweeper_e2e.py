@@ -56,6 +56,25 @@ def test_four_trial_sweep_end_to_end_and_same_command_resumes(tmp_path: Path) ->
     assert len(done) == 6 and len({point(t) for t in done}) == 6
 
 
+def test_an_objective_with_its_se_counts_the_trials_within_one_se(tmp_path: Path) -> None:
+    # x = 0..3, y = 2: values -1, 0, -1, -4; best 0 with SE 1.5 -> three trials within one SE.
+    # Two joblib workers: the Objective crosses process boundaries with its SE.
+    _ok(run_toy(tmp_path, "se=1.5", "hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=null",
+                "y=choice(2)", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                "hydra.sweeper.n_jobs=2"))
+    results = yaml.safe_load((tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    assert results["n_complete"] == 4 and results["best_value"] == 0
+    assert results["best_value_se"] == 1.5 and results["n_within_one_se"] == 3
+    (db,) = (tmp_path / "multirun" / "optuna").glob("*.db")
+    trials = complete(load(f"sqlite:///{db}", results["study_name"]))
+    assert [t.user_attrs["objective_se"] for t in trials] == [1.5] * 4
+    # Without an SE (a plain float, as from any other app) the summary has no such keys.
+    (tmp_path / "plain").mkdir()
+    _ok(run_toy(tmp_path / "plain"))
+    plain = yaml.safe_load((tmp_path / "plain" / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    assert "best_value_se" not in plain and "n_within_one_se" not in plain
+
+
 @pytest.mark.parametrize(("sig", "sampler"), [(signal.SIGKILL, "tpe"), (signal.SIGTERM, "grid")])
 def test_kill_and_resume_keeps_trial_count_exact(tmp_path: Path, sig: signal.Signals, sampler: str) -> None:
     common = ["hydra.sweeper.study_name=killed", f"hydra/sweeper/sampler={sampler}", "hydra.sweeper.n_trials=5"]

@@ -4,7 +4,8 @@ Objective: ``-(x-1)^2 - (y-2)^2`` (+0.5 for kind=b). Knobs: ``fail_x`` raises fo
 ``nan_x`` returns NaN for that x, ``user_error_x`` raises a UserError (a config error, fatal for
 the sweep), ``sleep_s`` slows every job, ``hang_at_call`` makes the job that finds that many
 records in ``calls_file`` write its trial number to ``hang_marker`` and sleep (so that a test can
-kill the sweep mid-trial), ``calls_file`` gets one JSON line per executed job (to count runs).
+kill the sweep mid-trial), ``calls_file`` gets one JSON line per executed job (to count runs),
+``se`` returns the value as an :class:`Objective` with that standard error.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import hydra
 from omegaconf import DictConfig
 
 from ltr_bench.errors import UserError
+from ltr_bench.sweeper.objective import Objective
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
@@ -41,7 +43,8 @@ def main(cfg: DictConfig) -> float:
         raise RuntimeError(f"toy failure for x={cfg.x}")
     if cfg.nan_x is not None and cfg.x == cfg.nan_x:
         return float("nan")
-    return -((cfg.x - 1) ** 2) - (cfg.y - 2) ** 2 + (0.5 if cfg.kind == "b" else 0.0)
+    value = -((cfg.x - 1) ** 2) - (cfg.y - 2) ** 2 + (0.5 if cfg.kind == "b" else 0.0)
+    return Objective(value, se=cfg.se) if cfg.se is not None else value
 
 
 if __name__ == "__main__":
