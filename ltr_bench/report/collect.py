@@ -2,8 +2,11 @@
 
 Only runs tagged ``ltr.role = fold`` count (one outer fold / split each); protocol parents,
 sweep and trial runs are ignored. Unfinished runs are skipped, and when the same
-(model, dataset, protocol, eval, fold) was tracked several times the latest finished run wins.
-Every such decision is recorded as a one-line note for the report.
+(model, dataset, protocol, eval, fold) was tracked several times with the same seed (tag
+``ltr.seed``) the latest finished run wins. Runs of one fold with different seeds (e.g. a refit
+with ``seed=0,1,2,3``) are averaged: the fold's value is the mean over its seeds, so seed noise
+does not pass for a difference between folds or models. Every such decision is recorded as a
+one-line note for the report.
 """
 
 from __future__ import annotations
@@ -21,22 +24,25 @@ from ltr_bench import tracking_keys as tk
 from ltr_bench.errors import UserError
 
 KEY_COLUMNS = ["protocol", "eval", "dataset", "model", "fold"]
+# Columns of a FoldRuns frame that are not metrics.
+INFO_COLUMNS = ["run_id", "n_train", "n_test", "start_time", "end_time", "seed", "n_seeds"]
 _TAG_COLUMNS = {
     "model": tk.TAG_MODEL,
     "dataset": tk.TAG_DATASET,
     "protocol": tk.TAG_PROTOCOL,
     "eval": tk.TAG_EVAL,
     "fold": tk.TAG_FOLD,
+    "seed": tk.TAG_SEED,
 }
 
 
 @dataclass
 class FoldRuns:
-    """One row per kept fold run.
+    """One row per (protocol, eval, dataset, model, fold): its latest run, or its runs' mean over seeds.
 
-    Columns: ``run_id, protocol, eval, dataset, model, fold (int), n_train, n_test, start_time,
-    end_time`` plus one column per logged metric, named by its MLflow key
-    (``test/ndcg_at_10``, ``time_fit_s``, ...).
+    Columns: ``run_id, protocol, eval, dataset, model, fold (int), seed (the seeds averaged,
+    comma-separated), n_seeds, n_train, n_test, start_time, end_time`` plus one column per logged
+    metric, named by its MLflow key (``test/ndcg_at_10``, ``time_fit_s``, ...).
     """
 
     frame: pd.DataFrame
@@ -46,7 +52,7 @@ class FoldRuns:
 
     def metric_keys(self) -> list[str]:
         """The metric columns present (MLflow keys)."""
-        fixed = set(KEY_COLUMNS) | {"run_id", "n_train", "n_test", "start_time", "end_time"}
+        fixed = set(KEY_COLUMNS) | set(INFO_COLUMNS)
         return [c for c in self.frame.columns if c not in fixed]
 
 
@@ -135,7 +141,7 @@ def collect_fold_runs(
         )
         frame = frame[~bad]
     frame = frame.sort_values(["end_time", "start_time"], ascending=False, kind="stable")
-    dup = frame.duplicated(KEY_COLUMNS, keep="first")
+    dup = frame.duplicated(KEY_COLUMNS + ["seed"], keep="first")
     if dup.any():
         keys = frame.loc[dup, KEY_COLUMNS].drop_duplicates()
         listed = "; ".join(
@@ -145,8 +151,41 @@ def collect_fold_runs(
             f"{int(dup.sum())} older duplicate fold run(s) superseded by the latest finished one: {listed}."
         )
         frame = frame[~dup]
-    frame = frame.drop(columns=["status"]).sort_values(KEY_COLUMNS, kind="stable")
+    frame = mean_over_seeds(frame.drop(columns=["status"]), notes)
+    frame = frame.sort_values(KEY_COLUMNS, kind="stable")
     return FoldRuns(frame.reset_index(drop=True), exp_id, experiment, notes)
+
+
+def mean_over_seeds(frame: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """One row per (protocol, eval, dataset, model, fold): metrics and run times averaged over
+    the rows' seeds (column ``seed``: the seeds, comma-separated; ``n_seeds``). The run id,
+    query counts and end time are the latest run's; the start time the earliest. Adds a note
+    per (model, dataset, setting) that was averaged."""
+    frame = frame.sort_values(["end_time", "start_time"], ascending=False, kind="stable")
+    metrics = [c for c in frame.columns if c not in set(KEY_COLUMNS) | set(INFO_COLUMNS)]
+    agg: dict[str, object] = {c: "mean" for c in metrics}
+    agg.update(run_id="first", n_train="first", n_test="first", start_time="min", end_time="max",
+               seed=lambda s: ",".join(sorted(map(str, s), key=_seed_order)))
+    out = frame.groupby(KEY_COLUMNS, dropna=False, sort=False).agg(agg).reset_index()
+    out["n_seeds"] = out["seed"].str.count(",") + 1
+    several = out[out["n_seeds"] > 1]
+    for (protocol, eval_name, dataset, model), cells in several.groupby(
+        ["protocol", "eval", "dataset", "model"], sort=True
+    ):
+        seeds = sorted({s for cell in cells["seed"] for s in cell.split(",")}, key=_seed_order)
+        notes.append(
+            f"{model} on {dataset} ({protocol}/{eval_name}): each of {len(cells)} fold(s) is the mean "
+            f"over its runs with seeds {', '.join(seeds)} ({int(cells['n_seeds'].min())}-"
+            f"{int(cells['n_seeds'].max())} per fold)."
+        )
+    return out[[c for c in frame.columns if c in out.columns] + ["n_seeds"]]
+
+
+def _seed_order(seed: str) -> tuple[int, float, str]:
+    try:
+        return (0, float(seed), seed)
+    except ValueError:
+        return (1, 0.0, seed)
 
 
 def _tidy(raw: pd.DataFrame) -> pd.DataFrame:
@@ -157,6 +196,7 @@ def _tidy(raw: pd.DataFrame) -> pd.DataFrame:
         out[column] = col if col is not None else pd.Series(pd.NA, index=raw.index, dtype=object)
     out["protocol"] = out["protocol"].fillna("?")
     out["eval"] = out["eval"].fillna("?")
+    out["seed"] = out["seed"].fillna("?")  # runs tracked without a seed tag count as one seed
     out["fold"] = pd.to_numeric(out["fold"], errors="coerce").astype("Int64")
     for column, param in (("n_train", tk.PARAM_N_TRAIN_QUERIES), ("n_test", tk.PARAM_N_TEST_QUERIES)):
         col = raw.get(f"params.{param}")

@@ -65,6 +65,16 @@ def store(tmp_path_factory) -> tuple[str, Path]:
         client.log_metric(run.info.run_id, tk.metric_key("test", "ndcg@10"), 0.5 + fold / 10)
         client.log_metric(run.info.run_id, tk.metric_key("test", "map"), 0.4)
         client.set_terminated(run.info.run_id)
+    # A refit with seed=0,1: two runs per fold, averaged; an older run of (fold 0, seed 0) superseded.
+    seeded = client.create_experiment("seeded", artifact_location=str(root / "artifacts_seeded"))
+    for fold, seed, ndcg, end in ((0, 0, 0.10, 1), (0, 0, 0.50, 2), (0, 1, 0.60, 2), (1, 0, 0.70, 2), (1, 1, 0.80, 2)):
+        run = client.create_run(seeded, start_time=end * 1000, tags={
+            tk.TAG_ROLE: tk.ROLE_FOLD, tk.TAG_MODEL: "direct_ranker", tk.TAG_DATASET: "mq2008",
+            tk.TAG_PROTOCOL: "letor_folds", tk.TAG_EVAL: "paper", tk.TAG_FOLD: str(fold),
+            tk.TAG_SEED: str(seed)})
+        client.log_metric(run.info.run_id, tk.metric_key("test", "ndcg@10"), ndcg)
+        client.log_metric(run.info.run_id, tk.metric_key("test", "map"), 0.4)
+        client.set_terminated(run.info.run_id, end_time=end * 1000 + 500)
     return uri, root
 
 
@@ -215,6 +225,26 @@ def test_single_model_skips_tests_with_a_note(store, tmp_path, capsys):
     assert "| ranknet | 0.550(50) | 0.400(0) |" in out  # 0.5, 0.6 -> mean 0.55, SE 0.05
     assert "tests skipped: 1 model(s)" in out
     assert not list((tmp_path / "pvalues").glob("*.png")) and not list((tmp_path / "cd").glob("*.png"))
+
+
+def test_runs_of_one_fold_with_several_seeds_are_averaged(store, tmp_path, capsys):
+    from ltr_bench.report.collect import collect_fold_runs
+
+    uri, _ = store
+    runs = collect_fold_runs(uri, "seeded")
+    frame = runs.frame
+    assert frame["fold"].tolist() == [0, 1] and frame["n_seeds"].tolist() == [2, 2]
+    assert frame["seed"].tolist() == ["0,1", "0,1"]
+    # fold 0: (0.50 + 0.60) / 2 -- the older seed-0 run (0.10) is superseded, not averaged in
+    assert frame[tk.metric_key("test", "ndcg@10")].tolist() == pytest.approx([0.55, 0.75])
+    assert "n_seeds" not in runs.metric_keys() and "seed" not in runs.metric_keys()
+    assert any("superseded" in n for n in runs.notes)
+    assert any("mean over its runs with seeds 0, 1" in n for n in runs.notes)
+    code = main(["--tracking-uri", uri, "--experiment", "seeded", "--out", str(tmp_path),
+                 "--no-mlflow-artifacts"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "| direct_ranker | 0.65(10) | 0.400(0) |" in out  # folds 0.55, 0.75
 
 
 @pytest.mark.parametrize(
