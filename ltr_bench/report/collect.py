@@ -173,10 +173,11 @@ def mean_over_seeds(frame: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
         ["protocol", "eval", "dataset", "model"], sort=True
     ):
         seeds = sorted({s for cell in cells["seed"] for s in cell.split(",")}, key=_seed_order)
+        lo, hi = int(cells["n_seeds"].min()), int(cells["n_seeds"].max())
+        per_fold = f"{lo}" if lo == hi else f"{lo}-{hi}"
         notes.append(
-            f"{model} on {dataset} ({protocol}/{eval_name}): each of {len(cells)} fold(s) is the mean "
-            f"over its runs with seeds {', '.join(seeds)} ({int(cells['n_seeds'].min())}-"
-            f"{int(cells['n_seeds'].max())} per fold)."
+            f"{model} on {dataset} ({protocol}/{eval_name}): {len(cells)} fold(s) are each the mean "
+            f"over {per_fold} runs with seeds {', '.join(seeds)}."
         )
     return out[[c for c in frame.columns if c in out.columns] + ["n_seeds"]]
 

@@ -239,7 +239,7 @@ def test_runs_of_one_fold_with_several_seeds_are_averaged(store, tmp_path, capsy
     assert frame[tk.metric_key("test", "ndcg@10")].tolist() == pytest.approx([0.55, 0.75])
     assert "n_seeds" not in runs.metric_keys() and "seed" not in runs.metric_keys()
     assert any("superseded" in n for n in runs.notes)
-    assert any("mean over its runs with seeds 0, 1" in n for n in runs.notes)
+    assert "direct_ranker on mq2008 (letor_folds/paper): 2 fold(s) are each the mean over 2 runs with seeds 0, 1." in runs.notes
     code = main(["--tracking-uri", uri, "--experiment", "seeded", "--out", str(tmp_path),
                  "--no-mlflow-artifacts"])
     out = capsys.readouterr().out
