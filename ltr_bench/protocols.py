@@ -64,6 +64,9 @@ class Protocol:
         inner_repeats: repetitions of the inner k-fold CV, each with its own fold assignment (and
             model seed, see :func:`ltr_bench.runner.seed_for_repeat`); 1 = the papers' plain
             k-fold. More repeats lower the noise of the sweep objective, at proportional cost.
+        reevaluation_repeats: inner-CV repeats a sweep's *re-evaluation* of a top trial runs
+            (``sweep.reevaluation=true``): the repeats after the search's own ones, i.e. fold
+            assignments and model seeds that played no part in making the trial look best.
         split_seed: seeds inner folds (and hold-out splits); fixed across models and trials.
         train_labels: ``graded`` or ``binary`` (training labels >= the relevance threshold -> 1).
     """
@@ -74,6 +77,7 @@ class Protocol:
         objective: str = "auto",
         inner_cv: int = 5,
         inner_repeats: int = 1,
+        reevaluation_repeats: int = 2,
         split_seed: int = 0,
         train_labels: str = "graded",
     ) -> None:
@@ -89,6 +93,11 @@ class Protocol:
         if not _is_int(inner_repeats) or int(inner_repeats) < 1:
             raise UserError(f"protocol.inner_repeats must be an integer >= 1, got {inner_repeats!r}")
         self.inner_repeats = int(inner_repeats)
+        if not _is_int(reevaluation_repeats) or int(reevaluation_repeats) < 1:
+            raise UserError(
+                f"protocol.reevaluation_repeats must be an integer >= 1, got {reevaluation_repeats!r}"
+            )
+        self.reevaluation_repeats = int(reevaluation_repeats)
         if not _is_int(split_seed):
             raise UserError(f"protocol.split_seed must be an integer, got {split_seed!r}")
         self.split_seed = int(split_seed)
@@ -116,16 +125,26 @@ class Protocol:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ inner CV
-    def inner_folds(self, train: QuerySet) -> Iterator[tuple[int, int, QuerySet, QuerySet]]:
+    def repeats(self, reevaluation: bool = False) -> range:
+        """The inner-CV repeats a job runs: ``0 .. inner_repeats-1`` for a search trial; for a
+        re-evaluation the next ``reevaluation_repeats`` ones, fresh for the trial being confirmed."""
+        if reevaluation:
+            return range(self.inner_repeats, self.inner_repeats + self.reevaluation_repeats)
+        return range(self.inner_repeats)
+
+    def inner_folds(
+        self, train: QuerySet, reevaluation: bool = False
+    ) -> Iterator[tuple[int, int, QuerySet, QuerySet]]:
         """``(repeat, k, inner_train, inner_vali)`` for the ``inner_cv`` folds by query of
-        ``train``, ``inner_repeats`` times; repeat 0 is the papers' split (``split_seed``), later
-        repeats re-assign the queries with a seed derived from ``(split_seed, repeat)``."""
+        ``train``, once per repeat of :meth:`repeats`; repeat 0 is the papers' split
+        (``split_seed``), later repeats re-assign the queries with a seed derived from
+        ``(split_seed, repeat)``."""
         if train.n_queries < self.inner_cv:
             raise UserError(
                 f"protocol.inner_cv={self.inner_cv} needs at least that many training queries, "
                 f"got {train.n_queries}; lower protocol.inner_cv"
             )
-        for repeat in range(self.inner_repeats):
+        for repeat in self.repeats(reevaluation):
             seed = self.split_seed if repeat == 0 else int(
                 np.random.SeedSequence([self.split_seed, repeat]).generate_state(1)[0])
             for k, split in enumerate(kfold_by_query(train, self.inner_cv, seed=seed)):

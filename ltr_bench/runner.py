@@ -35,6 +35,7 @@ from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.protocols import OuterSplit, Protocol
 from ltr_bench.tracking import (
+    TAG_REEVALUATION,
     TAG_REFIT,
     TAG_STUDY,
     TAG_TRIAL,
@@ -511,9 +512,15 @@ def _run_inner_cv(
     sweep = cfg.get("sweep", {})
     study = sweep.get("study_name")
     trial = sweep.get("trial_number")
+    # A re-evaluation of a top trial (the sweeper's `reevaluate`) scores the same config on the
+    # inner-CV repeats after the search's own: folds and seeds it was not chosen on.
+    reevaluation = bool(sweep.get("reevaluation", False))
     sweep_id = tracker.find_or_create_sweep_run(str(study or "no-study"), tags)
     trial_tags = {**tags, keys.TAG_ROLE: keys.ROLE_TRIAL, TAG_TRIAL: trial}
     name = f"trial {trial}" if trial is not None else "inner-cv"
+    if reevaluation:
+        name += " re-evaluation"
+        trial_tags[TAG_REEVALUATION] = "true"
     folds: list[FoldResult] = []
     with tracker.run(name, trial_tags, parent_id=sweep_id) as run_id:
         tracker.log_params(run_id, flatten_config(cfg))
@@ -523,7 +530,7 @@ def _run_inner_cv(
                 times: dict[str, float] = {}
                 with _timer(times, keys.TIME_READ):
                     split = protocol.load(dataset, pos, with_test=False)
-                for repeat, k, inner_train, inner_vali in protocol.inner_folds(split.train):
+                for repeat, k, inner_train, inner_vali in protocol.inner_folds(split.train, reevaluation):
                     t: dict[str, float] = {keys.TIME_READ: times.pop(keys.TIME_READ, 0.0)}
                     with _timer(t, keys.TIME_READ):
                         data = prepare(cfg, protocol, dataset.relevance_threshold,
@@ -534,7 +541,8 @@ def _run_inner_cv(
                         ranker.fit(data.train, data.vali, logger=None)
                     with _timer(t, keys.TIME_EVAL):
                         ev = evaluate_split(cfg, ranker.score(data.test), data.test, "the inner validation fold")
-                    inner = f"inner{k}" if protocol.inner_repeats == 1 else f"repeat{repeat}/inner{k}"
+                    several = len(protocol.repeats(reevaluation)) > 1 or repeat > 0
+                    inner = f"repeat{repeat}/inner{k}" if several else f"inner{k}"
                     fr = FoldResult(step, f"{split.name}/{inner}", {"vali": dict(ev.means)}, t,
                                     data.train.n_queries, data.test.n_queries)
                     folds.append(fr)

@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 # Tags beyond tracking_keys (sweeps and refits).
 TAG_STUDY = "ltr.study"  # Optuna study name, on sweep, trial and refit runs
 TAG_TRIAL = "ltr.trial_number"  # Optuna trial number, on trial runs
+TAG_REEVALUATION = "ltr.reevaluation"  # "true" on a re-evaluation of a top trial (sweeper `reevaluate`)
 TAG_REFIT = "ltr.refit"  # "true" on the protocol run that refits a sweep's best config
 TAG_PARENT = "mlflow.parentRunId"  # MLflow's own nesting tag (the UI shows children under it)
 
@@ -481,6 +482,9 @@ def log_study_to_mlflow(
         "best_objective_se": summary.get("best_value_se"),
         "n_trials_within_one_se": summary.get("n_within_one_se"),
         "n_trials_complete": summary.get("n_complete"),
+        # with re-evaluated top trials: best_objective is the chosen trial's pooled value
+        "search_best_objective": summary.get("search_best_value"),
+        "n_trials_reevaluated": len(summary["reevaluated"]) if summary.get("reevaluated") else None,
         "n_trials_failed": summary.get("n_failed"),
     })
     best = {f"ltr.best.{k}": v for k, v in (summary.get("best_params") or {}).items()}

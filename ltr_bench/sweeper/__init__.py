@@ -17,6 +17,7 @@ Config surface (the hydra-optuna-sweeper keys plus resumption/sharing keys)::
         max_failure_rate: 0.5        # abort when more than 50% of n_trials failed
         enqueue_defaults: false      # true: trial 0 = the composed config's values of the params
         enqueue_trials: []           # points to run first, e.g. [{model.lr: 0.001}]
+        reevaluate: {top_k: 0}       # >0: re-run the k best trials (++sweep.reevaluation=true), pick by pooled value
         sampler: {seed: 0}           # any option of the chosen Optuna sampler
         params:                      # Hydra's override grammar
           model.lr: tag(log, interval(1e-4, 1e-1))
@@ -33,7 +34,7 @@ trial's user attributes and the summary counts the trials within one SE of the b
 Modules: ``config`` (structured configs in Hydra's ConfigStore), ``search_space`` (override
 grammar -> Optuna distributions), ``grid`` (exhaustive grid sampler), ``trials`` (budget counting,
 interrupted-trial detection, heartbeats), ``storage`` (study names, default SQLite path),
-``sweeper`` (the Sweeper), ``plots`` (history / importance PNGs), ``objective`` (a float with
+``sweeper`` (the Sweeper), ``reevaluation`` (pooling and selecting re-evaluated top trials), ``plots`` (history / importance PNGs), ``objective`` (a float with
 its standard error). Heavy imports stay lazy.
 """
 

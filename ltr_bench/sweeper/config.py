@@ -51,6 +51,20 @@ class GridSamplerConf:
 
 
 @dataclass
+class ReevaluateConf:
+    """Re-evaluation of a study's best trials after the search (off with ``top_k: 0``).
+
+    The ``top_k`` best trials run once more with ``++sweep.reevaluation=true`` plus ``overrides``;
+    the app scores the same config on fresh splits/seeds (ltr_bench: ``protocol.reevaluation_repeats``
+    new inner-CV repeats) and the sweeper selects the trial with the best value pooled over the
+    search's and the re-evaluation's folds (see :mod:`ltr_bench.sweeper.reevaluation`).
+    """
+
+    top_k: int = 0
+    overrides: List[str] = field(default_factory=list)
+
+
+@dataclass
 class LtrOptunaSweeperConf:
     """Config of the project's Optuna sweeper (``hydra/sweeper=ltr_optuna``).
 
@@ -76,6 +90,10 @@ class LtrOptunaSweeperConf:
     enqueue_trials: further points to evaluate first, each a mapping parameter -> value (e.g. a
       published config); values must lie in the search space. Both are enqueued once per study
       (``skip_if_exists``), count toward ``n_trials``, and are chosen as best only on their merit.
+    reevaluate: ``top_k`` (0 = off) best trials are re-run after the search as re-evaluation jobs
+      (``++sweep.reevaluation=true`` plus ``reevaluate.overrides``) and the best trial is the one
+      with the best value pooled over search and re-evaluation; a less lucky, more reliable choice
+      when the objective is noisy. Stored in the study, so resuming does not repeat them.
     Every job gets the overrides ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>``.
     heartbeat_interval / grace_period: seconds; a trial of another host whose heartbeat is older
       than ``grace_period`` (default 2 x interval) is marked FAIL; a trial of a dead process on this
@@ -106,6 +124,7 @@ class LtrOptunaSweeperConf:
     grace_period: Optional[int] = None
     enqueue_defaults: bool = False
     enqueue_trials: List[Any] = field(default_factory=list)
+    reevaluate: ReevaluateConf = field(default_factory=ReevaluateConf)
     params: Dict[str, Any] = field(default_factory=dict)
 
 

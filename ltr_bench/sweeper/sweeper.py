@@ -10,7 +10,9 @@ Per study (one, or one per value of the ``study_per`` keys) the sweeper
    ``n_trials``), launch them as one batch through the Hydra launcher with the overrides
    ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>``, and tell Optuna each job's
    return value -- or FAIL when the job raised or returned NaN/None;
-4. writes ``optimization_results.yaml`` (best params/value, counts, storage) into the sweep dir.
+4. optionally re-evaluates the ``reevaluate.top_k`` best trials (``++sweep.reevaluation=true``
+   jobs) and selects by the pooled value (:mod:`ltr_bench.sweeper.reevaluation`);
+5. writes ``optimization_results.yaml`` (best params/value, counts, storage) into the sweep dir.
 
 Config errors (``fatal_errors``) and more failures than ``max_failure_rate`` abort the sweep.
 """
@@ -42,6 +44,7 @@ RESULTS_FILE = "optimization_results.yaml"
 DEFAULT_N_TRIALS = 20
 MAX_ENUMERATED_POINTS = 100_000  # finite spaces up to this size get a free point queued on repeats
 TRIAL_NUMBER_KEY = "sweep.trial_number"
+REEVALUATION_KEY = "sweep.reevaluation"
 STUDY_NAME_KEY = "sweep.study_name"
 
 
@@ -94,6 +97,7 @@ class OptunaSweeperImpl(Sweeper):
         grace_period: int | None = None,
         enqueue_defaults: bool = False,
         enqueue_trials: Sequence[Any] = (),
+        reevaluate: Any = None,
         params: Any = None,
     ) -> None:
         super().__init__()
@@ -112,6 +116,9 @@ class OptunaSweeperImpl(Sweeper):
         self.grace_period = int(grace_period) if grace_period is not None else 2 * self.heartbeat_interval
         self.enqueue_defaults = bool(enqueue_defaults)
         self.enqueue_trials = list(_plain_list(enqueue_trials))
+        reevaluate = _plain(reevaluate) or {}
+        self.reevaluate_top_k = reevaluate.get("top_k", 0)
+        self.reevaluate_overrides = [str(o) for o in reevaluate.get("overrides") or []]
         self.params = _plain(params) or {}
         self.hydra_context: HydraContext | None = None
         self.config: DictConfig | None = None
@@ -133,6 +140,11 @@ class OptunaSweeperImpl(Sweeper):
                 raise UserError(
                     f"hydra.sweeper.enqueue_trials[{i}] must be a mapping parameter -> value, got {point!r}."
                 )
+        if isinstance(self.reevaluate_top_k, bool) or not isinstance(self.reevaluate_top_k, int) \
+                or self.reevaluate_top_k < 0:
+            raise UserError(
+                f"hydra.sweeper.reevaluate.top_k must be an integer >= 0, not {self.reevaluate_top_k!r}."
+            )
         if self.heartbeat_interval < 1:
             raise UserError(f"hydra.sweeper.heartbeat_interval must be >= 1 s, not {self.heartbeat_interval}.")
 
@@ -307,13 +319,17 @@ class OptunaSweeperImpl(Sweeper):
                 self._write_results(sweep_dir, [*done, self._summary(study, budget, url, space, variant)])
         finally:
             heartbeat.close()
+        self._reevaluate(study, space, variant)
         summary = self._summary(study, budget, url, space, variant)
         if summary["best_trial"] is not None:
-            log.info("Best trial %d: value %s, params %s",
-                     summary["best_trial"], summary["best_value"], summary["best_params"])
-            if "best_value_se" in summary:
-                log.info("Its standard error is %.4g; %d of %d completed trials lie within one SE of "
-                         "it (the objective cannot tell them apart).", summary["best_value_se"],
+            log.info("Best trial %d: value %s%s, params %s",
+                     summary["best_trial"], summary["best_value"],
+                     " (pooled with its re-evaluation)" if summary.get("reevaluated") else "",
+                     summary["best_params"])
+            if "n_within_one_se" in summary:
+                log.info("The search's best has standard error %.4g; %d of %d completed trials lie "
+                         "within one SE of it (the objective cannot tell them apart).",
+                         summary.get("search_best_value_se", summary.get("best_value_se")),
                          summary["n_within_one_se"], summary["n_complete"])
         self._finish_study(study, summary, sweep_dir)
         return summary
@@ -442,19 +458,26 @@ class OptunaSweeperImpl(Sweeper):
                     trial.set_user_attr(ATTR_ERROR, error[:2000])
                 self._reject(study, trial, reason, heartbeat)
 
-    def _run_batch(self, study: Any, space: Any, variant: list[str], batch: list[Any], heartbeat: Any) -> None:
+    @staticmethod
+    def _job_overrides(
+        study: Any, space: Any, variant: list[str], params: dict[str, Any], number: int, extra: Sequence[str] = ()
+    ) -> list[str]:
+        """A job's overrides: the trial's parameters, the study's own overrides, ``extra``, and
+        the trial number and study name the job is told."""
         from ltr_bench.sweeper.search_space import format_value
+
+        return [
+            *space.job_overrides(params),
+            *variant,
+            *extra,
+            f"++{TRIAL_NUMBER_KEY}={number}",
+            f"++{STUDY_NAME_KEY}={format_value(study.study_name)}",
+        ]
+
+    def _run_batch(self, study: Any, space: Any, variant: list[str], batch: list[Any], heartbeat: Any) -> None:
         from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_INTERRUPTED
 
-        jobs = [
-            [
-                *space.job_overrides(t.params),
-                *variant,
-                f"++{TRIAL_NUMBER_KEY}={t.number}",
-                f"++{STUDY_NAME_KEY}={format_value(study.study_name)}",
-            ]
-            for t in batch
-        ]
+        jobs = [self._job_overrides(study, space, variant, t.params, t.number) for t in batch]
         for t, overrides in zip(batch, jobs):
             log.info("Trial %d of study '%s': %s", t.number, study.study_name, " ".join(overrides))
         try:
@@ -476,6 +499,18 @@ class OptunaSweeperImpl(Sweeper):
                 fatal = error
         if fatal is not None:
             raise fatal
+
+    def _is_fatal(self, error: Any) -> bool:
+        """A config error, also when wrapped (Hydra's ``instantiate`` raises
+        ``InstantiationException`` from the ``UserError`` of a constructor, e.g. a missing
+        data folder): every other trial would fail the same way."""
+        seen: set[int] = set()
+        while isinstance(error, BaseException) and id(error) not in seen:
+            if isinstance(error, self.fatal_errors):
+                return True
+            seen.add(id(error))
+            error = error.__cause__ or error.__context__
+        return False
 
     def _tell(self, study: Any, trial: Any, ret: JobReturn, heartbeat: Any) -> BaseException | None:
         """Tell Optuna one job's outcome; return the exception when it is fatal."""
@@ -504,16 +539,61 @@ class OptunaSweeperImpl(Sweeper):
             self._reject(study, trial, FAIL_NAN, heartbeat)
             return None
         error = ret._return_value
-        is_fatal = isinstance(error, self.fatal_errors)
+        is_fatal = self._is_fatal(error)
         log.error(
             "Trial %d failed (%s): %s: %s",
             trial.number, "aborting the sweep" if is_fatal else "recorded as FAIL, sweep goes on",
             type(error).__name__, error,
-            exc_info=(type(error), error, error.__traceback__) if isinstance(error, BaseException) else None,
+            # a config error is one sentence (the CLI repeats it), not a traceback
+            exc_info=(type(error), error, error.__traceback__)
+            if isinstance(error, BaseException) and not is_fatal else None,
         )
         trial.set_user_attr(ATTR_ERROR, f"{type(error).__name__}: {error}"[:2000])
         self._reject(study, trial, FAIL_CONFIG if is_fatal else FAIL_EXCEPTION, heartbeat)
         return error if is_fatal and isinstance(error, BaseException) else None
+
+    # ------------------------------------------------------------------ re-evaluation
+    def _reevaluate(self, study: Any, space: Any, variant: list[str]) -> None:
+        """Run the ``reevaluate.top_k`` best trials not yet re-evaluated once more as
+        ``++sweep.reevaluation=true`` jobs (``n_jobs`` at a time) and store each pooled record in
+        the study. A failing re-evaluation is logged and leaves its trial out of the selection;
+        a config error aborts, as for trials."""
+        from ltr_bench.sweeper import reevaluation as rv
+        from ltr_bench.sweeper.objective import user_attrs_of
+
+        if self.reevaluate_top_k <= 0:
+            return
+        maximize = self.direction == "maximize"
+        done = rv.stored(study)
+        todo = [t for t in rv.top_trials(study.get_trials(deepcopy=False), self.reevaluate_top_k, maximize)
+                if t.number not in done]
+        if not todo:
+            return
+        log.info("Re-evaluating the %d best trial(s) of study '%s': %s", len(todo), study.study_name,
+                 ", ".join(str(t.number) for t in todo))
+        extra = [*self.reevaluate_overrides, f"++{REEVALUATION_KEY}=true"]
+        for start in range(0, len(todo), self.n_jobs):
+            batch = todo[start:start + self.n_jobs]
+            jobs = [self._job_overrides(study, space, variant, t.params, t.number, extra) for t in batch]
+            for overrides in jobs:
+                log.info("Re-evaluation of study '%s': %s", study.study_name, " ".join(overrides))
+            if len(jobs) > 1:
+                self.validate_batch_is_legal(jobs)
+            with _sigterm_raises_interrupt():
+                returns = self.launcher.launch(jobs, initial_job_idx=self.job_idx)
+            self.job_idx += len(jobs)
+            for trial, ret in zip(batch, returns):
+                value = ret._return_value
+                if ret.status == JobStatus.COMPLETED and _finite(value):
+                    record = rv.make_record(trial, float(value), user_attrs_of(value))
+                    rv.store(study, record)
+                    log.info("Trial %d re-evaluated: %.6g (search %.6g, pooled %.6g).",
+                             trial.number, record.reevaluation_value, record.search_value, record.value)
+                elif self._is_fatal(value):
+                    raise value
+                else:
+                    log.warning("Re-evaluation of trial %d failed (%r); it is left out of the selection.",
+                                trial.number, value)
 
     # ------------------------------------------------------------------ results
     def _summary(self, study: Any, budget: int, url: str, space: Any, variant: list[str]) -> dict[str, Any]:
@@ -561,7 +641,32 @@ class OptunaSweeperImpl(Sweeper):
                         self.direction == "maximize",
                     ),
                 )
+            self._select_reevaluated(study, space, summary)
         return summary
+
+    def _select_reevaluated(self, study: Any, space: Any, summary: dict[str, Any]) -> None:
+        """With re-evaluations stored, the best trial is the re-evaluated one with the best pooled
+        value; the search's own best stays in ``search_best_trial``/``search_best_value``."""
+        from ltr_bench.sweeper import reevaluation as rv
+
+        records = rv.stored(study)
+        chosen = rv.select(records, self.direction == "maximize")
+        if chosen is None:
+            return
+        trial = study.trials[chosen.trial]
+        if "best_value_se" in summary:
+            summary["search_best_value_se"] = summary.pop("best_value_se")
+        summary.update(
+            search_best_trial=summary["best_trial"],
+            search_best_value=summary["best_value"],
+            best_trial=chosen.trial,
+            best_value=chosen.value,
+            best_params=dict(trial.params),
+            best_overrides=[p.override(trial.params[n]) for n, p in space.params.items() if n in trial.params],
+            reevaluated=[r.to_dict() for r in sorted(records.values(), key=lambda r: r.trial)],
+        )
+        if chosen.se is not None:
+            summary["best_value_se"] = chosen.se
 
     @staticmethod
     def _write_results(sweep_dir: Path, results: list[dict[str, Any]]) -> None:
@@ -581,6 +686,13 @@ def _plain_list(node: Any) -> list[Any]:
     if OmegaConf.is_config(node):
         return list(OmegaConf.to_container(node, resolve=True))
     return list(node or [])
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def _fail_state() -> Any:

@@ -7,6 +7,8 @@ study artifacts), and the refit evaluates each study's best config once on test.
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -127,3 +129,52 @@ def test_failing_trial_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None
     assert results["best_params"] == {"optimizer.lr": 0.004}
     runs = _runs(_client(tmp_path))
     assert sorted(r.info.status for r in runs["trial"]) == ["FAILED", "FINISHED"]
+
+
+def test_reevaluation_scores_the_top_trial_on_fresh_inner_cv_repeats(tmp_path: Path) -> None:
+    # Two grid trials on synthetic data (2-fold inner CV); the best is re-evaluated on
+    # protocol.reevaluation_repeats=2 new repeats (4 more inner folds) and pooled with its search.
+    proc = ltr_bench(
+        tmp_path, "-m", "hydra/sweeper=ltr_optuna", "hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=null",
+        "optimizer.lr=choice(0.004,0.0001)", "hydra.sweeper.reevaluate.top_k=1",
+        "dataset.n_train=300", "dataset.n_vali=100", "dataset.n_test=200", "dataset.n_features=10",
+        "dataset.docs_per_query=20", f"hydra.sweep.dir={tmp_path / 'sweep'}", *COMMON,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = yaml.safe_load((tmp_path / "sweep" / "optimization_results.yaml").read_text())
+    (rec,) = results["reevaluated"]
+    assert rec["trial"] == results["search_best_trial"] == results["best_trial"]
+    assert (rec["search_n"], rec["reevaluation_n"]) == (2, 4)
+    assert results["best_value"] == pytest.approx((2 * rec["search_value"] + 4 * rec["reevaluation_value"]) / 6)
+    client = _client(tmp_path)
+    runs = _runs(client)
+    (sweep_run,) = runs["sweep"]
+    assert sweep_run.data.metrics["best_objective"] == pytest.approx(results["best_value"])
+    assert sweep_run.data.metrics["search_best_objective"] == pytest.approx(results["search_best_value"])
+    assert sweep_run.data.metrics["n_trials_reevaluated"] == 1
+    (again,) = [r for r in runs["trial"] if r.data.tags.get("ltr.reevaluation") == "true"]
+    assert again.info.run_name == f"trial {rec['trial']} re-evaluation"
+    assert again.data.tags[TAG_TRIAL] == str(rec["trial"])
+    assert again.data.metrics["objective"] == pytest.approx(rec["reevaluation_value"])
+    history = client.get_metric_history(again.info.run_id, "cv_fold/ndcg_at_10")
+    assert len(history) == 4
+    # Its folds are repeats 1 and 2: other query assignments than the search's repeat 0.
+    trial_dirs = sorted((tmp_path / "sweep").glob("[0-9]*/results.json"))
+    names = {re.search(r"(repeat\d+/)?inner\d+$", f["name"]).group(0)
+             for p in trial_dirs for f in json.loads(p.read_text())["folds"]}
+    assert {"inner0", "inner1", "repeat1/inner0", "repeat1/inner1", "repeat2/inner0", "repeat2/inner1"} <= names
+    assert not any(k.startswith("test/") for k in again.data.metrics)
+
+
+def test_a_config_error_inside_instantiate_aborts_the_sweep(tmp_path: Path) -> None:
+    # The missing folder is a UserError raised in LetorFolds' constructor, which Hydra's
+    # instantiate wraps: still a config error, so the first trial stops the sweep (no 30 failures).
+    proc = ltr_bench(
+        tmp_path, "-m", "search=direct_ranker", "dataset=mq2008", f"dataset.root={tmp_path / 'nowhere'}",
+        "protocol=letor_folds", "dataset.fold=1", f"hydra.sweep.dir={tmp_path / 'sweep'}", *COMMON,
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert f"dataset folder {tmp_path / 'nowhere'}/MQ2008 does not exist" in proc.stderr
+    log = proc.stdout + proc.stderr
+    assert log.count("aborting the sweep") == 1 and "Traceback" not in log
+    assert "recorded as FAIL, sweep goes on" not in log

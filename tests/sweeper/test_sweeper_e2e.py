@@ -236,3 +236,48 @@ def test_an_enqueued_point_outside_the_space_stops_before_any_job(tmp_path: Path
     assert proc.returncode != 0
     assert "hydra.sweeper.enqueue_trials[0]: x=7 is outside its range [0, 3]" in proc.stderr
     assert calls(tmp_path) == []
+
+
+def test_reevaluation_of_the_top_trials_picks_by_pooled_value(tmp_path: Path) -> None:
+    # Grid over x = 0..3 with y = 2: true values -1, 0, -1, -4; x = 2 is lucky in the search
+    # (+1.5 -> 0.5, the search's best) but not in its re-evaluation (-1). Top 2 re-evaluated:
+    # pooled x=2: (0.5 - 1) / 2 = -0.25, x=1: 0 -> x=1 is chosen.
+    args = ["hydra.sweeper.study_name=lucky", "hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=null",
+            "y=choice(2)", "lucky_x=2", "lucky_bonus=1.5", "se=0.5", "n_folds=5",
+            "hydra.sweeper.reevaluate.top_k=2"]
+    _ok(run_toy(tmp_path, *args))
+    records = calls(tmp_path)
+    assert [r["reevaluation"] for r in records] == [False] * 4 + [True] * 2
+    assert sorted(r["x"] for r in records[4:]) == [1, 2]
+    results = yaml.safe_load((tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    assert results["search_best_value"] == 0.5 and results["best_value"] == 0.0
+    assert results["best_params"] == {"x": 1, "y": 2} and results["best_overrides"] == ["x=1", "y=2"]
+    by_trial = {r["trial"]: r for r in results["reevaluated"]}
+    lucky = by_trial[results["search_best_trial"]]
+    assert (lucky["search_value"], lucky["reevaluation_value"], lucky["value"]) == (0.5, -1.0, -0.25)
+    assert lucky["search_n"] == lucky["reevaluation_n"] == 5
+    # SE of the mean of 10 values: 5 around 0.5 and 5 around -1, each with SE 0.5
+    within = 2 * 4 * (0.5 * 5**0.5) ** 2
+    between = 5 * 0.75**2 * 2
+    assert lucky["se"] == pytest.approx(((within + between) / 9 / 10) ** 0.5)
+    # The Optuna trials keep their search values; the records live in the study.
+    (db,) = (tmp_path / "multirun" / "optuna").glob("*.db")
+    study = optuna.load_study(study_name="lucky", storage=f"sqlite:///{db}")
+    assert max(t.value for t in complete(study.trials)) == 0.5
+    assert sorted(k for k in study.user_attrs if k.startswith("reevaluation:")) == [
+        f"reevaluation:{n}" for n in sorted(by_trial)]
+    # Resuming the finished sweep neither re-runs trials nor re-evaluations, and selects the same.
+    _ok(run_toy(tmp_path, *args))
+    assert len(calls(tmp_path)) == 6
+    again = yaml.safe_load((tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    assert again["best_params"] == {"x": 1, "y": 2}
+    # A larger top_k re-evaluates only the newly included trial.
+    _ok(run_toy(tmp_path, *args[:-1], "hydra.sweeper.reevaluate.top_k=3"))
+    assert len(calls(tmp_path)) == 7 and calls(tmp_path)[-1]["reevaluation"] is True
+
+
+def test_reevaluate_top_k_must_be_a_non_negative_integer(tmp_path: Path) -> None:
+    proc = run_toy(tmp_path, "hydra.sweeper.reevaluate.top_k=-1")
+    assert proc.returncode != 0
+    assert "hydra.sweeper.reevaluate.top_k must be an integer >= 0" in proc.stderr
+    assert calls(tmp_path) == []

@@ -5,7 +5,9 @@ Objective: ``-(x-1)^2 - (y-2)^2`` (+0.5 for kind=b). Knobs: ``fail_x`` raises fo
 the sweep), ``sleep_s`` slows every job, ``hang_at_call`` makes the job that finds that many
 records in ``calls_file`` write its trial number to ``hang_marker`` and sleep (so that a test can
 kill the sweep mid-trial), ``calls_file`` gets one JSON line per executed job (to count runs),
-``se`` returns the value as an :class:`Objective` with that standard error.
+``se`` returns the value as an :class:`Objective` with that standard error (and ``n_folds``),
+``lucky_x`` adds ``lucky_bonus`` to that x's value in search jobs but not in re-evaluations
+(``sweep.reevaluation=true``): a trial that only looks best.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ def main(cfg: DictConfig) -> float:
     if cfg.calls_file:
         if Path(cfg.calls_file).exists():
             previous_calls = len(Path(cfg.calls_file).read_text().splitlines())
-        record = {"trial": trial, "study": cfg.sweep.study_name, "x": cfg.x, "y": cfg.y, "kind": cfg.kind, "pid": os.getpid()}
+        record = {"trial": trial, "study": cfg.sweep.study_name, "x": cfg.x, "y": cfg.y, "kind": cfg.kind,
+                  "pid": os.getpid(), "reevaluation": cfg.sweep.reevaluation}
         with open(cfg.calls_file, "a") as f:
             f.write(json.dumps(record) + "\n")
     if cfg.hang_at_call is not None and previous_calls == cfg.hang_at_call:
@@ -44,7 +47,9 @@ def main(cfg: DictConfig) -> float:
     if cfg.nan_x is not None and cfg.x == cfg.nan_x:
         return float("nan")
     value = -((cfg.x - 1) ** 2) - (cfg.y - 2) ** 2 + (0.5 if cfg.kind == "b" else 0.0)
-    return Objective(value, se=cfg.se) if cfg.se is not None else value
+    if cfg.lucky_x is not None and cfg.x == cfg.lucky_x and not cfg.sweep.reevaluation:
+        value += cfg.lucky_bonus
+    return Objective(value, se=cfg.se, n_folds=cfg.n_folds) if cfg.se is not None else value
 
 
 if __name__ == "__main__":
