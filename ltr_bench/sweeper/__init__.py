@@ -34,8 +34,9 @@ trial's user attributes and the summary counts the trials within one SE of the b
 Modules: ``config`` (structured configs in Hydra's ConfigStore), ``search_space`` (override
 grammar -> Optuna distributions), ``grid`` (exhaustive grid sampler), ``trials`` (budget counting,
 interrupted-trial detection, heartbeats), ``storage`` (study names, default SQLite path),
-``sweeper`` (the Sweeper), ``reevaluation`` (pooling and selecting re-evaluated top trials), ``plots`` (history / importance PNGs), ``objective`` (a float with
-its standard error). Heavy imports stay lazy.
+``sweeper`` (the Sweeper), ``reevaluation`` (pooling and selecting re-evaluated top trials),
+``plots`` (history / importance PNGs), ``objective`` (a float with its standard error). Heavy
+imports stay lazy.
 """
 
 from __future__ import annotations

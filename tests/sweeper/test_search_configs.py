@@ -114,6 +114,7 @@ def test_tpe_searches_start_from_the_model_defaults(search: str) -> None:
 
     cfg = _compose(f"model={_model_of(search)}", f"search={search}")
     assert cfg.hydra.sweeper.enqueue_defaults is True
+    assert cfg.hydra.sweeper.reevaluate.top_k == 5  # the search's best five are confirmed on fresh repeats
     space = parse_search_space(OmegaConf.to_container(cfg.hydra.sweeper.params))
     sweeper = OptunaSweeperImpl(sampler=cfg.hydra.sweeper.sampler, params=cfg.hydra.sweeper.params)
     sweeper.config = cfg
