@@ -653,7 +653,7 @@ class OptunaSweeperImpl(Sweeper):
         chosen = rv.select(records, self.direction == "maximize")
         if chosen is None:
             return
-        trial = study.trials[chosen.trial]
+        trial = study.get_trials(deepcopy=False)[chosen.trial]  # numbers are list positions
         if "best_value_se" in summary:
             summary["search_best_value_se"] = summary.pop("best_value_se")
         summary.update(

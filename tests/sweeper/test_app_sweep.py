@@ -117,15 +117,19 @@ def test_sweep_per_fold_then_refit_best(tmp_path: Path) -> None:
             assert [r.data.tags[keys.TAG_FOLD] for r in folds] == [str(fold - 1)]
 
 
-def test_failing_trial_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
+def _synthetic_grid_sweep(tmp_path: Path, *overrides: str) -> dict:
+    """A grid sweep of DirectRanker on small synthetic data; its ``optimization_results.yaml``."""
     proc = ltr_bench(
         tmp_path, "-m", "hydra/sweeper=ltr_optuna", "hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=null",
-        "optimizer.lr=choice(1e38,0.004)", "hydra.sweeper.max_failure_rate=0.5",
-        "dataset.n_train=300", "dataset.n_vali=100", "dataset.n_test=200", "dataset.n_features=10",
+        *overrides, "dataset.n_train=300", "dataset.n_vali=100", "dataset.n_test=200", "dataset.n_features=10",
         "dataset.docs_per_query=20", f"hydra.sweep.dir={tmp_path / 'sweep'}", *COMMON,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    results = yaml.safe_load((tmp_path / "sweep" / "optimization_results.yaml").read_text())
+    return yaml.safe_load((tmp_path / "sweep" / "optimization_results.yaml").read_text())
+
+
+def test_failing_trial_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    results = _synthetic_grid_sweep(tmp_path, "optimizer.lr=choice(1e38,0.004)", "hydra.sweeper.max_failure_rate=0.5")
     assert results["n_failed"] == 1 and results["n_complete"] == 1
     assert results["best_params"] == {"optimizer.lr": 0.004}
     runs = _runs(_client(tmp_path))
@@ -135,14 +139,7 @@ def test_failing_trial_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None
 def test_reevaluation_scores_the_top_trial_on_fresh_inner_cv_repeats(tmp_path: Path) -> None:
     # Two grid trials on synthetic data (2-fold inner CV); the best is re-evaluated on
     # protocol.reevaluation_repeats=2 new repeats (4 more inner folds) and pooled with its search.
-    proc = ltr_bench(
-        tmp_path, "-m", "hydra/sweeper=ltr_optuna", "hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=null",
-        "optimizer.lr=choice(0.004,0.0001)", "hydra.sweeper.reevaluate.top_k=1",
-        "dataset.n_train=300", "dataset.n_vali=100", "dataset.n_test=200", "dataset.n_features=10",
-        "dataset.docs_per_query=20", f"hydra.sweep.dir={tmp_path / 'sweep'}", *COMMON,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = yaml.safe_load((tmp_path / "sweep" / "optimization_results.yaml").read_text())
+    results = _synthetic_grid_sweep(tmp_path, "optimizer.lr=choice(0.004,0.0001)", "hydra.sweeper.reevaluate.top_k=1")
     (rec,) = results["reevaluated"]
     assert rec["trial"] == results["search_best_trial"] == results["best_trial"]
     assert (rec["search_n"], rec["reevaluation_n"]) == (2, 4)
