@@ -541,7 +541,7 @@ def _run_inner_cv(
                         ranker.fit(data.train, data.vali, logger=None)
                     with _timer(t, keys.TIME_EVAL):
                         ev = evaluate_split(cfg, ranker.score(data.test), data.test, "the inner validation fold")
-                    several = len(protocol.repeats(reevaluation)) > 1 or repeat > 0
+                    several = protocol.inner_repeats > 1 or reevaluation
                     inner = f"repeat{repeat}/inner{k}" if several else f"inner{k}"
                     fr = FoldResult(step, f"{split.name}/{inner}", {"vali": dict(ev.means)}, t,
                                     data.train.n_queries, data.test.n_queries)

@@ -197,6 +197,21 @@ def test_inner_repeats_reassign_queries_and_keep_the_first_repeat() -> None:
         LetorFolds(inner_repeats=0)
 
 
+def test_a_reevaluation_runs_the_repeats_after_the_search_ones() -> None:
+    train = _queries(23)
+
+    def folds(protocol: LetorFolds, reevaluation: bool) -> list[tuple[int, frozenset]]:
+        return [(r, frozenset(v.query_ids.tolist())) for r, _, _, v in protocol.inner_folds(train, reevaluation)]
+
+    three = folds(LetorFolds(inner_cv=5, split_seed=3, inner_repeats=3), False)
+    again = folds(LetorFolds(inner_cv=5, split_seed=3, reevaluation_repeats=2), True)
+    assert again == three[5:]  # repeats 1 and 2: none of the search's repeat-0 folds
+    later = folds(LetorFolds(inner_cv=5, split_seed=3, inner_repeats=2, reevaluation_repeats=1), True)
+    assert [r for r, _ in later] == [2] * 5 and later == three[10:]
+    with pytest.raises(UserError, match="protocol.reevaluation_repeats"):
+        LetorFolds(reevaluation_repeats=0)
+
+
 def test_inner_repeat_seeds() -> None:
     from ltr_bench.runner import seed_for_repeat
 

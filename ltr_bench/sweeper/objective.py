@@ -24,7 +24,7 @@ class Objective(float):
 
     def __new__(cls, value: float, **attrs: Any) -> "Objective":
         obj = super().__new__(cls, value)
-        obj.attrs = {str(k): float(v) for k, v in attrs.items() if _finite(v)}
+        obj.attrs = {str(k): float(v) for k, v in attrs.items() if is_finite(v)}
         return obj
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -39,7 +39,8 @@ def _rebuild(value: float, attrs: dict[str, float]) -> Objective:
     return Objective(value, **attrs)
 
 
-def _finite(v: Any) -> bool:
+def is_finite(v: Any) -> bool:
+    """Whether ``v`` converts to a finite float."""
     try:
         return math.isfinite(float(v))
     except (TypeError, ValueError):
@@ -51,7 +52,7 @@ def user_attrs_of(value: Any) -> dict[str, float]:
     attrs = getattr(value, "attrs", None)
     if not isinstance(attrs, Mapping):
         return {}
-    return {ATTR_PREFIX + k: float(v) for k, v in attrs.items() if _finite(v)}
+    return {ATTR_PREFIX + k: float(v) for k, v in attrs.items() if is_finite(v)}
 
 
 def within_one_se(values: Sequence[float], best: float, se: float, maximize: bool) -> int:

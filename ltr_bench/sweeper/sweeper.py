@@ -559,7 +559,7 @@ class OptunaSweeperImpl(Sweeper):
         the study. A failing re-evaluation is logged and leaves its trial out of the selection;
         a config error aborts, as for trials."""
         from ltr_bench.sweeper import reevaluation as rv
-        from ltr_bench.sweeper.objective import user_attrs_of
+        from ltr_bench.sweeper.objective import is_finite, user_attrs_of
 
         if self.reevaluate_top_k <= 0:
             return
@@ -584,7 +584,7 @@ class OptunaSweeperImpl(Sweeper):
             self.job_idx += len(jobs)
             for trial, ret in zip(batch, returns):
                 value = ret._return_value
-                if ret.status == JobStatus.COMPLETED and _finite(value):
+                if ret.status == JobStatus.COMPLETED and is_finite(value):
                     record = rv.make_record(trial, float(value), user_attrs_of(value))
                     rv.store(study, record)
                     log.info("Trial %d re-evaluated: %.6g (search %.6g, pooled %.6g).",
@@ -686,13 +686,6 @@ def _plain_list(node: Any) -> list[Any]:
     if OmegaConf.is_config(node):
         return list(OmegaConf.to_container(node, resolve=True))
     return list(node or [])
-
-
-def _finite(value: Any) -> bool:
-    try:
-        return math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
 
 
 def _fail_state() -> Any:
