@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
-
 from ltr_bench.errors import UserError
 from ltr_bench.sweeper.sweeper import RESULTS_FILE
 
@@ -106,13 +104,13 @@ def _refit_of_study(
     out = early + late + forced
     if st["study_name"]:
         out = [a for a in out if _key(a) != "sweep.study_name"]
-        out.append(f"sweep.study_name={format_override_value(str(st['study_name']))}")
-    out.append(f"{REFIT_KEY}={format_override_value(str(path))}")
+        out.append(f"sweep.study_name={_value(str(st['study_name']))}")
+    out.append(f"{REFIT_KEY}={_value(str(path))}")
     run_dir = None
     if not any(_key(a) == "hydra.run.dir" for a in out):
-        run_dir = path.parent / "refit" / _safe_name(str(st["study_name"] or "best"))
+        run_dir = path.parent / "refit" / _folder_name(str(st["study_name"] or "best"))
         run_dir = str(run_dir / f"seed{seed}" if seed is not None else run_dir)
-        out.append(f"hydra.run.dir={format_override_value(run_dir)}")
+        out.append(f"hydra.run.dir={_value(run_dir)}")
     label = " ".join(st["study_overrides"]) or str(st["study_name"] or "best")
     return Refit(st["study_name"], out, run_dir, label, seed)
 
@@ -171,7 +169,7 @@ def load_studies(path: Path) -> list[dict[str, Any]]:
     for e in entries:
         best = e.get("best_overrides")
         if not best and isinstance(e.get("best_params"), dict):
-            best = [f"{k}={format_override_value(v)}" for k, v in e["best_params"].items()]
+            best = [f"{k}={_value(v)}" for k, v in e["best_params"].items()]
         if best is None and "best_params" not in e:
             raise UserError(f"{REFIT_KEY}={path}: the file has no 'best_params' of a sweep")
         studies.append({
@@ -212,34 +210,21 @@ def _key(arg: str) -> str | None:
     return arg.split("=", 1)[0].lstrip("+~").strip()
 
 
-def _safe_name(name: str, max_len: int = 100) -> str:
-    """A folder name for a study; long names keep their (distinguishing) tail plus a hash."""
-    import hashlib
-
-    safe = "".join(c if c.isalnum() or c in "-_.=" else "_" for c in name) or "study"
-    if len(safe) <= max_len:
-        return safe
-    return hashlib.sha1(name.encode()).hexdigest()[:8] + "-" + safe[-(max_len - 9):]
-
-
 def _dedupe_last_wins(args: list[str]) -> list[str]:
     last = {(_key(a) or a): i for i, a in enumerate(args)}
     return [a for i, a in enumerate(args) if last[_key(a) or a] == i]
 
 
-def format_override_value(value: Any) -> str:
-    """A Python value in Hydra's override grammar (``[64,32]``, ``null``, quoted strings)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float, np.number)):
-        return repr(value.item() if isinstance(value, np.number) else value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(format_override_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{format_override_value(v)}" for k, v in value.items()) + "}"
-    text = str(value)
-    if text and all(c.isalnum() or c in "_-./@:" for c in text) and not text[0].isdigit():
-        return text
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+def _value(value: Any) -> str:
+    """``value`` in Hydra's override grammar, parsing back to exactly ``value`` (one function for
+    the sweeper's job overrides and the refit's; imported lazily: it needs Optuna)."""
+    from ltr_bench.sweeper.search_space import format_value
+
+    return format_value(value)
+
+
+def _folder_name(study_name: str) -> str:
+    """The study's file-name-safe stem, as for its default SQLite file."""
+    from ltr_bench.sweeper.storage import file_stem
+
+    return file_stem(study_name)

@@ -6,9 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ltr_bench.errors import UserError
-from ltr_bench.sweeper.refit import format_override_value, plan_refits
+from ltr_bench.sweeper.refit import plan_refits
+from ltr_bench.sweeper.search_space import format_value
 
 SWEEP_TASK = """hydra:
   overrides:
@@ -67,8 +70,7 @@ def test_refit_of_a_sweep_with_a_study_per_fold(tmp_path: Path) -> None:
     (tmp_path / "optimization_results.yaml").write_text(yaml.safe_dump(
         {"name": "ltr_optuna", "studies": [_study(long + "-f1", 1, 0.01), _study(long + "-f2", 2, 0.02)]}))
     dirs = [r.output_dir for r in plan_refits([f"refit_best={tmp_path}"])]
-    assert len(set(dirs)) == 2 and all(len(Path(d).name) <= 100 for d in dirs)
-    assert dirs[0].endswith("-f1") and dirs[1].endswith("-f2")
+    assert len(set(dirs)) == 2 and all(len(Path(d).name) <= 120 for d in dirs)
     (tmp_path / "optimization_results.yaml").write_text(yaml.safe_dump(
         {"name": "ltr_optuna", "studies": [_study("s-f1", 1, 0.01), _study("s-f2", 2, 0.02)]}))
     (only,) = plan_refits([f"+refit_best={tmp_path}", "dataset.fold=2"])
@@ -142,10 +144,36 @@ def test_refit_errors_are_one_sentence(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("value", [0.001, 1e-4, 3, True, None, "tanh", [64, 32], "a b", "12-3",
-                                   "/tmp/x y/z.yaml", [0.5, "relu"]])
+                                   "/tmp/x y/z.yaml", [0.5, "relu"], "a\\b", {"k": [1, "x,y"]}])
 def test_override_values_round_trip_through_hydras_parser(value: Any) -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    text = f"key={format_override_value(value)}"
+    text = f"key={format_value(value)}"
     parsed = OverridesParser.create().parse_override(text).value()
     assert parsed == value
+
+
+# Strings a study name, a path or a swept value may hold: backslashes, quotes, commas,
+# brackets, '=', spaces, non-ASCII (no '${': that is an interpolation to Hydra, on purpose).
+_tricky = st.text(st.sampled_from(list("ab\\'\",[]{}()=: \té€ß0-./")), min_size=1, max_size=16)
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=_tricky, value=st.one_of(_tricky, st.lists(_tricky, max_size=3)))
+def test_a_refit_receives_exactly_the_study_name_and_value_the_sweep_chose(
+    tmp_path_factory: pytest.TempPathFactory, name: str, value: Any
+) -> None:
+    """plan_refits writes overrides Hydra parses back to the same strings (a backslash used to
+    come back doubled: 'a\\b' -> 'a\\\\b')."""
+    import yaml
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    folder = tmp_path_factory.mktemp("sweep")
+    (folder / "optimization_results.yaml").write_text(yaml.safe_dump(
+        {"study_name": name, "best_params": {"model.x": value}}, allow_unicode=True))
+    (refit,) = plan_refits([f"refit_best={folder}"])
+    parser = OverridesParser.create()
+    parsed = {o.split("=", 1)[0]: parser.parse_override(o).value() for o in refit.overrides}
+    assert parsed["sweep.study_name"] == name
+    assert parsed["model.x"] == value
+    assert parsed["refit_best"] == str(folder / "optimization_results.yaml")
