@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        from ltr_bench.protocols import plan_refits
+        from ltr_bench.sweeper.refit import plan_refits
 
         refits = plan_refits(args)
         app = hydra.main(version_base="1.3", config_path=config_dir(), config_name="config")(_task)

@@ -276,9 +276,9 @@ def _refit_user_overrides(own: list[str]) -> list[str]:
 
 def _refit(sweep_dir: Path, user: list[str]) -> None:
     """What ``ltr-bench refit_best=<sweep dir>`` does, in this process: per study an ordinary
-    ``final`` run of its best config (composed from :func:`ltr_bench.protocols.plan_refits`'
+    ``final`` run of its best config (composed from :func:`ltr_bench.sweeper.refit.plan_refits`'
     overrides), tracked under the study's sweep run, output in ``<sweep dir>/refit/<study>``."""
-    from ltr_bench.protocols import plan_refits
+    from ltr_bench.sweeper.refit import plan_refits
     from ltr_bench.runner import run as run_config
 
     for refit in plan_refits([f"refit_best={sweep_dir}", *user]) or []:

@@ -36,6 +36,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
+from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -115,11 +116,11 @@ class OptunaSweeperImpl(Sweeper):
         self.heartbeat_interval = int(heartbeat_interval)
         self.grace_period = int(grace_period) if grace_period is not None else 2 * self.heartbeat_interval
         self.enqueue_defaults = bool(enqueue_defaults)
-        self.enqueue_trials = list(_plain_list(enqueue_trials))
-        reevaluate = _plain(reevaluate) or {}
+        self.enqueue_trials = list(plain(enqueue_trials) or [])
+        reevaluate = plain(reevaluate) or {}
         self.reevaluate_top_k = reevaluate.get("top_k", 0)
         self.reevaluate_overrides = [str(o) for o in reevaluate.get("overrides") or []]
-        self.params = _plain(params) or {}
+        self.params = plain(params) or {}
         self.hydra_context: HydraContext | None = None
         self.config: DictConfig | None = None
         self.launcher = None
@@ -251,7 +252,7 @@ class OptunaSweeperImpl(Sweeper):
 
         from ltr_bench.sweeper.grid import GridSearchSampler
 
-        cfg = _plain(self.sampler_cfg)
+        cfg = dict(plain(self.sampler_cfg) or {})  # a copy: the seed is changed below
         if not cfg or "_target_" not in cfg:
             raise UserError("hydra.sweeper.sampler needs a _target_ (use hydra/sweeper/sampler=tpe|random|grid).")
         cls = get_class(cfg["_target_"])
@@ -672,20 +673,6 @@ class OptunaSweeperImpl(Sweeper):
     def _write_results(sweep_dir: Path, results: list[dict[str, Any]]) -> None:
         content: Any = results[0] if len(results) == 1 else {"name": "ltr_optuna", "studies": results}
         OmegaConf.save(OmegaConf.create(content), sweep_dir / RESULTS_FILE)
-
-
-def _plain(node: Any) -> Any:
-    """A DictConfig (or mapping) as a plain, resolved dict; None stays None."""
-    if isinstance(node, DictConfig):
-        return OmegaConf.to_container(node, resolve=True)
-    return dict(node) if node is not None else None
-
-
-def _plain_list(node: Any) -> list[Any]:
-    """A ListConfig (or sequence) as a plain, resolved list."""
-    if OmegaConf.is_config(node):
-        return list(OmegaConf.to_container(node, resolve=True))
-    return list(node or [])
 
 
 def _fail_state() -> Any:
