@@ -17,16 +17,8 @@ from typing import Any, Sequence
 import hydra
 from omegaconf import DictConfig
 
+from ltr_bench.config_tree import config_dir
 from ltr_bench.errors import UserError
-
-
-def config_dir() -> str:
-    """The ``conf/`` tree: inside the package if shipped there, else the repository's top level."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "conf", here.parent / "conf"):
-        if (candidate / "config.yaml").is_file():
-            return str(candidate)
-    raise UserError(f"the config tree conf/config.yaml was not found next to {here}; reinstall ltr_bench")
 
 
 _deferred: list[BaseException] = []
