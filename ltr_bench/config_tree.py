@@ -1,6 +1,10 @@
 """Where the ``conf/`` tree is: the one place that knows, so that nothing imports the CLI for it.
 
-The console scripts hand it to Hydra; the experiment drivers compose run configs from it.
+``conf/`` sits at the repository's top level and is installed as the package ``ltr_bench.conf``
+(pyproject.toml maps it), so Hydra reads it as a package resource (``pkg://ltr_bench.conf``) in
+an editable install, from a wheel, and from any working directory. The console scripts hand it to
+Hydra; the experiment drivers compose run configs from it. A user's own config folder joins it
+through Hydra's ``--config-dir`` / ``hydra.searchpath`` (README "Your own model").
 """
 
 from __future__ import annotations
@@ -9,11 +13,22 @@ from pathlib import Path
 
 from ltr_bench.errors import UserError
 
+CONFIG_MODULE = "ltr_bench.conf"
+CONFIG_PATH = f"pkg://{CONFIG_MODULE}"  # what hydra.main / hydra.initialize_config_module take
+
 
 def config_dir() -> str:
-    """The ``conf/`` tree: inside the package if shipped there, else the repository's top level."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "conf", here.parent / "conf"):
-        if (candidate / "config.yaml").is_file():
-            return str(candidate)
-    raise UserError(f"the config tree conf/config.yaml was not found next to {here}; reinstall ltr_bench")
+    """The folder of the installed ``conf/`` tree (checked to hold ``config.yaml``)."""
+    from importlib import resources
+
+    try:
+        root = resources.files(CONFIG_MODULE)
+    except ModuleNotFoundError:
+        root = None
+    if root is None or not root.joinpath("config.yaml").is_file():
+        here = Path(__file__).resolve().parent
+        raise UserError(
+            f"the config tree conf/config.yaml is not installed with ltr_bench ({here}); "
+            "reinstall it with `pip install ltr_bench` or `pip install -e .` in a checkout"
+        )
+    return str(root)
