@@ -126,8 +126,14 @@ def flatten_config(cfg: DictConfig | Mapping[str, Any], prefix: str = "") -> dic
 
 
 def git_commit(repo_dir: str | os.PathLike[str] | None = None) -> str | None:
-    """The checked-out git commit of the package's repository, or None (no git, not a clone)."""
-    repo_dir = repo_dir or Path(__file__).resolve().parent.parent
+    """The checked-out git commit of the package's repository, or None (no git, not a clone).
+
+    Without ``repo_dir``: the folder holding the package, only if it is a git checkout itself
+    (has ``.git``), so an installed wheel inside some other repository tags no foreign commit."""
+    if repo_dir is None:
+        repo_dir = Path(__file__).resolve().parent.parent
+        if not (repo_dir / ".git").exists():
+            return None
     try:
         res = subprocess.run(
             ["git", "-C", str(repo_dir), "rev-parse", "HEAD"],

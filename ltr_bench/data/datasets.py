@@ -10,8 +10,8 @@ selected folds and ``fold_numbers[i]`` is its file number. With ``fold: null`` a
 selected, so ``load_fold(0)`` is Fold1.
 
 Data root: ``dataset.root`` (configs: ``${oc.env:LTR_DATA,null}``); when null, the repository's
-sibling ``<repo>/../shared/data/letor``, where ``<repo>`` is the folder holding the ``ltr_bench``
-package (right for a source checkout / editable install; otherwise set ``LTR_DATA``).
+sibling ``<repo>/../shared/data/letor`` in a source checkout (``<repo>`` holds the ``ltr_bench``
+package and pyproject.toml); an installed wheel has no default: set ``LTR_DATA``.
 """
 
 from __future__ import annotations
@@ -33,15 +33,25 @@ SPLIT_FILES = ("train", "vali", "test")
 N_LETOR_FOLDS = 5
 
 
-def default_data_root() -> Path:
-    """``<repo>/../shared/data/letor`` (the repo = the folder holding the package)."""
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "letor"
+def default_data_root() -> Path | None:
+    """``<repo>/../shared/data/letor`` in a source checkout (the repo = the folder holding the
+    package and pyproject.toml); None for an installed wheel, which has no such sibling."""
+    repo = Path(__file__).resolve().parents[2]
+    if not (repo / "pyproject.toml").is_file():
+        return None
+    return repo.parent / "shared" / "data" / "letor"
 
 
 def resolve_data_root(root: str | os.PathLike | None = None) -> Path:
-    """``root``, else ``$LTR_DATA``, else :func:`default_data_root`."""
+    """``root``, else ``$LTR_DATA``, else :func:`default_data_root` (a one-sentence
+    :class:`UserError` when there is none)."""
     if root is None or str(root).strip() in ("", "None", "null"):
         root = os.environ.get(DATA_ENV) or default_data_root()
+    if root is None:
+        raise UserError(
+            f"no data root is set; set the environment variable {DATA_ENV} (or dataset.root=...) "
+            "to the folder holding the dataset folders (e.g. MQ2008/), or give dataset.path"
+        )
     return Path(root).expanduser()
 
 
