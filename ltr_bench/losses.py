@@ -92,6 +92,39 @@ def ndcg_swap_delta(
     return (gain_i - gain_j).abs() * (d_i - d_j).abs() / idcg
 
 
+def ranks_in_queries(scores: Tensor, query_index: Tensor, query_start: Tensor) -> Tensor:
+    """1-based rank of every document in its query by descending score (ties: document order).
+
+    ``query_index[N]`` is the query block of each document and ``query_start[Q]`` the first row of
+    each block (documents of a query contiguous). Two stable sorts, no loop over queries.
+    """
+    by_score = torch.sort(scores, descending=True, stable=True).indices
+    by_query = torch.sort(query_index[by_score], stable=True).indices
+    perm = by_score[by_query]
+    position = torch.arange(len(perm), device=scores.device)
+    ranks = torch.empty_like(position)
+    ranks[perm] = position - query_start[query_index[perm]] + 1
+    return ranks
+
+
+def ideal_dcg_per_query(
+    labels: Tensor, query_index: Tensor, n_queries: int, k: int | None = None
+) -> Tensor:
+    """``[Q]`` IDCG@k of every query from flat labels (documents of a query contiguous)."""
+    labels = labels.to(torch.float64)
+    order = torch.sort(labels, descending=True, stable=True).indices
+    order = order[torch.sort(query_index[order], stable=True).indices]
+    q = query_index[order]
+    counts = torch.bincount(query_index, minlength=n_queries)
+    start = torch.cumsum(counts, 0) - counts
+    rank = torch.arange(len(order), device=labels.device) - start[q] + 1
+    contrib = gains(labels[order]) * discounts(rank)
+    if k is not None:
+        contrib = torch.where(rank <= k, contrib, 0.0)
+    out = torch.zeros(n_queries, dtype=contrib.dtype, device=labels.device)
+    return out.index_add_(0, q, contrib)
+
+
 def listnet_loss(scores: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
     """ListNet's top-one cross entropy (Cao et al. 2007): ``-sum_j P_y(j) log P_s(j)``.
 

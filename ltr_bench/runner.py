@@ -31,6 +31,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ltr_bench import tracking_keys as keys
+from ltr_bench.data.protocol import Dataset
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.protocols import OuterSplit, Protocol
@@ -402,7 +403,7 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike[str] | None = None, *, ve
 def _run_final(
     cfg: DictConfig,
     protocol: Protocol,
-    dataset: Any,
+    dataset: Dataset,
     tracker: Tracker,
     tags: dict[str, Any],
     ctx: JobContext,
@@ -454,7 +455,7 @@ def _run_final(
 def _run_fold(
     cfg: DictConfig,
     protocol: Protocol,
-    dataset: Any,
+    dataset: Dataset,
     position: int,
     tracker: Tracker,
     tags: dict[str, Any],
@@ -503,7 +504,7 @@ def _run_fold(
 def _run_inner_cv(
     cfg: DictConfig,
     protocol: Protocol,
-    dataset: Any,
+    dataset: Dataset,
     tracker: Tracker,
     tags: dict[str, Any],
     verbose: bool,

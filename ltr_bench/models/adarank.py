@@ -30,11 +30,12 @@ Degeneracies of plain AdaRank and how they are handled:
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
 
+from ltr_bench.data.padding import pad_index, sorted_chunks
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.models.base import Ranker
@@ -240,29 +241,12 @@ class _PaddedLayout:
     """Chunks of queries of similar length, padded: ``(query indices, rows [Qc, L], mask)``.
 
     Built once per data set and reused every round, so a round's evaluation is a few
-    vectorised metric calls rather than a loop over queries.
+    vectorised metric calls rather than a loop over queries. Queries are taken shortest first,
+    so that ``count * longest <= budget`` per chunk (:func:`~ltr_bench.data.padding.sorted_chunks`).
     """
 
     def __init__(self, data: QuerySet, budget: int) -> None:
-        self.chunks = list(_length_sorted_chunks(data.query_lengths, data.offsets, budget))
-
-
-def _length_sorted_chunks(
-    lengths: np.ndarray, offsets: np.ndarray, budget: int
-) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Queries sorted by length, cut so that ``count * longest <= budget`` per chunk."""
-    order = np.argsort(lengths, kind="stable")
-    sorted_len = lengths[order]
-    begin = 0
-    while begin < len(order):
-        # Lengths rise along `order`, so a chunk's padded size count * (its last length) rises
-        # with the count: the largest count within budget is a binary search (at least 1 query).
-        cost = np.arange(1, len(order) - begin + 1) * sorted_len[begin:]
-        end = begin + max(1, int(np.searchsorted(cost, budget, side="right")))
-        idx = order[begin:end]
-        width = int(sorted_len[end - 1])
-        col = np.arange(width)
-        mask = col[None, :] < lengths[idx][:, None]
-        rows = np.where(mask, offsets[idx][:, None] + col[None, :], offsets[idx][:, None])
-        yield idx, rows.astype(np.int64), mask
-        begin = end
+        self.chunks = [
+            (idx, *pad_index(data.offsets, idx))
+            for idx in sorted_chunks(data.query_lengths, budget)
+        ]

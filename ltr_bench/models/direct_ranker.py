@@ -36,12 +36,16 @@ from ltr_bench.data.batching import (
     PairBatches,
     PairSampler,
     auto_pair_batch_size,
-    ideal_dcg_per_query,
-    ranks_in_queries,
 )
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
-from ltr_bench.losses import LIST_LOSSES, PAIR_LOSSES, ndcg_swap_delta
+from ltr_bench.losses import (
+    LIST_LOSSES,
+    PAIR_LOSSES,
+    ideal_dcg_per_query,
+    ndcg_swap_delta,
+    ranks_in_queries,
+)
 from ltr_bench.metrics import gains
 from ltr_bench.models.networks import Scorer, check_antisymmetric, make_activation
 from ltr_bench.models.neural import NeuralRanker, RankingModule, resolve_loss

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ltr_bench.data.padding import pad_index, sorted_chunks
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.models.base import Ranker
@@ -376,22 +377,9 @@ def _query_chunks(
     holds as many queries as fit ``Qc * L * min(L, max_opponents) * pairs <= budget``.
     """
     lengths = data.query_lengths
-    order = np.argsort(lengths, kind="stable")
-    starts = data.offsets[:-1]
-    cost = lengths[order] * np.minimum(lengths[order], max_opponents) * pairs
-    begin = 0
-    while begin < len(order):
-        # Costs rise along `order`, so a chunk's cost count * (its last query's cost) rises with
-        # the count: the largest count within budget is a binary search (at least 1 query).
-        total = np.arange(1, len(order) - begin + 1) * cost[begin:]
-        end = begin + max(1, int(np.searchsorted(total, budget, side="right")))
-        idx = order[begin:end]
-        width = int(lengths[idx].max())
-        col = np.arange(width)
-        mask = col[None, :] < lengths[idx][:, None]
-        rows = np.where(mask, starts[idx][:, None] + col[None, :], starts[idx][:, None])
-        yield rows.astype(np.int64), mask
-        begin = end
+    cost = lengths * np.minimum(lengths, max_opponents) * pairs
+    for idx in sorted_chunks(lengths, budget, cost):
+        yield pad_index(data.offsets, idx)
 
 
 def _opponents(
