@@ -12,13 +12,15 @@ Layout, beside the parse cache (:mod:`ltr_bench.data.cache`, same root: ``datase
     <root>/prepared/<key>/{train,vali,test}.{features,labels,qid,offsets[,docids]}.npy
                           preprocessing.npy (the fitted object, pickled, as bytes)  meta.json
 
-Key: sha256 over the **content fingerprints of the input parts** (features, labels, query
-structure: :meth:`QuerySet.fingerprint`) and the preprocessing config (JSON, sorted keys), so a
+Key: sha256 over the **content of the input parts** (features, labels, query structure) and
+the preprocessing config (JSON, sorted keys), so a
 different dataset version, split, seed or option can never hit a stale entry, and identical inputs
 hit the same entry whichever protocol or process produced them. Arrays are read back
 memory-mapped (read-only, shared through the page cache between parallel workers). ``meta.json``
 stores the sha256 of every array; an entry whose arrays do not match (edited, truncated) is reported
-with a warning and recomputed. Writes are atomic (:class:`ArrayCache`). ``LTR_CACHE=off`` turns
+with a warning and recomputed. As for the parse cache's source files, a verification is memoised in
+``verified.json`` by the files' (size, mtime_ns, inode), so a hit does not re-hash gigabytes;
+``LTR_CACHE_VERIFY=1`` re-hashes on every load. Writes are atomic (:class:`ArrayCache`). ``LTR_CACHE=off`` turns
 this cache off with the parse cache; ``LTR_TRANSFORM_CACHE=off`` turns off only this one.
 """
 
@@ -31,11 +33,12 @@ import pickle
 import shutil
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ltr_bench.data.cache import ArrayCache, resolve_cache_dir
+from ltr_bench.data.cache import VERIFY_ENV, ArrayCache, resolve_cache_dir
 from ltr_bench.data.queryset import QuerySet
 
 NAMESPACE = "prepared"
@@ -43,6 +46,7 @@ ENV = "LTR_TRANSFORM_CACHE"
 FORMAT = 1
 _FIELDS = ("features", "labels", "qid", "offsets", "docids")
 _OFF = {"off", "none", "0", "false", "no"}
+VERIFIED = "verified.json"
 
 Parts = Sequence[tuple[str, QuerySet | None]]
 Computed = tuple[list[QuerySet | None], Any]
@@ -54,7 +58,12 @@ def entry_key(config: Mapping[str, Any], parts: Parts) -> str:
     h.update(json.dumps({"format": FORMAT, "config": dict(config)}, sort_keys=True, default=str).encode())
     for role, data in parts:
         h.update(f"|{role}:".encode())
-        h.update((data.fingerprint() if data is not None else "-").encode())
+        if data is None:
+            h.update(b"-")
+            continue
+        for arr in (data.features, data.labels, data.qid, data.offsets):
+            h.update(f"{arr.dtype.str}{arr.shape}".encode())
+            h.update(memoryview(np.ascontiguousarray(arr)).cast("B"))  # no copy of a C-order array
     return h.hexdigest()[:32]
 
 
@@ -115,7 +124,10 @@ def _store(cache: ArrayCache, key: str, roles: list[str], out: list[QuerySet | N
     meta = {"format": FORMAT, "roles": roles, "present": [r for r, d in zip(roles, out) if d is not None],
             "sources": sources, "config": dict(config),
             "sha256": {name: array_sha256(arr) for name, arr in arrays.items()}}
-    return cache.store(key, arrays, meta)
+    if not cache.store(key, arrays, meta):
+        return False
+    _remember_verified(cache.entry_dir(key))  # just written from these very arrays
+    return True
 
 
 def _load(cache: ArrayCache, key: str, roles: list[str]) -> tuple[list[QuerySet | None], Any] | None:
@@ -132,9 +144,12 @@ def _load(cache: ArrayCache, key: str, roles: list[str]) -> tuple[list[QuerySet 
         if meta.get("format") != FORMAT or meta.get("roles") != roles or not isinstance(sums, dict):
             problem = "incomplete"
         else:
-            bad = [n for n in meta["arrays"] if sums.get(n) != array_sha256(arrays[n])]
-            if bad:
-                problem = f"checksum mismatch in {', '.join(bad)}"
+            if not _verified_before(entry):
+                bad = [n for n in meta["arrays"] if sums.get(n) != array_sha256(arrays[n])]
+                if bad:
+                    problem = f"checksum mismatch in {', '.join(bad)}"
+                else:
+                    _remember_verified(entry)
     if problem is None:
         try:
             pre = pickle.loads(np.asarray(arrays["preprocessing"]).tobytes())
@@ -145,6 +160,36 @@ def _load(cache: ArrayCache, key: str, roles: list[str]) -> tuple[list[QuerySet 
     warnings.warn(f"preprocessing cache entry {entry} is {problem}; recomputing it", stacklevel=3)
     shutil.rmtree(entry, ignore_errors=True)
     return None
+
+
+def _stamps(entry: Path) -> dict[str, list[int]]:
+    """(size, mtime_ns, inode) of every file of an entry but the memo itself."""
+    out = {}
+    for f in sorted(entry.iterdir()):
+        if f.name != VERIFIED and not f.name.startswith("."):
+            st = f.stat()
+            out[f.name] = [st.st_size, st.st_mtime_ns, st.st_ino]
+    return out
+
+
+def _verified_before(entry: Path) -> bool:
+    """True when the entry's checksums were verified and no file changed since (the rule the
+    parse cache uses for its source files; ``LTR_CACHE_VERIFY=1`` re-hashes every time)."""
+    if os.environ.get(VERIFY_ENV, "").strip().lower() not in ("", *_OFF):
+        return False
+    try:
+        return json.loads((entry / VERIFIED).read_text()) == _stamps(entry)
+    except (OSError, ValueError):
+        return False
+
+
+def _remember_verified(entry: Path) -> None:
+    try:
+        tmp = entry / f".{VERIFIED}.{os.getpid()}"
+        tmp.write_text(json.dumps(_stamps(entry)))
+        os.replace(tmp, entry / VERIFIED)
+    except OSError:
+        pass
 
 
 def _queryset(arrays: Mapping[str, np.ndarray], role: str, meta: Mapping[str, Any]) -> QuerySet:
