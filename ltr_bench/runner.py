@@ -279,17 +279,37 @@ def prepare(
     vali: QuerySet | None,
     test: QuerySet | None,
     test_role: str = "test",
+    dataset: Any = None,
 ) -> Prepared:
-    """Fit preprocessing on ``train``; apply to every part (``test`` in role ``test_role``)."""
+    """Fit preprocessing on ``train``; apply to every part (``test`` in role ``test_role``).
+
+    For a file-backed ``dataset`` (one with a parse cache, ``dataset.cache_dir``) the result is
+    shared through :mod:`ltr_bench.data.transform_cache`: every trial, refit and worker that
+    preprocesses the same split with the same options reads it back instead of refitting."""
     from ltr_bench.data.transforms import binarize_labels
 
-    pre = build_preprocessing(cfg)
-    pre.fit(train)
-    tr = pre.apply(train, "train")
-    if protocol.train_labels == "binary":
-        tr = binarize_labels(tr, threshold)
-    va = pre.apply(vali, "vali") if vali is not None and vali.n_queries else None
-    te = pre.apply(test, test_role) if test is not None else None
+    def compute() -> tuple[list[QuerySet | None], Any]:
+        pre = build_preprocessing(cfg)
+        pre.fit(train)
+        tr = pre.apply(train, "train")
+        if protocol.train_labels == "binary":
+            tr = binarize_labels(tr, threshold)
+        va = pre.apply(vali, "vali") if vali is not None and vali.n_queries else None
+        te = pre.apply(test, test_role) if test is not None else None
+        return [tr, va, te], pre
+
+    if dataset is None or not hasattr(dataset, "cache_dir"):
+        (tr, va, te), pre = compute()
+        return Prepared(tr, va, te, pre)
+    from ltr_bench.data.transform_cache import cached_preprocessing
+
+    options = OmegaConf.to_container(cfg.eval.preprocessing, resolve=True)
+    assert isinstance(options, dict)
+    options.pop("threads", None)  # how fast, not what: the same numbers with any thread count
+    key = {"preprocessing": options, "train_labels": protocol.train_labels, "threshold": threshold,
+           "test_role": test_role}
+    parts = [("train", train), ("vali", vali), ("test", test)]
+    (tr, va, te), pre, _ = cached_preprocessing(key, parts, compute, dataset.cache_dir)
     return Prepared(tr, va, te, pre)
 
 
@@ -465,7 +485,8 @@ def _run_fold(
     with _timer(times, keys.TIME_READ):
         split: OuterSplit = protocol.load(dataset, position)
         fingerprint = _fingerprint(split.train, split.vali, split.test)
-        data = prepare(cfg, protocol, dataset.relevance_threshold, split.train, split.vali, split.test)
+        data = prepare(cfg, protocol, dataset.relevance_threshold, split.train, split.vali, split.test,
+                       dataset=dataset)
     assert data.test is not None
     fold_tags = {**tags, keys.TAG_FOLD: split.fold, keys.TAG_FINGERPRINT: fingerprint,
                  "ltr.fold_name": split.name}
@@ -516,6 +537,8 @@ def _run_inner_cv(
     # A re-evaluation of a top trial (the sweeper's `reevaluate`) scores the same config on the
     # inner-CV repeats after the search's own: folds and seeds it was not chosen on.
     reevaluation = bool(sweep.get("reevaluation", False))
+    reporter = _trial_reporter(cfg)  # set when the sweeper races trials (hydra.sweeper.pruner)
+    _quiet_trial_trainer(cfg)
     sweep_id = tracker.find_or_create_sweep_run(str(study or "no-study"), tags)
     trial_tags = {**tags, keys.TAG_ROLE: keys.ROLE_TRIAL, TAG_TRIAL: trial}
     name = f"trial {trial}" if trial is not None else "inner-cv"
@@ -525,9 +548,12 @@ def _run_inner_cv(
     folds: list[FoldResult] = []
     with tracker.run(name, trial_tags, parent_id=sweep_id) as run_id:
         tracker.log_params(run_id, flatten_config(cfg))
+        pruned = False
         try:
             step = 0
             for pos in protocol.positions(dataset):
+                if pruned:
+                    break
                 times: dict[str, float] = {}
                 with _timer(times, keys.TIME_READ):
                     split = protocol.load(dataset, pos, with_test=False)
@@ -535,7 +561,7 @@ def _run_inner_cv(
                     t: dict[str, float] = {keys.TIME_READ: times.pop(keys.TIME_READ, 0.0)}
                     with _timer(t, keys.TIME_READ):
                         data = prepare(cfg, protocol, dataset.relevance_threshold,
-                                       inner_train, split.vali, inner_vali, test_role="vali")
+                                       inner_train, split.vali, inner_vali, test_role="vali", dataset=dataset)
                     assert data.test is not None
                     ranker = build_ranker(cfg, seed=seed_for_repeat(int(cfg.seed), repeat))
                     with _timer(t, keys.TIME_FIT):
@@ -549,6 +575,9 @@ def _run_inner_cv(
                     folds.append(fr)
                     tracker.log_metrics(run_id, {keys.metric_key("cv_fold", n): v for n, v in ev.means.items()}, step=step)
                     step += 1
+                    if reporter is not None and reporter.report(_running_objective(cfg, folds), step):
+                        pruned = True  # racing: the pruner stopped this trial after `step` folds
+                        break
             result = _aggregate("inner_cv", cfg, folds)
             if result.objective is None or not math.isfinite(result.objective):
                 raise TrialFailed(f"the inner-CV objective {result.objective_name} is {result.objective}")
@@ -564,10 +593,53 @@ def _run_inner_cv(
         summary["objective"] = result.objective
         tracker.log_metrics(run_id, summary)
         result.mlflow_run_id = run_id or None
+        if pruned:
+            tracker.set_tags(run_id, {TAG_PRUNED: "true", TAG_FOLDS_DONE: len(folds)})
+    if pruned:
+        assert reporter is not None
+        if verbose:
+            print(f"{name}: pruned after {len(folds)} folds, running {result.objective_name} = "
+                  f"{result.objective:.4f}", flush=True)
+        raise reporter.pruned()
     if verbose:
         print(f"{name}: {result.objective_name} = {result.objective:.4f} "
               f"over {len(folds)} folds ({result.times[keys.TIME_FIT]:.1f} s fitting)", flush=True)
     return result
+
+
+TAG_PRUNED = "ltr.pruned"  # "true" on a trial run the sweeper's pruner stopped early
+TAG_FOLDS_DONE = "ltr.folds_done"  # the inner folds a pruned trial ran
+
+
+def _trial_reporter(cfg: DictConfig) -> Any:
+    """The job's handle for reporting its running objective into its Optuna trial, when the
+    sweeper passed one (``sweep.storage`` + ``sweep.pruner``); the storage URL is redacted in
+    ``cfg`` afterwards, so no password reaches the logged params."""
+    from ltr_bench.sweeper.pruning import TrialReporter
+    from ltr_bench.sweeper.storage import redact
+
+    reporter = TrialReporter.from_config(cfg)
+    url = cfg.get("sweep", {}).get("storage")
+    if url:
+        with open_dict(cfg):
+            cfg.sweep.storage = redact(str(url))
+    return reporter
+
+
+def _quiet_trial_trainer(cfg: DictConfig) -> None:
+    """No Lightning per-epoch bars inside sweep trials unless ``sweep.progress_bars=true``: the
+    sweeper's own progress line says how far the sweep is."""
+    trainer, sweep = cfg.get("trainer"), cfg.get("sweep", {})
+    if isinstance(trainer, DictConfig) and sweep.get("trial_number") is not None \
+            and not sweep.get("progress_bars", False):
+        with open_dict(cfg):
+            trainer.enable_progress_bar = False
+
+
+def _running_objective(cfg: DictConfig, folds: list[FoldResult]) -> float:
+    """The mean of the objective metric over the inner folds done so far."""
+    metric = str(cfg.objective.metric)
+    return float(np.mean([f.metrics["vali"].get(metric, math.nan) for f in folds]))
 
 
 # ------------------------------------------------------------------------------ aggregation
