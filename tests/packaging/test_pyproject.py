@@ -39,13 +39,23 @@ def _imported_top_level_modules() -> set[str]:
     return names - set(sys.stdlib_module_names) - {"ltr_bench", "hydra_plugins", "__future__"}
 
 
-def test_every_source_package_is_in_the_wheel_list() -> None:
-    listed = set(PYPROJECT["tool"]["setuptools"]["packages"])
-    found = {".".join(p.parent.relative_to(REPO).parts) for root in SOURCES
-             for p in (REPO / root).rglob("__init__.py")}
-    assert found - listed == set(), "add these packages to [tool.setuptools] packages"
-    assert "ltr_bench.conf" in listed
-    assert PYPROJECT["tool"]["setuptools"]["package-dir"]["ltr_bench.conf"] == "conf"
+def test_conf_ships_as_the_package_ltr_bench_conf() -> None:
+    """ltr_bench/conf is a symlink to the top-level conf/, whose YAML files are package data."""
+    link = REPO / "ltr_bench" / "conf"
+    assert link.is_symlink() and link.resolve() == (REPO / "conf").resolve()
+    assert (REPO / "conf" / "__init__.py").is_file()
+    setuptools = PYPROJECT["tool"]["setuptools"]
+    assert "package-dir" not in setuptools  # it would break Hydra's plugin scan when editable
+    assert set(setuptools["package-data"]["ltr_bench"]) == {"conf/__init__.py", "conf/**/*.yaml"}
+    assert set(setuptools["packages"]["find"]["include"]) == {"ltr_bench*", "hydra_plugins*"}
+
+
+def test_hydra_finds_the_sweeper_plugin_in_this_install() -> None:
+    from hydra.core.plugins import Plugins
+    from hydra.plugins.sweeper import Sweeper
+
+    names = {p.__name__ for p in Plugins.instance().discover(Sweeper)}
+    assert "LtrOptunaSweeper" in names
 
 
 def test_every_runtime_import_is_a_declared_dependency() -> None:
