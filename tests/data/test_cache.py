@@ -25,7 +25,7 @@ def test_round_trip_equal_and_memory_mapped(tmp_path, monkeypatch):
     p = random_letor(tmp_path / "data" / "train.txt", n_queries=8)
     cache = tmp_path / "cache"
     first = load_letor(p, n_features=5, with_docids=False, cache_dir=cache)
-    monkeypatch.setattr(letor, "load_svmlight_file", _no_parse)
+    monkeypatch.setattr(letor, "read_letor", _no_parse)
     second = load_letor(p, n_features=5, cache_dir=cache)
     for name in ("features", "labels", "qid", "offsets"):
         a, b = getattr(first, name), getattr(second, name)
@@ -43,7 +43,7 @@ def test_docids_cached_separately(tmp_path, monkeypatch):
     p.write_text("1 qid:1 1:1 #docid = A\n0 qid:1 1:2 #docid = B\n")
     a = load_letor(p, with_docids=True)
     assert load_letor(p).docids is None
-    monkeypatch.setattr(letor, "load_svmlight_file", _no_parse)
+    monkeypatch.setattr(letor, "read_letor", _no_parse)
     assert load_letor(p, with_docids=True).docids.tolist() == ["A", "B"] == a.docids.tolist()
 
 
@@ -53,7 +53,7 @@ def test_key_is_content_not_path(tmp_path, monkeypatch):
     copy = tmp_path / "b" / "copy.txt"
     copy.parent.mkdir()
     shutil.copy(p, copy)
-    monkeypatch.setattr(letor, "load_svmlight_file", _no_parse)
+    monkeypatch.setattr(letor, "read_letor", _no_parse)
     qs = load_letor(copy)  # same bytes elsewhere: a hit, reported under its own path
     assert qs.source["path"] == str(copy.resolve())
 
