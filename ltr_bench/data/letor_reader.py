@@ -48,8 +48,11 @@ _COLON_TO_SPACE = bytes.maketrans(b":", b" ")
 _COMMENT = re.compile(rb"#[^\n]*")
 _LINE_PATTERN = re.compile(rb"(?: :)+ ?\n")
 
-_STREAMS = {b"\x1f\x8b": ("gzip", gzip.GzipFile), b"BZh": ("bzip2", bz2.BZ2File),
-            b"\xfd7zXZ\x00": ("xz", lzma.LZMAFile)}
+_STREAMS = {
+    b"\x1f\x8b": ("gzip", lambda f: gzip.GzipFile(fileobj=f, mode="rb")),
+    b"BZh": ("bzip2", lambda f: bz2.BZ2File(f, mode="rb")),
+    b"\xfd7zXZ\x00": ("xz", lambda f: lzma.LZMAFile(f, mode="rb")),
+}
 _ARCHIVES = {b"PK\x03\x04": "a zip archive", b"Rar!": "a rar archive",
              b"7z\xbc\xaf\x27\x1c": "a 7z archive", b"\x28\xb5\x2f\xfd": "zstd-compressed"}
 
@@ -94,7 +97,7 @@ def open_data(path: str | os.PathLike) -> tuple[BinaryIO, BinaryIO, str | None]:
             )
     for magic, (name, cls) in _STREAMS.items():
         if head.startswith(magic):
-            return cls(fileobj=raw, mode="rb"), raw, name  # type: ignore[call-arg]
+            return cls(raw), raw, name
     return raw, raw, None
 
 
