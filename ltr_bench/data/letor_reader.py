@@ -147,7 +147,9 @@ def _table(block: bytes) -> list[np.ndarray] | None:
     if n == 0 or any(skel.count(c) != n for c in (b" qid:", b"q", b"i", b"d")):
         return None
     if b".:" in skel or b"e:" in skel or b"E:" in skel:
-        return None  # an index or qid written as a decimal: scikit-learn's int() rejects it
+        return None  # an index written as a decimal: scikit-learn's int() rejects it
+    if sum(skel.count(b" qid:" + end) for end in (b" ", b"\n", b"\r")) != n:
+        return None  # a qid written as a decimal (1e2, 3.0)
     if b"\r" in skel and skel.count(b"\r") != skel.count(b"\r\n"):
         return None
     seps = skel.translate(None, _SEPS_DROP)
@@ -195,6 +197,7 @@ def _features_from_columns(
         with np.errstate(over="ignore", invalid="ignore"):
             for j, c in enumerate(val_cols):
                 features[:, j] = c
+        features += 0  # -0.0 -> 0.0, as scikit-learn's CSR -> dense sum does
         return features, fields
     idx = np.column_stack(idx_cols) if k else np.zeros((n, 0))
     if k and (idx.min() < 1 or idx.max() > _MAX_INDEX or np.any(np.diff(idx, axis=1) <= 0)):
@@ -209,6 +212,7 @@ def _features_from_columns(
         with np.errstate(over="ignore", invalid="ignore"):
             vals = np.column_stack(val_cols).astype(np.float32)
         features[np.repeat(np.arange(n), k), idx.astype(np.int64).ravel() - 1] = vals.ravel()
+        features += 0  # -0.0 -> 0.0, as scikit-learn's CSR -> dense sum does
     return features, fields
 
 
@@ -310,7 +314,8 @@ def _assemble(
     """One array per kind from the blocks' parts, freeing each part once it is copied."""
     n = sum(len(p[1]) for p in parts)
     widths = [p[0].shape[1] for p in parts]
-    width = n_features if n_features is not None else max(widths, default=0)
+    # like scikit-learn: the largest index, and one (empty) column when no line has a feature
+    width = n_features if n_features is not None else max(max(widths, default=0), 1)
     uniform = all(w == width for w in widths)
     features = (np.empty if uniform else np.zeros)((n, width), dtype=np.float32)
     labels = np.empty(n, dtype=np.float64)
