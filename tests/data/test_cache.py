@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ltr_bench.data import letor
-from ltr_bench.data.cache import ArrayCache, file_sha256, resolve_cache_dir, sha256_file
+from ltr_bench.data.cache import ArrayCache, CacheWarning, file_sha256, resolve_cache_dir, sha256_file
 from ltr_bench.data.letor import load_letor
 from ltr_bench.errors import UserError
 
@@ -133,6 +133,20 @@ def test_broken_entry_is_rebuilt(tmp_path):
     second = load_letor(p)  # read back: knows its entry
     entry = second.source["cache"]
     os.remove(os.path.join(entry, "labels.npy"))
-    third = load_letor(p)
+    with pytest.warns(CacheWarning, match="labels.npy"):
+        third = load_letor(p)
     np.testing.assert_array_equal(third.labels, first.labels)
     assert os.path.exists(os.path.join(entry, "labels.npy"))
+
+
+def test_entry_meta_records_checksums(tmp_path):
+    arr = np.arange(12, dtype=np.float32).reshape(3, 4)
+    cache = ArrayCache(tmp_path, "ns")
+    assert cache.store("k", {"a": arr, "s": np.array(["x", "yz"])}, {})
+    arrays, meta = cache.load("k")
+    assert meta["checksums"]["a"]["shape"] == [3, 4] and meta["checksums"]["a"]["dtype"] == "<f4"
+    np.testing.assert_array_equal(arrays["a"], arr)
+    np.save(tmp_path / "ns" / "k" / "a.npy", arr.T.copy())  # same bytes count, other shape
+    with pytest.warns(CacheWarning, match="shape"):
+        assert cache.load("k") is None
+    assert cache.load("k", verify=False) is not None
