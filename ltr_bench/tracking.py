@@ -567,3 +567,16 @@ class _LazyRunLogger:
 
 
 _RunLogger = _LazyRunLogger()
+
+
+def find_runs(tracker: Tracker, tags: Mapping[str, str], status: str = "FINISHED") -> list[Any]:
+    """Runs of ``tracker``'s experiment carrying every tag in ``tags`` with ``status``, newest
+    first (empty when tracking is off); e.g. a finished experiment run by its ``ltr.invocation``."""
+    if not tracker.enabled:
+        return []
+    if any("'" in str(v) for v in tags.values()):
+        raise ValueError(f"tag values with quotes cannot be searched: {dict(tags)}")
+    conditions = [f"tags.`{k}` = '{v}'" for k, v in tags.items()]
+    conditions.append(f"attributes.status = '{status}'")
+    return list(tracker.client.search_runs([tracker.experiment_id], " and ".join(conditions),
+                                           order_by=["attributes.start_time DESC"], max_results=1000))

@@ -24,6 +24,11 @@ from ltr_bench.tracking import Tracker, flatten_config
 TAG_EXPERIMENT = "ltr.experiment"
 TAG_SCALE = "ltr.scale"
 ROLE_EXPERIMENT = "experiment"
+# Hash of what decides an experiment's results (invocation_key), on its parent run: the claims
+# ledger re-uses a finished run with the same key instead of running it again.
+TAG_INVOCATION = "ltr.invocation"
+# Top-level overrides that say where or how fast a run goes, not what it computes.
+NEUTRAL_OVERRIDES = ("threads", "tracking", "experiment_name", "seed")
 SPEC_META_KEYS = ("scales",)
 
 
@@ -46,15 +51,18 @@ def scaled_spec(cfg: DictConfig, scale: str) -> DictConfig:
     return resolved
 
 
-def apply_command_line(spec: DictConfig) -> DictConfig:
+def apply_command_line(spec: DictConfig, overrides: Sequence[str] | None = None) -> DictConfig:
     """Re-apply the command line's ``experiment.<key>=<value>`` overrides over the scaled spec, so
-    they win over ``scales.<scale>`` (yaml < scale < command line)."""
+    they win over ``scales.<scale>`` (yaml < scale < command line). ``overrides``: apply these
+    instead of the running job's (the claims ledger computes a spec it is about to run)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    if not HydraConfig.initialized():
-        return spec
-    mine = [o for o in HydraConfig.get().overrides.task
+    if overrides is None:
+        if not HydraConfig.initialized():
+            return spec
+        overrides = HydraConfig.get().overrides.task
+    mine = [o for o in overrides
             if o.lstrip("+~").startswith("experiment.") and not o.startswith("~")]
     for o in OverridesParser.create().parse_overrides(mine):
         key = o.key_or_group.split(".", 1)[1]
@@ -219,7 +227,8 @@ def run_experiment(cfg: DictConfig) -> Any:
     seed_everything(int(cfg.seed))
     tags = {"ltr.role": ROLE_EXPERIMENT, TAG_EXPERIMENT: name, TAG_SCALE: scale,
             keys.TAG_SEED: cfg.seed, keys.TAG_VERSION: package_version(),
-            keys.TAG_GIT_COMMIT: git_commit()}
+            keys.TAG_GIT_COMMIT: git_commit(),
+            TAG_INVOCATION: invocation_key(name, scale, int(cfg.seed), spec, user_overrides())}
     with tracker.run(f"{name} ({scale})", tags) as run_id:
         tracker.log_params(run_id, flatten_config(spec, prefix="experiment"))
         tracker.log_params(run_id, {"seed": cfg.seed, "scale": scale})
@@ -244,3 +253,21 @@ def format_summary(frame: Any) -> str:
     with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 160,
                            "display.float_format", "{:.4f}".format):
         return frame.to_string(index=False)
+
+
+def invocation_key(name: str, scale: str, seed: int, spec: DictConfig,
+                   overrides: Sequence[str]) -> str:
+    """A short hash of an experiment invocation's results-deciding inputs: name, scale, seed, the
+    resolved spec (after ``experiment.*`` overrides) and the other command-line overrides except
+    :data:`NEUTRAL_OVERRIDES` (threads, tracking, ...). Not covered: the data files and the code
+    version (the parent run's tags record the commit)."""
+    import hashlib
+    import json
+
+    other = sorted(o for o in overrides
+                   if override_key(o).split(".")[0] not in NEUTRAL_OVERRIDES
+                   and not override_key(o).startswith("hydra"))
+    blob = json.dumps({"experiment": name, "scale": scale, "seed": seed, "overrides": other,
+                       "spec": OmegaConf.to_container(spec, resolve=True)},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
