@@ -338,18 +338,26 @@ class OptunaSweeperImpl(Sweeper):
         heartbeat = Heartbeat(rdb, self.heartbeat_interval)
         try:
             while True:
-                if fail_interrupted_trials(study, rdb, self.grace_period):
-                    self._report_interrupted(study, claims)
-                remaining = self._remaining(study, space, budget)
-                if remaining <= 0:
+                while True:
+                    if fail_interrupted_trials(study, rdb, self.grace_period):
+                        self._report_interrupted(study, claims)
+                    remaining = self._remaining(study, space, budget)
+                    if remaining <= 0:
+                        break
+                    batch = self._ask_batch(study, space, min(self.n_jobs, remaining), budget, heartbeat)
+                    if not batch:
+                        break
+                    self._run_batch(study, space, variant, batch, heartbeat)
+                    self._write_results(sweep_dir, [*done, self._summary(study, budget, url, space, variant)])
+                if claims is None:
                     break
-                batch = self._ask_batch(study, space, min(self.n_jobs, remaining), budget, heartbeat)
-                if not batch:
-                    break
-                self._run_batch(study, space, variant, batch, heartbeat)
-                self._write_results(sweep_dir, [*done, self._summary(study, budget, url, space, variant)])
-            if claims is not None:
+                # The top trials are known once the search's last trials (of any worker) are told;
+                # a trial of a worker that is gone meanwhile frees its budget: search on.
+                self._wait_for_running_trials(study, rdb, claims)
+                if self._remaining(study, space, budget) > 0:
+                    continue
                 self._reevaluate(study, space, variant, rdb, claims, heartbeat)
+                break
         finally:
             heartbeat.close()
         self._report_interrupted(study, claims)  # e.g. of another worker that died meanwhile
@@ -628,7 +636,6 @@ class OptunaSweeperImpl(Sweeper):
         maximize = self.direction == "maximize"
         settle = 0.0 if rdb.engine.dialect.name == "sqlite" else cl.SETTLE_S
         identity = self._identity()
-        pause = min(float(self.heartbeat_interval), 2.0)
         waited = False
         while True:
             found = fail_interrupted_trials(study, rdb, self.grace_period)
@@ -636,13 +643,6 @@ class OptunaSweeperImpl(Sweeper):
             if found:
                 self._report_interrupted(study, claims)
             trials = study.get_trials(deepcopy=False)
-            running = [t.number for t in trials if t.state.name == "RUNNING"]
-            if running:  # the top trials are known once the search's last trials are told
-                if not waited:
-                    log.info("Waiting for trial(s) %s of other workers before re-evaluating.", running)
-                    waited = True
-                time.sleep(pause)
-                continue
             done = rv.stored(study)
             todo = [t for t in rv.top_trials(trials, self.reevaluate_top_k, maximize)
                     if t.number not in done and not cl.is_done(claims, t.number)]
@@ -660,9 +660,30 @@ class OptunaSweeperImpl(Sweeper):
                     log.info("Waiting for the re-evaluation(s) other workers run: trial(s) %s.",
                              [t.number for t in todo])
                     waited = True
-                time.sleep(pause)
+                time.sleep(self._pause())
                 continue
             self._run_reevaluations(study, space, variant, claims, batch, heartbeat)
+
+    def _pause(self) -> float:
+        """How long to wait before looking at other workers' trials or claims again."""
+        return min(float(self.heartbeat_interval), 2.0)
+
+    def _wait_for_running_trials(self, study: Any, rdb: Any, claims: Any) -> None:
+        """Wait until no trial of the study is RUNNING (other workers' last trials are told, or
+        their workers are found gone and the trials failed as interrupted)."""
+        from ltr_bench.sweeper.trials import fail_interrupted_trials
+
+        announced = False
+        while True:
+            if fail_interrupted_trials(study, rdb, self.grace_period):
+                self._report_interrupted(study, claims)
+            running = [t.number for t in study.get_trials(deepcopy=False) if t.state.name == "RUNNING"]
+            if not running:
+                return
+            if not announced:
+                log.info("Waiting for trial(s) %s of other workers before re-evaluating.", running)
+                announced = True
+            time.sleep(self._pause())
 
     def _run_reevaluations(
         self, study: Any, space: Any, variant: list[str], claims: Any, batch: list[tuple[Any, int]], heartbeat: Any
