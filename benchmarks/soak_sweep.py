@@ -2,8 +2,9 @@
 
 A ``--trials``-trial TPE sweep (``ltr-bench -m``, DirectRanker on small synthetic data, the
 default config enqueued as trial 0, the top three re-evaluated) is run by ``--workers`` processes
-sharing one SQLite study and one MLflow store. ``--kills`` times, at a random moment, a random
-live worker is SIGKILLed and started again with the same command; then all run to the end and
+sharing one SQLite study and one MLflow store. ``--kills`` times, at a random moment while work is
+done (after 1-3 more trial or re-evaluation runs started, plus up to a second), a random live
+worker is SIGKILLed and started again with the same command; then all run to the end and
 ``ltr-bench refit_best=<sweep dir>`` refits the choice. Checked at the end:
 
 - exactly ``--trials`` COMPLETE trials, no parameter set twice among them;
@@ -59,8 +60,26 @@ def start(work: Path, worker: int, n_trials: int, attempt: int) -> subprocess.Po
 
 
 def mlflow_rows(work: Path, sql: str) -> list[tuple]:
-    with sqlite3.connect(f"file:{work / 'mlflow.db'}?mode=ro", uri=True, timeout=30) as con:
+    con = sqlite3.connect(f"file:{work / 'mlflow.db'}?mode=ro", uri=True, timeout=30)
+    try:
         return list(con.execute(sql))
+    finally:
+        con.close()
+
+
+def started_runs(work: Path) -> int:
+    """How many trial and re-evaluation runs have been started (0 before the store exists)."""
+    try:
+        return mlflow_rows(work, "select count(*) from tags where key = 'ltr.trial_number'")[0][0]
+    except sqlite3.Error:
+        return 0
+
+
+def running_runs(work: Path) -> list[str]:
+    try:
+        return [name for (name,) in mlflow_rows(work, "select name from runs where status = 'RUNNING'")]
+    except sqlite3.Error:
+        return []
 
 
 def main() -> int:
@@ -80,17 +99,24 @@ def main() -> int:
     procs = [start(work, i, args.trials, 0) for i in range(args.workers)]
     kills = []
     while len(kills) < args.kills:
-        time.sleep(rng.uniform(4.0, 16.0))
+        # A random moment while work is done: after 1-3 more trial or re-evaluation runs have
+        # started (start-up alone would be a dull target), plus up to a second.
+        target = started_runs(work) + rng.randint(1, 3)
+        while started_runs(work) < target and any(p.poll() is None for p in procs):
+            time.sleep(0.1)
+        time.sleep(rng.uniform(0.0, 1.0))
         alive = [i for i, p in enumerate(procs) if p.poll() is None]
         if not alive:
             break
         victim = rng.choice(alive)
+        hit = running_runs(work)
         procs[victim].send_signal(signal.SIGKILL)
         procs[victim].wait()
-        kills.append((round(time.monotonic() - t0, 1), victim))
+        kills.append((round(time.monotonic() - t0, 1), victim, hit))
         attempts[victim] += 1
         procs[victim] = start(work, victim, args.trials, attempts[victim])
-        print(f"  kill {len(kills)} at {kills[-1][0]} s: worker {victim} (restarted)", flush=True)
+        print(f"  kill {len(kills)} at {kills[-1][0]} s: worker {victim} (restarted); running then: {hit}",
+              flush=True)
     codes = [p.wait(timeout=3600) for p in procs]
     elapsed = time.monotonic() - t0
     print(f"workers exited {codes} after {elapsed:.0f} s", flush=True)
@@ -135,7 +161,7 @@ def main() -> int:
     }
     print(f"trial states: {dict(states)}")
     print(f"claims: {dict(Counter((t.state.name, t.user_attrs.get('ltr_sweeper.fail_reason')) for t in claims))}")
-    print(f"kills survived: {len(kills)} of {args.kills} ({', '.join(f'{s} s w{w}' for s, w in kills)})")
+    print(f"kills survived: {len(kills)} of {args.kills} ({'; '.join(f'{s} s w{w} {h}' for s, w, h in kills)})")
     print(f"trials lost: {max(args.trials - len(done), 0)}; duplicated: {duplicated}; "
           f"interrupted and re-run: {states.get(('FAIL', 'interrupted'), 0)}; "
           f"re-evaluations run twice: {sum(n > 1 for n in reevaluated.values())}")
