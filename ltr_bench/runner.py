@@ -142,6 +142,32 @@ def check_top_level(cfg: DictConfig) -> None:
         raise UserError(f"objective.metric: {exc}") from None
 
 
+def check_numeric_arguments(cfg: DictConfig, group: str = "optimizer") -> None:
+    """Reject a text value (``optimizer.lr=abc``) where the group's ``_target_`` takes a number.
+
+    Only a text value triggers the check (and the import of the target), so it costs nothing for
+    numbers; the sentence names the key instead of the constructor's TypeError.
+    """
+    node = cfg.get(group)
+    if not isinstance(node, DictConfig) or not node.get("_target_"):
+        return
+    texts = {k: v for k, v in node.items() if k not in ("_target_", "name") and isinstance(v, str)}
+    if not texts:
+        return
+    import inspect
+
+    from hydra.utils import get_class
+
+    try:
+        defaults = inspect.signature(get_class(str(node._target_))).parameters
+    except (ImportError, ValueError, TypeError, AttributeError):
+        return  # a bad _target_ is reported where it is instantiated
+    for key, value in texts.items():
+        default = defaults[key].default if key in defaults else None
+        if isinstance(default, (int, float)) and not isinstance(default, bool):
+            raise UserError(f"{group}.{key}={value!r} is not a number; give a number such as {group}.{key}={default}")
+
+
 def check_distributed(cfg: DictConfig) -> None:
     """Reject ``trainer=ddp`` inside a multirun when Lightning would start the ranks itself.
 
@@ -390,6 +416,7 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike[str] | None = None, *, ve
     verbose = verbose and is_rank_zero()  # DDP: the other ranks print nothing (and write nothing)
     check_compatibility(cfg)
     check_top_level(cfg)
+    check_numeric_arguments(cfg)
     check_distributed(cfg)
     protocol: Protocol = instantiate(cfg.protocol)
     is_trial = cfg.get("sweep", {}).get("trial_number") is not None

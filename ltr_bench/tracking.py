@@ -190,14 +190,21 @@ def ensure_experiment(
         if artifact_location is None:
             artifact_location = str(db.parent / "mlruns" / sanitize_key(name).replace("/", "_"))
     with _store_lock(tracking_uri):
-        client = mlflow.MlflowClient(tracking_uri)
         try:
+            client = mlflow.MlflowClient(tracking_uri)  # opens (and migrates) a SQLite store
             exp = client.get_experiment_by_name(name)
         except MlflowException as exc:  # unreachable server, bad URI
             raise UserError(
                 f"tracking.tracking_uri={tracking_uri}: cannot reach the MLflow store ({exc}); "
                 "start the server or use tracking=mlflow"
             ) from None
+        except Exception as exc:
+            if db is not None and _is_not_a_database(exc):
+                raise UserError(
+                    f"tracking.tracking_uri={tracking_uri}: {db} is not a SQLite database; "
+                    "move it away or point tracking.tracking_uri elsewhere"
+                ) from None
+            raise
         if exp is not None:
             if exp.lifecycle_stage == "deleted":
                 client.restore_experiment(exp.experiment_id)
@@ -209,6 +216,20 @@ def ensure_experiment(
             if exp is None:
                 raise
             return exp.experiment_id
+
+
+def _is_not_a_database(exc: BaseException) -> bool:
+    """True when ``exc`` (or what it wraps) is SQLite's "file is not a database" (a garbage file)."""
+    import sqlalchemy.exc
+
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, sqlalchemy.exc.DatabaseError) and "not a database" in str(error):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 # ---------------------------------------------------------------------------------------- tracker
@@ -497,6 +518,45 @@ def log_study_to_mlflow(
     if summary.get("best_trial") is not None:
         best["ltr.best_trial"] = summary["best_trial"]
     tracker.set_tags(run_id, best)
+
+
+def mark_interrupted_runs(
+    config: DictConfig, study_name: str, trials: list[int], reevaluations: Mapping[int, float]
+) -> list[str]:
+    """The ``sweep.on_interrupted`` hook: end as KILLED the RUNNING ``trial`` runs of a study whose
+    process is gone; return their run ids.
+
+    ``trials``: the Optuna trials the sweeper marked interrupted (a trial number is never run
+    again, so any RUNNING run of it is left over). ``reevaluations``: per re-evaluated trial, when
+    its latest interrupted claim was failed (epoch seconds); a RUNNING re-evaluation run of that
+    trial started before then is left over, one started later belongs to the claim that re-runs it.
+    """
+    tracking = config.get("tracking")
+    if tracking is None:
+        return []
+    base_dir = OmegaConf.select(config, "hydra.runtime.cwd", default=None) or os.getcwd()
+    tracker = Tracker.from_config(tracking, base_dir)
+    if not tracker.enabled:
+        return []
+    numbers = {int(n) for n in trials}
+    filt = f"attributes.status = 'RUNNING' and tags.`{keys.TAG_ROLE}` = '{keys.ROLE_TRIAL}'"
+    killed = []
+    for run in tracker.client.search_runs([tracker.experiment_id], filt, max_results=50_000):
+        tags = run.data.tags
+        if tags.get(TAG_STUDY) != study_name or not str(tags.get(TAG_TRIAL, "")).isdigit():
+            continue
+        number = int(tags[TAG_TRIAL])
+        if tags.get(TAG_REEVALUATION) == "true":
+            failed_at = reevaluations.get(number)
+            if failed_at is None or run.info.start_time / 1000.0 > failed_at:
+                continue
+        elif number not in numbers:
+            continue
+        tracker.end_run(run.info.run_id, "KILLED")
+        killed.append(run.info.run_id)
+    if killed:
+        log.warning("Marked %d MLflow run(s) of interrupted trials of study '%s' KILLED.", len(killed), study_name)
+    return killed
 
 
 @contextlib.contextmanager

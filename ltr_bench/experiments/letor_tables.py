@@ -288,10 +288,12 @@ def _refit(sweep_dir: Path, user: list[str]) -> None:
 
 
 def _refit_rows(sweep_dir: Path, base: dict[str, Any]) -> list[dict[str, Any]]:
+    from ltr_bench.sweeper.refit import find_refits
+
     rows = []
-    for res in sorted((sweep_dir / "refit").glob("*/results.json")):
-        data = json.loads(res.read_text())
-        rows += _fold_rows(data, {**base, "study": res.parent.name,
+    for refit in find_refits(sweep_dir)[0]:  # the latest refit per study and seed
+        data = refit.results
+        rows += _fold_rows(data, {**base, "study": refit.path.relative_to(sweep_dir / "refit").parts[0],
                                   "mlflow_run_id": data.get("mlflow_run_id")})
     if not rows:
         raise RuntimeError(f"no refit results under {sweep_dir / 'refit'}")

@@ -42,15 +42,22 @@ def test_refit_repeats_the_sweep_command_with_the_best_parameters(tmp_path: Path
     res.write_text(yaml.safe_dump(_study("s", None, 0.001)))
     (refit,) = plan_refits(["optimizer.lr=0.5", "seed=3", f"refit_best={tmp_path}"])
     assert refit.study_name == "s"
-    assert refit.output_dir == str(tmp_path / "refit" / "s")
+    assert refit.output_dir == str(tmp_path / "refit" / "s" / "seed3") and refit.seed == 3
     assert refit.overrides == [
         # the sweep's fixed overrides (ranges and hydra keys dropped), then the user's
         "model=direct_ranker", "dataset=mq2008", "protocol=letor_folds", "threads=1", "seed=3",
         # the best parameters replace the user's optimizer.lr
         "optimizer.lr=0.001", "activation=sigmoid",
         "protocol.objective=final", "sweep.study_name=s", f"refit_best={res}",
-        f"hydra.run.dir={tmp_path}/refit/s",
+        f"hydra.run.dir={tmp_path}/refit/s/seed3",
     ]
+    # A second refit with the same seed gets a folder of its own: nothing is overwritten.
+    (again,) = plan_refits(["seed=3", f"refit_best={tmp_path}"])
+    assert again.output_dir == str(tmp_path / "refit" / "s" / "seed3-2")
+    # Without seed= on the command line the refit runs with the sweep's seed (multirun.yaml).
+    (tmp_path / "multirun.yaml").write_text(SWEEP_TASK + "seed: 5\n")
+    (own,) = plan_refits([f"refit_best={tmp_path}"])
+    assert own.seed == 5 and own.output_dir == str(tmp_path / "refit" / "s" / "seed5")
     assert plan_refits(["seed=1"]) is None
 
 
@@ -96,7 +103,7 @@ def test_refit_with_a_seed_list_repeats_every_study_per_seed(tmp_path: Path) -> 
     assert {r.label for r in refits} == {"dataset.fold=1", "dataset.fold=2"}
     # one seed is an ordinary override, not a list
     (one, _) = plan_refits([f"refit_best={tmp_path}", "seed=7"])
-    assert one.seed is None and "seed=7" in one.overrides
+    assert one.seed == 7 and "seed=7" in one.overrides and one.output_dir.endswith("/seed7")
     with pytest.raises(UserError, match="integers"):
         plan_refits([f"refit_best={tmp_path}", "seed=a,b"])
     with pytest.raises(UserError, match="repeated"):
@@ -128,7 +135,7 @@ def test_refit_summary_averages_seeds_within_a_study_before_the_folds() -> None:
 
 
 def test_refit_errors_are_one_sentence(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match="refit_best=.*no such file"):
+    with pytest.raises(UserError, match="refit_best=.*no such file or folder"):
         plan_refits(["refit_best=/no/such/file.yaml"])
     res = tmp_path / "optimization_results.yaml"
     res.write_text("best_value: 1\n")
