@@ -178,8 +178,11 @@ def bench_preprocessing(args: argparse.Namespace, root: Path) -> None:
             f"model.epochs={args.mslr_epochs}"]))
     print("\ntime per sweep trial (5 inner folds; read = splitting + preprocessing)")
     print(f"{'data':<38}{'cache':>7}{'total':>9}{'read':>9}{'fit':>9}{'objective':>11}")
-    for label, ov in cases:
-        time_trial(ov, "off")  # warm-up: imports, the parse cache, first-call costs (not shown)
+    for i, (label, ov) in enumerate(cases):
+        if i == 0:
+            time_trial(ov, "off")  # warm-up: imports, the parse cache, first-call costs (not shown)
+        else:
+            GeneratedFolds(args.mslr_docs).load_fold(0)  # generate outside the timed trials
         before = time_trial(ov, "off")
         time_trial(ov, "on")  # fills the cache (what the first trial of a sweep does)
         after = time_trial(ov, "on")
