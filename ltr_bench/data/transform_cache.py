@@ -16,7 +16,8 @@ Key: sha256 over the **content of the input parts** (features, labels, query str
 the preprocessing config (JSON, sorted keys), so a
 different dataset version, split, seed or option can never hit a stale entry, and identical inputs
 hit the same entry whichever protocol or process produced them. Arrays are read back
-memory-mapped (read-only, shared through the page cache between parallel workers). ``meta.json``
+memory-mapped (copy-on-write: shared through the page cache between parallel workers, and a
+consumer's write never reaches the file). ``meta.json``
 stores the sha256 of every array; an entry whose arrays do not match (edited, truncated) is reported
 with a warning and recomputed. As for the parse cache's source files, a verification is memoised in
 ``verified.json`` by the files' (size, mtime_ns, inode), so a hit does not re-hash gigabytes;
@@ -134,7 +135,7 @@ def _load(cache: ArrayCache, key: str, roles: list[str]) -> tuple[list[QuerySet 
     entry = cache.entry_dir(key)
     if not entry.is_dir():
         return None
-    got = cache.load(key)
+    got = _open(entry)
     problem = None
     if got is None:
         problem = "unreadable"
@@ -160,6 +161,17 @@ def _load(cache: ArrayCache, key: str, roles: list[str]) -> tuple[list[QuerySet 
     warnings.warn(f"preprocessing cache entry {entry} is {problem}; recomputing it", stacklevel=3)
     shutil.rmtree(entry, ignore_errors=True)
     return None
+
+
+def _open(entry: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
+    """An entry's arrays, memory-mapped copy-on-write (writable to NumPy and torch, which warns on
+    read-only arrays, while the file and the shared page cache stay untouched), and its meta."""
+    try:
+        meta = json.loads((entry / "meta.json").read_text())
+        arrays = {n: np.load(entry / f"{n}.npy", mmap_mode="c", allow_pickle=False) for n in meta["arrays"]}
+    except (OSError, ValueError, KeyError):
+        return None
+    return arrays, meta
 
 
 def _stamps(entry: Path) -> dict[str, list[int]]:

@@ -1,6 +1,6 @@
 """One live progress line per study: trials done / n_trials, pruned, failed, best (SE), elapsed, ETA.
 
-On a terminal it is a tqdm bar that updates in place; otherwise (a log file, a batch job) each
+On a terminal it is a tqdm line that updates in place; otherwise (a log file, a batch job) each
 update is one plain ``INFO`` log line, so a log shows how far a sweep is without escape codes.
 Counts are read from the study itself, so trials of other workers sharing the storage count too;
 the ETA extrapolates from the trials this process has seen finish since it started.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import shutil
 import sys
 import time
 from typing import Any, TextIO
@@ -71,8 +72,9 @@ class StudyProgress:
         if enabled and _is_terminal(self.stream):
             from tqdm.auto import tqdm
 
-            self._bar = tqdm(total=self.budget, desc=_short(study_name), file=self.stream,
-                             dynamic_ncols=True, leave=True, bar_format="{desc}: {n}/{total} |{bar}| {postfix}")
+            cols = shutil.get_terminal_size((160, 20)).columns or 160  # 0 in some pseudo-terminals
+            self._bar = tqdm(total=self.budget, desc=_short(study_name), file=self.stream, leave=True,
+                             ncols=cols, bar_format="{desc}{postfix}")  # "<study>, 3/30 trials, ..."
 
     def line(self, counts: dict[str, Any]) -> str:
         """The text of one update (also the tqdm postfix)."""
@@ -100,7 +102,7 @@ class StudyProgress:
             return text
         if self._bar is not None:
             self._bar.n = min(counts["done"], self.budget)
-            self._bar.set_postfix_str(text.split(" trials, ", 1)[-1], refresh=True)
+            self._bar.set_postfix_str(text, refresh=True)
         else:
             log.info("Study '%s': %s", self.name, text)
         return text

@@ -92,6 +92,14 @@ def test_a_resumed_sweep_with_pruned_trials_keeps_exact_counts(tmp_path: Path) -
     assert (results["n_pruned"], results["n_complete"]) == (len(pruned), len(complete))
 
 
+def test_hyperband_races_with_tpe(tmp_path: Path) -> None:
+    _ok(run_toy(tmp_path, "steps=5", "hydra/sweeper/pruner=hyperband", "hydra.sweeper.n_trials=8",
+                "x=range(0,8)", "y=range(0,6)"))
+    _, trials = _study(tmp_path)
+    assert len(_by_state(trials, TrialState.PRUNED)) + len(_by_state(trials, TrialState.COMPLETE)) == 8
+    _check_pruned(trials, calls(tmp_path), steps=5)
+
+
 def test_joblib_workers_report_into_their_trials(tmp_path: Path) -> None:
     _ok(run_toy(tmp_path, *RACE, "hydra.sweeper.n_trials=8", "hydra.sweeper.n_jobs=2",
                 "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"))
