@@ -191,7 +191,7 @@ def _write_scores(path: Path, data: Any, docids: np.ndarray, scores: np.ndarray)
 
 def trec_ranks(data: Any, scores: np.ndarray) -> np.ndarray:
     """1-based rank of each document in its query: by score, ties by document order."""
-    qi = data.query_index
+    qi = data.query_index()
     order = np.lexsort((np.arange(data.n_docs), -np.asarray(scores, dtype=np.float64), qi))
     ranks = np.empty(data.n_docs, dtype=np.int64)
     ranks[order] = np.arange(data.n_docs) - data.offsets[qi[order]] + 1
@@ -200,7 +200,7 @@ def trec_ranks(data: Any, scores: np.ndarray) -> np.ndarray:
 
 def _write_trec(path: Path, data: Any, docids: np.ndarray, scores: np.ndarray, tag: str) -> None:
     ranks = trec_ranks(data, scores)
-    order = np.lexsort((ranks, data.query_index))
+    order = np.lexsort((ranks, data.query_index()))
     tag = "".join(c if not c.isspace() else "_" for c in tag) or "ltr_bench"
     with open(path, "x") as fh:
         for i in order:

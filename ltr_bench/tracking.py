@@ -500,7 +500,9 @@ def log_scoring_model(
         except MlflowException as exc:
             if exc.error_code != "RESOURCE_ALREADY_EXISTS":
                 raise
-        client.create_model_version(register_as, source=model.model_uri, run_id=run_id,
+        # source: the artifact location, not models:/<id> (MLflow resolves that one through the
+        # global tracking URI, which this client-only gateway never sets)
+        client.create_model_version(register_as, source=model.artifact_location, run_id=run_id,
                                     model_id=model.model_id)
     return model.model_id
 
