@@ -543,10 +543,30 @@ def _run_fold(
         tracker.log_history(run_id, history)
         if tracker.enabled and tracker.log_artifacts_enabled:
             _log_fold_artifacts(tracker, run_id, evals, history)
-            tracker.log_model(run_id, ranker)
+            info = {"run_id": run_id, "fold": split.name, "model": tags.get(keys.TAG_MODEL),
+                    "dataset": tags.get(keys.TAG_DATASET), "eval": tags.get(keys.TAG_EVAL),
+                    "seed": tags.get(keys.TAG_SEED), "ltr_bench_version": tags.get(keys.TAG_VERSION)}
+            tracker.log_model(run_id, scoring_pipeline(cfg, data, ranker, dataset.relevance_threshold, info))
     fr = FoldResult(split.fold, split.name, metrics, times, data.train.n_queries,
                     data.test.n_queries, run_id or None)
     return fr, fingerprint
+
+
+def scoring_pipeline(cfg: DictConfig, data: Prepared, ranker: Any, relevance_threshold: int,
+                     info: Mapping[str, Any]) -> Any:
+    """What a fold run saves as its model: the fitted preprocessing and ranker, the model config
+    that rebuilds the ranker, and the evaluation's metric options (no data)."""
+    from ltr_bench.saved_model import ScoringPipeline
+
+    spec = OmegaConf.to_container(cfg.model, resolve=True)
+    assert isinstance(spec, dict)
+    for k in MODEL_META_KEYS:
+        spec.pop(k, None)
+    m = cfg.eval.metrics
+    metrics = {"names": metric_names(cfg), "relevance_threshold": m.get("relevance_threshold", 1),
+               "no_relevant": m.get("no_relevant", "drop")}
+    return ScoringPipeline(data.preprocessing, ranker, data.train.n_features, int(relevance_threshold),
+                           spec, metrics, {k: v for k, v in info.items() if v is not None})
 
 
 def _run_inner_cv(

@@ -25,7 +25,6 @@ import json
 import logging
 import math
 import os
-import pickle
 import signal
 import subprocess
 import tempfile
@@ -246,6 +245,7 @@ class Tracker:
         artifact_location: str | None = None,
         log_model: bool = True,
         log_artifacts: bool = True,
+        register_model: str | None = None,
     ) -> None:
         import mlflow
 
@@ -253,6 +253,7 @@ class Tracker:
         self.experiment_name = experiment_name
         self.log_model_enabled = log_model
         self.log_artifacts_enabled = log_artifacts
+        self.register_model = str(register_model) if register_model else None
         self.experiment_id = ensure_experiment(tracking_uri, experiment_name, artifact_location)
         self.client = mlflow.MlflowClient(tracking_uri)
 
@@ -271,6 +272,7 @@ class Tracker:
             artifact_location=tracking.get("artifact_location"),
             log_model=bool(tracking.get("log_model", True)),
             log_artifacts=bool(tracking.get("log_artifacts", True)),
+            register_model=tracking.get("register_model"),
         )
 
     # ------------------------------------------------------------------ runs
@@ -393,24 +395,18 @@ class Tracker:
     def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
         self.client.log_text(run_id, text, artifact_file)
 
-    def log_model(self, run_id: str, ranker: Any) -> None:
-        """The trained ranker: ``ranker.save(dir)`` if it has one, else a pickle."""
+    def log_model(self, run_id: str, pipeline: Any) -> str | None:
+        """The fold's scoring pipeline (:class:`~ltr_bench.saved_model.ScoringPipeline`) as an
+        MLflow ``pyfunc`` model named ``model`` of the run, registered under
+        ``tracking.register_model`` when set; returns the logged model's id (None if not saved)."""
         if not self.log_model_enabled:
-            return
-        with tempfile.TemporaryDirectory() as tmp:
-            target = Path(tmp) / "model"
-            try:
-                if callable(getattr(ranker, "save", None)):
-                    target.mkdir()
-                    ranker.save(target)
-                else:
-                    target.mkdir()
-                    with open(target / "ranker.pkl", "wb") as fh:
-                        pickle.dump(ranker, fh)
-            except Exception as exc:  # a model that cannot be saved must not lose the run
-                log.warning("could not save the trained model: %s", exc)
-                return
-            self.client.log_artifacts(run_id, str(target), "model")
+            return None
+        try:
+            return log_scoring_model(self.client, self.experiment_id, run_id, pipeline,
+                                     self.register_model)
+        except NotImplementedError as exc:  # a user's ranker without save_params: run stays
+            log.warning("no model logged: %s", exc)
+            return None
 
     def lightning_logger(self, run_id: str) -> Any:
         """A Lightning ``MLFlowLogger`` writing per-epoch metrics into the run ``run_id``."""
@@ -432,6 +428,7 @@ class NullTracker(Tracker):
         self.experiment_id = None
         self.log_model_enabled = False
         self.log_artifacts_enabled = False
+        self.register_model = None
 
     def start_run(self, name: str, tags: Mapping[str, Any], parent_id: str | None = None) -> str:
         return ""
@@ -460,11 +457,89 @@ class NullTracker(Tracker):
     def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
         pass
 
-    def log_model(self, run_id: str, ranker: Any) -> None:
-        pass
+    def log_model(self, run_id: str, pipeline: Any) -> str | None:
+        return None
 
     def lightning_logger(self, run_id: str) -> Any:
         return None
+
+
+MODEL_NAME = "model"  # the logged model's name: runs:/<run id>/model
+
+
+def log_scoring_model(
+    client: Any, experiment_id: str, run_id: str, pipeline: Any, register_as: str | None = None
+) -> str:
+    """Log ``pipeline`` as the MLflow model ``model`` of run ``run_id`` and return its model id.
+
+    A ``pyfunc`` model (loader :mod:`ltr_bench.saved_model`, no pickle) with a signature: input
+    columns ``f1`` .. ``f<F>`` (raw feature values) and an optional ``qid``, output one ``score``
+    per row. It appears under the run's and the experiment's "Logged models" and loads with
+    ``mlflow.pyfunc.load_model("runs:/<run id>/model")``; with ``register_as`` it also becomes the
+    next version of that registered model (``models:/<name>/latest``).
+    """
+    import mlflow
+    import numpy as np
+    import pandas as pd
+    from mlflow.entities import LoggedModelOutput, LoggedModelStatus
+    from mlflow.exceptions import MlflowException
+    from mlflow.models import Model, ModelSignature
+    from mlflow.types import ColSpec, Schema
+
+    from ltr_bench.saved_model import QID_COLUMN, feature_columns, save_pipeline
+
+    _quiet_mlflow()
+    signature = ModelSignature(
+        inputs=Schema([ColSpec("long", QID_COLUMN, required=False)]
+                      + [ColSpec("float", c) for c in feature_columns(pipeline.n_features)]),
+        outputs=Schema([ColSpec("double", "score")]),
+    )
+    columns = feature_columns(pipeline.n_features)
+    example = pd.DataFrame(np.zeros((2, len(columns)), dtype=np.float32), columns=columns)
+    example.insert(0, QID_COLUMN, np.array([1, 1], dtype=np.int64))
+    with tempfile.TemporaryDirectory(prefix="ltr_bench_model_") as tmp:
+        data = save_pipeline(pipeline, Path(tmp) / "pipeline")  # NotImplementedError: not savable
+        model = client.create_logged_model(experiment_id, name=MODEL_NAME, source_run_id=run_id,
+                                           params={k: str(v) for k, v in pipeline.info.items()})
+        try:
+            local = Path(tmp) / MODEL_NAME
+            mlflow.pyfunc.save_model(
+                str(local), loader_module="ltr_bench.saved_model", data_path=str(data),
+                signature=signature, input_example=example, pip_requirements=_model_requirements(),
+                mlflow_model=Model(artifact_path=model.artifact_location, run_id=run_id,
+                                   model_id=model.model_id, model_uuid=model.model_id),
+            )
+            client.log_model_artifacts(model.model_id, str(local))
+            client.log_outputs(run_id, [LoggedModelOutput(model.model_id, step=0)])
+        except BaseException:
+            client.finalize_logged_model(model.model_id, LoggedModelStatus.FAILED)
+            raise
+        client.finalize_logged_model(model.model_id, LoggedModelStatus.READY)
+    if register_as:
+        try:
+            client.create_registered_model(register_as)
+        except MlflowException as exc:
+            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+        # source: the artifact location, not models:/<id> (MLflow resolves that one through the
+        # global tracking URI, which this client-only gateway never sets)
+        client.create_model_version(register_as, source=model.artifact_location, run_id=run_id,
+                                    model_id=model.model_id)
+    return model.model_id
+
+
+def _model_requirements() -> list[str]:
+    """The logged model's pip requirements: ltr_bench and the libraries that score (pinned to
+    the versions that trained it), so MLflow need not infer them by loading the model."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for dist in ("ltr_bench", "torch", "lightgbm", "numpy", "pandas", "mlflow"):
+        try:
+            out.append(f"{dist}=={version(dist)}")
+        except PackageNotFoundError:
+            continue
+    return out
 
 
 def is_rank_zero() -> bool:

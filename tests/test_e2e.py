@@ -117,8 +117,10 @@ def test_default_run_logs_everything(tmp_path: Path) -> None:
     # Artifacts.
     assert {"config.yaml", "results.json"} <= _artifacts(client, parent.info.run_id)
     fold_art = _artifacts(client, child.info.run_id)
-    assert {"per_query_metrics.csv", "learning_curve.png", "model"} <= fold_art
-    assert _artifacts(client, child.info.run_id, "model")
+    assert {"per_query_metrics.csv", "learning_curve.png"} <= fold_art
+    (logged,) = client.search_logged_models([child.info.experiment_id],
+                                            filter_string=f"source_run_id = '{child.info.run_id}'")
+    assert logged.name == "model" and {a.path for a in client.list_logged_model_artifacts(logged.model_id)} >= {"MLmodel", "data"}
     art_dir = Path(child.info.artifact_uri.replace("file://", ""))
     csv = (art_dir / "per_query_metrics.csv").read_text().splitlines()
     assert csv[0].split(",")[:2] == ["split", "qid"]

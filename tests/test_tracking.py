@@ -173,19 +173,20 @@ def test_sweep_run_is_found_by_study_tag(tracker: Tracker) -> None:
     assert run.info.status == "FINISHED"  # never left RUNNING
 
 
-class _Savable:
-    def save(self, path: Path) -> None:
-        (Path(path) / "weights.txt").write_text("w")
+class _Unsavable:
+    """A user's ranker without save_params/load_params."""
 
 
-def test_model_artifact_uses_save_else_pickle(tracker: Tracker) -> None:
+def test_a_ranker_without_save_params_logs_no_model_and_no_pickle(
+    tracker: Tracker, caplog: pytest.LogCaptureFixture
+) -> None:
+    from ltr_bench.saved_model import ScoringPipeline
+
+    pipeline = ScoringPipeline(None, _Unsavable(), 3, 1, {"_target_": "x.Y"})
     with tracker.run("m", {}) as rid:
-        tracker.log_model(rid, _Savable())
-    with tracker.run("p", {}) as pid:
-        tracker.log_model(pid, {"weights": [1, 2]})
-    files = lambda r: [a.path for a in tracker.client.list_artifacts(r, "model")]  # noqa: E731
-    assert files(rid) == ["model/weights.txt"]
-    assert files(pid) == ["model/ranker.pkl"]
+        assert tracker.log_model(rid, pipeline) is None
+    assert tracker.client.list_artifacts(rid) == []
+    assert "no model logged" in caplog.text and "save_params" in caplog.text
 
 
 def test_disabled_tracking_is_a_no_op(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ Degeneracies of plain AdaRank and how they are handled:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -155,6 +156,27 @@ class AdaRank(Ranker):
             raise RuntimeError("AdaRank.score called before fit")
         return _combined_scores(data.features, self.weights_)
 
+    # ------------------------------------------------------------------ saved model
+    def save_params(self, folder: Path) -> dict[str, Any]:
+        """The combined weight vector and the rounds' chosen features and alphas (``weights.npz``)."""
+        if self.weights_ is None:
+            raise RuntimeError("AdaRank.save_params called before fit")
+        np.savez(Path(folder) / WEIGHTS_FILE, weights=np.asarray(self.weights_, dtype=np.float64),
+                 features=np.asarray(self.features_, dtype=np.int64),
+                 alphas=np.asarray(self.alphas_, dtype=np.float64))
+        return {"weights": WEIGHTS_FILE, "rounds": len(self.features_)}
+
+    def load_params(self, folder: Path, n_features: int) -> None:
+        with np.load(Path(folder) / WEIGHTS_FILE, allow_pickle=False) as npz:
+            weights = npz["weights"]
+            self.features_ = [int(k) for k in npz["features"]]
+            self.alphas_ = [float(a) for a in npz["alphas"]]
+        if weights.shape != (int(n_features),):
+            raise UserError(f"{Path(folder) / WEIGHTS_FILE} holds {weights.shape[0]} weights, "
+                            f"the saved model says {n_features} features")
+        self.weights_ = weights
+        self.best_round_ = len(self.features_)
+
     def weak_ranker_performance(
         self, data: QuerySet, layout: "_PaddedLayout | None" = None
     ) -> np.ndarray:
@@ -250,3 +272,6 @@ class _PaddedLayout:
             (idx, *pad_index(data.offsets, idx))
             for idx in sorted_chunks(data.query_lengths, budget)
         ]
+
+
+WEIGHTS_FILE = "weights.npz"

@@ -237,3 +237,9 @@ class DirectRanker(NeuralRanker):
             r = self.module_.tau(gx - gy)  # type: ignore[operator]
         out = r.double().cpu().numpy()
         return out if np.ndim(x) > 1 or np.ndim(y) > 1 else out.reshape(())
+
+    def load_params(self, folder: Any, n_features: int) -> None:
+        """The saved scorer, plus ``tau`` so that :meth:`compare` works on a loaded model."""
+        super().load_params(folder, n_features)
+        assert self.module_ is not None
+        self.module_.tau = make_activation(self.output_activation)  # type: ignore[assignment]

@@ -25,6 +25,7 @@ import time
 import warnings
 from abc import abstractmethod
 from functools import partial
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import lightning as L
@@ -540,3 +541,31 @@ class NeuralRanker(Ranker):
         assert self.module_ is not None
         g = self.module_.score_features(self._features(data), self.score_batch_size)
         return g.double().cpu().numpy()
+
+    # ------------------------------------------------------------------ saved model
+    def save_params(self, folder: Path) -> dict[str, Any]:
+        """The scorer's state dict (``scorer.pt``), on the CPU; no training data."""
+        state = {k: v.detach().cpu() for k, v in self.scorer_.state_dict().items()}
+        torch.save(state, Path(folder) / SCORER_FILE)
+        n = sum(int(v.numel()) for v in state.values())
+        return {"weights": SCORER_FILE, "n_parameters": n, "best_epoch": self.best_epoch_}
+
+    def load_params(self, folder: Path, n_features: int) -> None:
+        """A scorer for ``n_features`` inputs with the saved weights (``weights_only=True``)."""
+        scorer = self.build_scorer(int(n_features))
+        state = torch.load(Path(folder) / SCORER_FILE, map_location="cpu", weights_only=True)
+        scorer.load_state_dict(state)
+        self.module_ = ScoringOnly(scorer)  # type: ignore[assignment]
+
+
+SCORER_FILE = "scorer.pt"
+
+
+class ScoringOnly(torch.nn.Module):
+    """A loaded scorer in the place of a trained :class:`RankingModule`: scoring, no training."""
+
+    def __init__(self, scorer: Scorer) -> None:
+        super().__init__()
+        self.scorer = scorer
+
+    score_features = RankingModule.score_features

@@ -26,6 +26,7 @@ whose margin has the wrong sign (ties count as wrong).
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
@@ -246,6 +247,21 @@ class SortNet(Ranker):
             )
         return gt.numpy(), lt.numpy()
 
+    # ------------------------------------------------------------------ saved model
+    def save_params(self, folder: Path) -> dict[str, Any]:
+        """The comparator's state dict (``cmpnn.pt``)."""
+        if self.net is None:
+            raise RuntimeError("SortNet.save_params called before fit")
+        state = {k: v.detach().cpu() for k, v in self.net.state_dict().items()}
+        torch.save(state, Path(folder) / CMPNN_FILE)
+        return {"weights": CMPNN_FILE, "best_iteration": self.best_iteration_}
+
+    def load_params(self, folder: Path, n_features: int) -> None:
+        """The saved comparator (``weights_only=True``)."""
+        net = self._new_net(int(n_features))
+        net.load_state_dict(torch.load(Path(folder) / CMPNN_FILE, map_location="cpu", weights_only=True))
+        self.net = net
+
     # ------------------------------------------------------------------ training
     def _new_net(self, n_features: int) -> CmpNN:
         return CmpNN(n_features, self.n_hidden, self.hidden_activation)
@@ -396,3 +412,6 @@ def _opponents(
     keys = np.where(mask, rng.random(mask.shape), np.inf)
     pos = np.argsort(keys, axis=1, kind="stable")[:, :max_opponents]
     return pos, np.take_along_axis(mask, pos, axis=1)
+
+
+CMPNN_FILE = "cmpnn.pt"

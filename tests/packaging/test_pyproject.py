@@ -98,3 +98,13 @@ def test_git_commit_only_in_a_checkout(tmp_path: Path) -> None:
     from ltr_bench.tracking import git_commit
 
     assert git_commit(tmp_path) is None  # not a clone: no tag
+
+
+def test_the_sweeper_plugin_is_discoverable_beside_other_plugins() -> None:
+    import pkgutil
+
+    import hydra_plugins
+
+    assert "hydra_plugins" in PYPROJECT["tool"]["setuptools"]["packages"]  # namespace path kept
+    names = {m.name for m in pkgutil.iter_modules(hydra_plugins.__path__)}
+    assert {"ltr_bench_sweeper", "hydra_joblib_launcher"} <= names
