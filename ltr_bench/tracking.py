@@ -461,6 +461,54 @@ def ensure_experiment(
             return exp.experiment_id
 
 
+# ----------------------------------------------------------------------------------- reading runs
+def open_client(tracking_uri: str) -> Any:
+    """An ``MlflowClient`` bound to ``tracking_uri`` (never the process-wide tracking URI)."""
+    import mlflow
+
+    _quiet_mlflow()
+    return mlflow.MlflowClient(tracking_uri)
+
+
+def find_experiment(tracking_uri: str, name: str) -> tuple[str | None, list[str]]:
+    """``(id of the experiment called name or None, names of up to 50 experiments)``."""
+    client = open_client(tracking_uri)
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id, []
+    return None, sorted(e.name for e in client.search_experiments(max_results=50))
+
+
+def runs_frame(tracking_uri: str, experiment_id: str, search_filter: str = "") -> Any:
+    """Every run of an experiment matching ``search_filter`` as a DataFrame laid out like
+    ``mlflow.search_runs``: ``run_id, status, start_time, end_time`` (UTC timestamps) and
+    ``tags.<key>``, ``params.<key>``, ``metrics.<key>`` columns (all pages)."""
+    import pandas as pd
+
+    client = open_client(tracking_uri)
+    rows: list[dict[str, Any]] = []
+    token = None
+    while True:
+        page = client.search_runs([experiment_id], search_filter, max_results=50_000, page_token=token)
+        for run in page:
+            row: dict[str, Any] = {
+                "run_id": run.info.run_id, "run_name": run.info.run_name, "status": run.info.status,
+                "start_time": run.info.start_time, "end_time": run.info.end_time,
+            }
+            row.update({f"tags.{k}": v for k, v in run.data.tags.items()})
+            row.update({f"params.{k}": v for k, v in run.data.params.items()})
+            row.update({f"metrics.{k}": v for k, v in run.data.metrics.items()})
+            rows.append(row)
+        token = page.token
+        if not token:
+            break
+    frame = pd.DataFrame(rows)
+    for column in ("start_time", "end_time"):
+        if column in frame:
+            frame[column] = pd.to_datetime(frame[column], unit="ms", utc=True)
+    return frame
+
+
 # ---------------------------------------------------------------------------------------- tracker
 class Tracker:
     """Runs of one experiment in one MLflow store; every method takes an explicit ``run_id``."""
