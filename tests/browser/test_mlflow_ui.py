@@ -42,7 +42,8 @@ EXPERIMENT = "ui"
 MODELS = ("direct_ranker", "ranknet", "lambdamart")
 DATA = ["dataset.n_folds=2", "dataset.n_train=200", "dataset.n_vali=100", "dataset.n_test=100",
         "dataset.docs_per_query=20", "dataset.sigma=1.5", "protocol=letor_folds", "threads=1",
-        "trainer.enable_progress_bar=false", f"experiment_name={EXPERIMENT}"]
+        "trainer.enable_progress_bar=false", f"experiment_name={EXPERIMENT}",
+        "tracking.log_model=false", "tracking.log_artifacts=false"]  # the pages need no files
 SHOTS = Path(os.environ.get("LTR_BROWSER_SHOTS") or Path(tempfile.gettempdir()) / "ltr_bench_browser")
 
 
@@ -66,7 +67,7 @@ def _stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
@@ -100,8 +101,11 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Pat
                         f"hydra.sweep.dir={work}/sweep", f"hydra.sweeper.storage_dir={work}/optuna"],
                        work, work / "sweep.log")
         procs += [runs, sweep]
+        t0 = time.monotonic()
         _wait(runs, work / "runs.log", 300)
+        print(f"runs {time.monotonic() - t0:.0f} s", flush=True)
         _wait(sweep, work / "sweep.log", 300)
+        print(f"+sweep {time.monotonic() - t0:.0f} s", flush=True)
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 180
         while True:
@@ -114,28 +118,24 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Pat
             assert server.poll() is None, (work / "server.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "mlflow ui did not answer /health in time"
             time.sleep(1)
+        print(f"+server {time.monotonic() - t0:.0f} s", flush=True)
         yield base, uri, work
     finally:
         for proc in procs:
             _stop(proc)
 
 
-def _chromium(url: str, profile: Path, *extra: str) -> str:
+def _page(url: str, work: Path, shot: str, height: int = 1300) -> str:
+    """The rendered DOM of ``url``; its screenshot is written to ``<SHOTS>/<shot>.png`` by the
+    same browser run."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    profile = Path(tempfile.mkdtemp(dir=work, prefix="chromium-"))  # a new, empty profile
     args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            f"--user-data-dir={profile}", "--window-size=1900,1300", "--virtual-time-budget=25000",
-            *extra, url]
+            f"--user-data-dir={profile}", f"--window-size=1900,{height}", "--virtual-time-budget=12000",
+            "--dump-dom", f"--screenshot={SHOTS / (shot + '.png')}", url]
     res = subprocess.run(args, capture_output=True, text=True, timeout=120, start_new_session=True)
     return res.stdout
-
-
-def _page(url: str, work: Path, shot: str) -> str:
-    """The rendered DOM of ``url`` (and its screenshot as ``<SHOTS>/<shot>.png``)."""
-    profile = Path(tempfile.mkdtemp(dir=work, prefix="chromium-"))
-    dom = _chromium(url, profile, "--dump-dom")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    _chromium(url, profile, f"--screenshot={SHOTS / (shot + '.png')}")
-    return dom
 
 
 class _Cells(HTMLParser):
@@ -211,7 +211,7 @@ def test_comparison_page_shows_test_ndcg_at_10(ui: tuple[str, str, Path]) -> Non
     exp_id = runs[MODELS[0]].info.experiment_id
     url = (f"{base}/#/compare-runs?runs={quote(json.dumps(ids))}&experiments={quote(json.dumps([exp_id]))}"
            "&workflowType=machine_learning")
-    page = _parse(_page(url, work, "compare_runs"))
+    page = _parse(_page(url, work, "compare_runs", height=2600))  # tall: the metrics table shows
     key = keys.metric_key("test", "ndcg@10")
     # run names in the page's column order
     i = page.texts.index("Run Name:")
