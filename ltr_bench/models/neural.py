@@ -40,7 +40,6 @@ from ltr_bench.errors import UserError
 from ltr_bench.metrics import metric_padded, parse_metric
 from ltr_bench.models.base import Ranker
 from ltr_bench.models.networks import FeatureMLP, Scorer, make_activation
-from ltr_bench.tracking_keys import metric_key
 
 OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
     "adam": torch.optim.Adam,
@@ -153,7 +152,9 @@ class RankingModule(L.LightningModule):
         self.lr_decay_to, self.lr_decay_every = lr_decay_to, int(lr_decay_every)
         self.max_epochs, self.seed = int(max_epochs), int(seed)
         self.vali_metric = parse_metric(vali_metric).name
-        self.vali_key = metric_key("vali", self.vali_metric)
+        # One name per value, the same in ``history`` and in what Lightning's logger receives
+        # (the runner's tracker maps these names to its own keys).
+        self.vali_key = f"vali_{self.vali_metric}"
         self.vali_batch_cells = int(vali_batch_cells)
         self.history: list[dict[str, float]] = []
         self._tensors: dict[str, Tensor] = {}
@@ -223,9 +224,9 @@ class RankingModule(L.LightningModule):
             "time_epoch_s": seconds,  # plus validation
         }
         if mean is not None:
-            self.log("train/loss", mean, on_epoch=True, sync_dist=True, batch_size=1)
+            self.log("train_loss", mean, on_epoch=True, sync_dist=True, batch_size=1)
             record["train_loss"] = float(mean)
-        self.log("train/lr", self._epoch_lr, on_epoch=True, sync_dist=True, batch_size=1)
+        self.log("lr", self._epoch_lr, on_epoch=True, sync_dist=True, batch_size=1)
         record["lr"] = self._epoch_lr
         if self.vali_set is not None:
             record[f"vali_{self.vali_metric}"] = self._last_vali

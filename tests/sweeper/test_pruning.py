@@ -155,8 +155,7 @@ def test_a_bad_pruner_option_is_one_config_error() -> None:
 # ------------------------------------------------------------------------------ the real app
 def test_real_app_prunes_trials_marks_their_runs_and_shares_preprocessing(tmp_path: Path) -> None:
     from tests.sweeper.test_app_sweep import COMMON, learnable_letor_folder
-    from ltr_bench.runner import TAG_FOLDS_DONE, TAG_PRUNED
-    from ltr_bench.tracking import TAG_REEVALUATION, TAG_TRIAL
+    from ltr_bench.tracking_keys import TAG_FOLDS_DONE, TAG_PRUNED, TAG_REEVALUATION, TAG_TRIAL
     from tests.test_e2e import LTR_BENCH, _client, _env, _runs
 
     import subprocess
