@@ -430,8 +430,9 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike[str] | None = None, *, ve
         )
     ctx = job_context(output_dir)
     configure_threads(cfg)
-    seed_everything(int(cfg.seed))
     dataset = instantiate(cfg.dataset, _convert_="all")
+    build_ranker(cfg)  # the ranker validates its config (e.g. its loss's kind) before any run is logged
+    seed_everything(int(cfg.seed))
     tracker = Tracker.from_config(cfg.tracking, ctx.cwd)
     tags = common_tags(cfg, ctx)
     if mode == "inner_cv":

@@ -169,7 +169,7 @@ def test_mq2008_one_fold(tmp_path: Path) -> None:
 @pytest.mark.parametrize("args, needle", [
     (["model=nosuch"], "model=nosuch is not an option of the config group 'model'"),
     (["dataset=mq2008", "dataset.root=/no/such/dir"], "dataset.root"),
-    (["loss=none"], "model=direct_ranker does not use loss=none; choose one of ["),
+    (["loss=none"], "loss=none is not a loss, and this model trains with pair losses; choose a pair loss, one of ["),
     (["seed=-1"], "seed must be a non-negative integer"),
 ])
 def test_user_errors_print_one_line_and_exit_2(tmp_path: Path, args: list[str], needle: str) -> None:

@@ -17,7 +17,6 @@ iterables that are not DataLoaders).
 from __future__ import annotations
 
 import contextlib
-import inspect
 import logging
 import math
 import tempfile
@@ -37,78 +36,22 @@ from ltr_bench.data.batching import QueryBatches
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
+from ltr_bench.losses import LossInfo, LossKind, resolve_loss
 from ltr_bench.metrics import metric_padded, parse_metric
 from ltr_bench.models.base import Ranker
-from ltr_bench.models.networks import FeatureMLP, Scorer, make_activation
+from ltr_bench.models.networks import (
+    DEFAULT_OPTIMIZER,
+    FeatureMLP,
+    Scorer,
+    build_optimizer,
+    make_activation,
+)
 
-OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
-    "adam": torch.optim.Adam,
-    "adamw": torch.optim.AdamW,
-    "sgd": torch.optim.SGD,
-}
-DEFAULT_OPTIMIZER: dict[str, Any] = {"name": "adam", "lr": 4e-3}  # as conf/optimizer/adam.yaml
 # Keys of a group option that describe it rather than parametrise the callable.
 _META_KEYS = ("name", "_target_", "_partial_", "_recursive_", "_convert_")
 
 
 # ====================================================================== config helpers
-def _spec(value: Any, key: str) -> tuple[str, str | None, dict[str, Any]]:
-    """Split a group option (a name, or a node ``{name, _target_?, **params}``) into its parts."""
-    value = plain(value)
-    if isinstance(value, str):
-        return value.strip().lower(), None, {}
-    if isinstance(value, Mapping):
-        params = {k: v for k, v in value.items() if k not in _META_KEYS}
-        name = str(value.get("name", value.get("_target_", ""))).strip().lower()
-        return name, value.get("_target_"), params
-    raise UserError(f"{key} must be a name or a config node with a 'name' key, got {value!r}")
-
-
-def resolve_loss(
-    value: Any, registry: Mapping[str, Callable[..., Tensor]], other_kinds: Iterable[str],
-    key: str = "loss",
-) -> tuple[str, Callable[..., Tensor]]:
-    """A loss function with its config parameters bound, from a registry name or a config node.
-
-    A node with an unknown ``name`` but a ``_target_`` is a user-defined loss of the same kind (it
-    must accept the same arguments as the registry's losses). Losses of another kind (a list loss
-    for a pairwise model, ...) are rejected with one sentence.
-    """
-    name, target, params = _spec(value, key)
-    if name in registry:
-        fn = registry[name]
-    elif target and name not in set(other_kinds):
-        from hydra.utils import get_method
-
-        fn = get_method(target)
-    else:
-        raise UserError(
-            f"{key}={name!r} does not fit this model; use one of {sorted(registry)}"
-        )
-    accepted = inspect.signature(fn).parameters
-    unknown = sorted(p for p in params if p not in accepted)
-    if unknown:
-        raise UserError(f"{key}.{unknown[0]} is not a parameter of the {name!r} loss")
-    return name, partial(fn, **params) if params else fn
-
-
-def build_optimizer(value: Any, param_groups: list[dict[str, Any]]) -> torch.optim.Optimizer:
-    """A torch optimiser from a registry name (adam, adamw, sgd) or a node with ``_target_``."""
-    name, target, params = _spec(value if value is not None else DEFAULT_OPTIMIZER, "optimizer")
-    if target:
-        from hydra.utils import get_class
-
-        cls = get_class(target)
-    elif name in OPTIMIZERS:
-        cls = OPTIMIZERS[name]
-    else:
-        raise UserError(f"optimizer={name!r} is not known; use one of {sorted(OPTIMIZERS)}")
-    try:
-        return cls(param_groups, **params)
-    except (TypeError, ValueError) as err:
-        raise UserError(f"optimizer={name!r} rejects its parameters {params}: {err}") from err
-
-
 def staircase_factor(epoch: int, max_epochs: int, decay_to: float | None, every: int = 1) -> float:
     """Learning-rate multiplier in (0-based) ``epoch``: geometric stairs from 1 to ``decay_to``.
 
@@ -372,7 +315,9 @@ class NeuralRanker(Ranker):
         name, accepts: model-config metadata (kept, not used for training).
     """
 
-    #: default loss of the class (a registry name)
+    #: what the class trains on: a loss of this kind (see :mod:`ltr_bench.losses`)
+    loss_kind: LossKind = "pair"
+    #: default loss of the class (the short name of a built-in loss)
     default_loss: str = "l2"
 
     def __init__(
@@ -441,7 +386,13 @@ class NeuralRanker(Ranker):
         if self.early_stopping_patience is not None and self.early_stopping_patience < 0:
             raise UserError(f"model.early_stopping_patience must be >= 0 or null, got {self.early_stopping_patience}")
         make_activation(self.output_activation, key="model.output_activation")
+        self.resolve_loss()
         FeatureMLP(1, self.hidden_sizes, self.activation, self.dropout, self.bias)
+
+    def resolve_loss(self) -> tuple[Any, LossInfo]:
+        """This ranker's loss function (parameters bound) and its kind and cost; a loss of
+        another kind than :attr:`loss_kind` is a one-sentence :class:`UserError`."""
+        return resolve_loss(self.loss, self.loss_kind)
 
     def build_scorer(self, n_features: int) -> Scorer:
         """A freshly initialised scorer ``g`` for ``n_features`` inputs."""

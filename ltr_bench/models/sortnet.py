@@ -35,10 +35,14 @@ from torch import nn
 
 from ltr_bench.data.padding import pad_index, sorted_chunks
 from ltr_bench.data.queryset import QuerySet
+from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
 from ltr_bench.models.base import Ranker
+from ltr_bench.models.networks import build_optimizer, optimizer_class
 
 _ACTIVATIONS = {"sigmoid": torch.sigmoid, "tanh": torch.tanh, "relu": torch.relu}
+# The comparator's optimiser when none is given (conf/model/sortnet.yaml: optimizer=adam, lr 0.003).
+DEFAULT_OPTIMIZER: dict[str, Any] = {"name": "adam", "lr": 3e-3, "weight_decay": 0.0}
 
 
 class CmpNN(nn.Module):
@@ -105,7 +109,9 @@ class SortNet(Ranker):
         hidden_activation: ``sigmoid`` (paper), ``tanh`` or ``relu``.
         max_iter: iterations of the incremental procedure (paper: 20).
         epochs_per_iter: epochs of comparator training on ``TP`` per iteration.
-        optimizer: ``adam`` or ``sgd``; ``lr``, ``weight_decay``, ``batch_size`` as usual.
+        optimizer: the optimizer group's option (``conf/optimizer``: a node ``{name, _target_,
+            lr, weight_decay, ...}``) or a registry name; default Adam with lr 0.003.
+        batch_size: pairs per optimisation step.
         max_new_pairs: at most this many newly mis-compared pairs (a seeded random sample) join
             ``TP`` per iteration (and as many join ``VP``); caps work on large data.
         max_pairs: cap on ``|TP|`` (and ``|VP|``); when exceeded, old pairs are dropped at random
@@ -133,9 +139,7 @@ class SortNet(Ranker):
         hidden_activation: str = "sigmoid",
         max_iter: int = 20,
         epochs_per_iter: int = 5,
-        optimizer: str = "adam",
-        lr: float = 3e-3,
-        weight_decay: float = 0.0,
+        optimizer: Any = None,
         batch_size: int = 512,
         max_new_pairs: int = 20000,
         max_pairs: int = 200000,
@@ -148,8 +152,8 @@ class SortNet(Ranker):
         seed: int = 0,
     ) -> None:
         super().__init__(seed=seed, name=name, accepts=accepts)
-        if optimizer not in ("adam", "sgd"):
-            raise UserError(f"model.optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+        self.optimizer = plain(optimizer) if optimizer is not None else dict(DEFAULT_OPTIMIZER)
+        optimizer_class(self.optimizer)  # a one-sentence error now, not after loading data
         for key, value in (
             ("max_iter", max_iter),
             ("epochs_per_iter", epochs_per_iter),
@@ -167,9 +171,6 @@ class SortNet(Ranker):
         self.hidden_activation = str(hidden_activation)
         self.max_iter = int(max_iter)
         self.epochs_per_iter = int(epochs_per_iter)
-        self.optimizer = optimizer
-        self.lr = float(lr)
-        self.weight_decay = float(weight_decay)
         self.batch_size = int(batch_size)
         self.max_new_pairs = int(max_new_pairs)
         self.max_pairs = int(max_pairs)
@@ -278,12 +279,7 @@ class SortNet(Ranker):
         """Train on ``TP`` for ``epochs_per_iter`` epochs; keep the epoch best on ``VP``."""
         n_t = x_train.shape[0]
         left, right = torch.from_numpy(tp // n_t), torch.from_numpy(tp % n_t)
-        if self.optimizer == "adam":
-            opt: torch.optim.Optimizer = torch.optim.Adam(
-                net.parameters(), lr=self.lr, weight_decay=self.weight_decay
-            )
-        else:
-            opt = torch.optim.SGD(net.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        opt = build_optimizer(self.optimizer, net.parameters())
         best_loss, best_state, loss_t = np.inf, None, np.nan
         for _ in range(self.epochs_per_iter):
             perm = torch.from_numpy(rng.permutation(len(tp)))
