@@ -69,6 +69,18 @@ class ScoringPipeline:
     metrics: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
 
+    # -------------------------------------------------------------- saving (for the tracking gateway)
+    qid_column = QID_COLUMN
+
+    def feature_columns(self) -> list[str]:
+        """Input columns of the logged model besides ``qid``: ``f1`` .. ``f<F>``."""
+        return feature_columns(self.n_features)
+
+    def save(self, folder: str | Path) -> Path:
+        """Write the pipeline into ``folder`` (see :func:`save_pipeline`); the tracking gateway
+        calls this, so it needs no import of the data or model layers."""
+        return save_pipeline(self, folder)
+
     # -------------------------------------------------------------- scoring
     def check_features(self, n_features: int, where: str = "the input") -> None:
         if int(n_features) != self.n_features:

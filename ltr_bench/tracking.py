@@ -859,19 +859,17 @@ def log_scoring_model(
     from mlflow.models import Model, ModelSignature
     from mlflow.types import ColSpec, Schema
 
-    from ltr_bench.saved_model import QID_COLUMN, feature_columns, save_pipeline
-
     _quiet_mlflow()
+    columns = pipeline.feature_columns()
     signature = ModelSignature(
-        inputs=Schema([ColSpec("long", QID_COLUMN, required=False)]
-                      + [ColSpec("float", c) for c in feature_columns(pipeline.n_features)]),
+        inputs=Schema([ColSpec("long", pipeline.qid_column, required=False)]
+                      + [ColSpec("float", c) for c in columns]),
         outputs=Schema([ColSpec("double", "score")]),
     )
-    columns = feature_columns(pipeline.n_features)
     example = pd.DataFrame(np.zeros((2, len(columns)), dtype=np.float32), columns=columns)
-    example.insert(0, QID_COLUMN, np.array([1, 1], dtype=np.int64))
+    example.insert(0, pipeline.qid_column, np.array([1, 1], dtype=np.int64))
     with tempfile.TemporaryDirectory(prefix="ltr_bench_model_") as tmp:
-        data = save_pipeline(pipeline, Path(tmp) / "pipeline")  # NotImplementedError: not savable
+        data = pipeline.save(Path(tmp) / "pipeline")  # NotImplementedError: not savable
         model = client.create_logged_model(experiment_id, name=MODEL_NAME, source_run_id=run_id,
                                            params={k: str(v) for k, v in pipeline.info.items()})
         try:

@@ -73,7 +73,7 @@ def _log_report_run(tracking_uri: str, experiment: str, report: "Report",
 def report_options(args: Sequence[str]) -> dict[str, Any]:
     """Keyword arguments of :func:`make_report` from ``ltr-bench-report``-style options
     (``["--metrics", "ndcg@10", "map", "--split", "vali"]``, as experiment configs hold them)."""
-    from ltr_bench.report.cli import build_parser
+    from ltr_bench.report.options import build_parser
 
     parser = build_parser()
     known = ["--experiment", "_", *args]
