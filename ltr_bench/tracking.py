@@ -503,6 +503,13 @@ def find_experiment(tracking_uri: str, name: str) -> tuple[str | None, list[str]
     return None, sorted(e.name for e in client.search_experiments(max_results=50))
 
 
+def download_run_artifact(tracking_uri: str, run_id: str, path: str, dst: str | os.PathLike[str]) -> Path:
+    """The artifact ``path`` of run ``run_id``, downloaded into the folder ``dst``; its local path."""
+    client = open_client(tracking_uri)
+    Path(dst).mkdir(parents=True, exist_ok=True)
+    return Path(client.download_artifacts(run_id, path, str(dst)))
+
+
 def runs_frame(tracking_uri: str, experiment_id: str, search_filter: str = "") -> Any:
     """Every run of an experiment matching ``search_filter`` as a DataFrame laid out like
     ``mlflow.search_runs``: ``run_id, status, start_time, end_time`` (UTC timestamps) and

@@ -10,6 +10,9 @@ Files (``<slug>`` = ``<protocol>_<eval>_<dataset>_<metric key>``)::
     table3.{md,csv,tex}          Table 3 layout (run times)
     pvalues/<slug>.{csv,png}     corrected t-test p-values between every pair of models
     cd/<slug>.png                critical-difference diagram (Friedman / Nemenyi)
+    bayes/<slug>.{csv,png}       Bayesian correlated t-test: P(A better), P(equivalent), P(B better)
+    per_query/<slug>_fold<k>.{md,csv}  per-query tests on one split and wins/ties/losses against
+                                 a baseline (with ``baseline``)
     friedman_nemenyi.md          text summary of the Friedman / Nemenyi results
     fold_runs.csv                the fold runs used (run ids and values), for traceability
 """
@@ -21,7 +24,7 @@ from pathlib import Path
 
 from ltr_bench import tracking_keys as tk
 from ltr_bench.errors import UserError
-from ltr_bench.report import plots, tables
+from ltr_bench.report import bayes, plots, tables
 from ltr_bench.report.collect import FoldRuns
 from ltr_bench.report.significance import compare, friedman_summary
 from ltr_bench.stats import MISSING
@@ -58,13 +61,20 @@ def check_metrics(runs: FoldRuns, metrics: list[str], split: str) -> None:
 
 
 def build_report(
-    runs: FoldRuns, out: str | Path, metrics: list[str], split: str = "test", alpha: float = 0.05
+    runs: FoldRuns, out: str | Path, metrics: list[str], split: str = "test", alpha: float = 0.05,
+    *, rope: float = bayes.DEFAULT_ROPE, per_query: dict | None = None, baseline: str | None = None,
 ) -> Report:
-    """Compute tables, tests and figures from ``runs`` and write them into ``out``."""
+    """Compute tables, tests and figures from ``runs`` and write them into ``out``.
+
+    ``per_query`` maps ``(protocol, eval, dataset, fold)`` to a queries x models frame of the
+    first metric (see :func:`ltr_bench.report.make.per_query_values`); with ``baseline`` it adds
+    the per-query tests of that split.
+    """
     check_metrics(runs, metrics, split)
     out = Path(out)
     (out / "pvalues").mkdir(parents=True, exist_ok=True)
     (out / "cd").mkdir(parents=True, exist_ok=True)
+    (out / "bayes").mkdir(parents=True, exist_ok=True)
     frame = runs.frame
     report = Report(out=out, table1_markdown="", notes=list(runs.notes))
     files = report.files
@@ -94,7 +104,16 @@ def build_report(
 
     comparisons = compare(frame, metrics, split, alpha)
     figure_lines = []
+    bayes_lines = []
     for c in comparisons:
+        if c.pvalues is not None:
+            table = bayes.bayes_table(c.scores, c.ratio, rope)
+            write(f"bayes/{c.slug}.csv", table.to_csv(index=False))
+            png = out / "bayes" / f"{c.slug}.png"
+            bayes.bayes_plot(table, f"How sure: {c.title}", rope, png)
+            files.append(png)
+            figure_lines.append(f"- Bayesian correlated t-test, {c.title}: [bayes/{c.slug}.png](bayes/{c.slug}.png)")
+            bayes_lines += [f"### {c.title}", "", bayes.bayes_markdown(table, rope)]
         if c.pvalues is not None:
             write(f"pvalues/{c.slug}.csv", c.pvalues.to_csv(index_label="model"))
             png = out / "pvalues" / f"{c.slug}.png"
@@ -107,6 +126,17 @@ def build_report(
             files.append(png)
             figure_lines.append(f"- CD diagram, {c.title}: [cd/{c.slug}.png](cd/{c.slug}.png)")
         report.notes += [f"{c.title}: {n}" for n in c.notes]
+    per_query_lines = []
+    for (protocol, eval_name, dataset, fold), values in sorted((per_query or {}).items()):
+        if baseline is None:
+            break
+        _, wtl, text = bayes.per_query_section(values, baseline)
+        stem = f"per_query/{protocol}_{eval_name}_{dataset}_fold{fold}"
+        (out / "per_query").mkdir(exist_ok=True)
+        write(f"{stem}.md", text)
+        write(f"{stem}.csv", wtl.to_csv(index_label="model"))
+        per_query_lines += [f"### {dataset}, split {fold + 1} ({tables.setting_label(protocol, eval_name)}), "
+                            f"{metrics[0]} on {split}", "", text]
     summary = friedman_summary(comparisons)
     write("friedman_nemenyi.md", summary)
     write("fold_runs.csv", frame.to_csv(index=False))
@@ -133,6 +163,14 @@ def build_report(
         *(figure_lines or ["- none (fewer than 2 models everywhere)"]),
         "",
         summary.replace("# Friedman", "## Friedman", 1).replace("\n## ", "\n### "),
+        f"## How sure: Bayesian correlated t-test (ROPE ±{rope:g})",
+        "",
+        "Posterior probabilities that A is better by more than the ROPE, that the two are within "
+        "it of each other (practically equivalent), and that B is better (Corani & Benavoli 2015; "
+        "the Nadeau-Bengio correction for overlapping training sets).",
+        "",
+        *(bayes_lines or ["- none (fewer than 2 models everywhere)", ""]),
+        *(["## Per-query tests on one split", "", *per_query_lines] if per_query_lines else []),
         "## Notes",
         "",
         *([f"- {n}" for n in report.notes] or ["- none"]),
@@ -148,7 +186,8 @@ def build_report(
 def _figure_paths(comparisons, out: Path) -> list[tuple[str, Path]]:
     found = []
     for c in comparisons:
-        for kind, folder in (("p-values", "pvalues"), ("CD diagram", "cd")):
+        for kind, folder in (("p-values", "pvalues"), ("CD diagram", "cd"),
+                             ("Bayesian correlated t-test", "bayes")):
             path = out / folder / f"{c.slug}.png"
             if path.is_file():
                 found.append((f"{kind}, {c.title}", path))

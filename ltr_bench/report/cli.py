@@ -23,7 +23,8 @@ def run(args: argparse.Namespace) -> int:
 
     report = make_report(args.tracking_uri, args.experiment, args.out, args.metrics,
                          protocol=args.protocol, eval_name=args.eval_name, split=args.split,
-                         alpha=args.alpha, log_run=args.log_to_mlflow)
+                         alpha=args.alpha, log_run=args.log_to_mlflow, rope=args.rope,
+                         baseline=args.baseline, per_query_fold=args.per_query_fold)
     print(report.table1_markdown)
     for note in report.notes:
         print(f"Note: {note}")

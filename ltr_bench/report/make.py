@@ -31,6 +31,9 @@ def make_report(
     split: str = "test",
     alpha: float = 0.05,
     log_run: bool = True,
+    rope: float = 0.01,
+    baseline: str | None = None,
+    per_query_fold: int | None = None,
 ) -> "Report":
     """Build the report of ``experiment``'s fold runs into ``out``; with ``log_run`` also log its
     files as artifacts of a new run ``report <experiment>`` (``ltr.role=report``), whose id and
@@ -42,11 +45,19 @@ def make_report(
         raise UserError(f"--alpha {alpha}: must be between 0 and 1.")
     if split not in ("test", "vali"):
         raise UserError(f"--split {split}: must be test or vali.")
+    if rope < 0:
+        raise UserError(f"--rope {rope}: must be >= 0.")
     runs = collect_fold_runs(tracking_uri, experiment, protocol, eval_name)
-    report = build_report(runs, out, list(metrics), split, alpha)
+    per_query = None
+    if baseline is not None:
+        per_query = per_query_values(tracking_uri, runs.frame, metrics[0], split, baseline,
+                                     per_query_fold, Path(out) / ".per_query_downloads")
+    report = build_report(runs, out, list(metrics), split, alpha, rope=rope, per_query=per_query,
+                          baseline=baseline)
     if log_run:
         options = {"report.metrics": " ".join(metrics), "report.split": split, "report.alpha": alpha,
-                   "report.protocol": protocol, "report.eval": eval_name}
+                   "report.protocol": protocol, "report.eval": eval_name, "report.rope": rope,
+                   "report.baseline": baseline}
         report.run_id, report.link = _log_report_run(tracking_uri, experiment, report, options,
                                                      len(runs.frame))
     return report
@@ -83,4 +94,43 @@ def report_options(args: Sequence[str]) -> dict[str, Any]:
         raise UserError(f"report_args {list(args)}: not options of ltr-bench-report "
                         "(see ltr-bench-report --help)") from None
     return {"metrics": ns.metrics, "protocol": ns.protocol, "eval_name": ns.eval_name,
-            "split": ns.split, "alpha": ns.alpha}
+            "split": ns.split, "alpha": ns.alpha, "rope": ns.rope, "baseline": ns.baseline,
+            "per_query_fold": ns.per_query_fold}
+
+
+PER_QUERY_FILE = "per_query_metrics.csv"  # logged by every fold run (runner)
+
+
+def per_query_values(tracking_uri: str, frame: Any, metric: str, split: str, baseline: str,
+                     fold: int | None, downloads: Path) -> dict[tuple[str, str, str, int], Any]:
+    """Per (protocol, eval, dataset, fold): a queries x models frame of ``metric`` on ``split``,
+    read from each fold run's ``per_query_metrics.csv`` (one split: ``fold``, else the first)."""
+    import pandas as pd
+
+    from ltr_bench.tracking import download_run_artifact
+
+    if baseline not in set(frame["model"]):
+        raise UserError(f"--baseline {baseline}: no fold runs of that model (models: "
+                        f"{', '.join(sorted(set(frame['model'])))}).")
+    out = {}
+    for (protocol, eval_name, dataset), runs in frame.groupby(["protocol", "eval", "dataset"], sort=True):
+        chosen = int(runs["fold"].min()) if fold is None else int(fold)
+        runs = runs[runs["fold"] == chosen]
+        if baseline not in set(runs["model"]):
+            continue
+        columns = {}
+        for model, run_id in zip(runs["model"], runs["run_id"]):
+            try:
+                path = download_run_artifact(tracking_uri, run_id, PER_QUERY_FILE, downloads / run_id)
+            except Exception as exc:  # an older run without per-query values: left out, noted
+                columns[model] = exc
+                continue
+            values = pd.read_csv(path)
+            values = values[values["split"] == split]
+            if metric not in values:
+                raise UserError(f"--metrics {metric}: not in {PER_QUERY_FILE} of run {run_id}.")
+            columns[model] = values.set_index("qid")[metric]
+        kept = {m: v for m, v in columns.items() if not isinstance(v, Exception)}
+        if baseline in kept and len(kept) >= 2:
+            out[(protocol, eval_name, dataset, chosen)] = pd.DataFrame(kept)
+    return out

@@ -66,6 +66,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="Significance level for marking p-values and the critical difference (default: 0.05).",
     )
     parser.add_argument(
+        "--rope",
+        type=float,
+        default=0.01,
+        help="Region of practical equivalence of the Bayesian correlated t-test: two models whose "
+        "mean difference lies within +-ROPE are 'practically equivalent' (default: 0.01).",
+    )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="MODEL",
+        help="Per-query tests on one split (randomization and paired t-test, Holm-adjusted) and "
+        "wins/ties/losses of every model against MODEL, from the runs' per_query_metrics.csv.",
+    )
+    parser.add_argument(
+        "--per-query-fold",
+        type=int,
+        default=None,
+        metavar="FOLD",
+        help="The split of the per-query tests (0-based fold tag; default: the first fold).",
+    )
+    parser.add_argument(
         "--no-mlflow-artifacts",
         dest="log_to_mlflow",
         action="store_false",
