@@ -157,17 +157,19 @@ def _fmt_t(r: dict | None, key: str = "seconds") -> str:
     return f"{r[key]:.1f} s"
 
 
-def size_sweep(args, files: dict[int, Path]) -> None:
+def size_sweep(args, files: dict[int, Path]) -> dict[int, float]:
     print(f"\n== size sweep (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores) ==")
     head = (f"{'lines':>10} {'MB':>6} | {'old path':>9} {'sk qid':>8} {'sk no qid':>9} | "
             f"{'new':>7} {'cpu':>7} {'MB/s':>5} {'scaling':>7} {'peak':>6}")
     print(head + "\n" + "-" * len(head))
     base = None
+    parse_s: dict[int, float] = {}
     for n, path in files.items():
         mb = path.stat().st_size / 1e6
         old = measure("old", path, args.timeout) if n <= args.old_max else None
         sk = measure("sklearn", path, args.timeout) if n <= args.sklearn_max else None
         new = measure("new", path, args.timeout)
+        parse_s[n] = new["seconds"]
         per_line = new["seconds"] / n
         base = base or per_line
         peak = new["peak_extra"] / new["result_bytes"]
@@ -182,16 +184,19 @@ def size_sweep(args, files: dict[int, Path]) -> None:
     print("scaling = time per line / time per line at the smallest size (linear = 1.00); "
           "peak = peak RSS growth / float32 result; cpu = the new path's user+system CPU time "
           "(the wall time on a shared machine depends on the load)")
+    return parse_s
 
 
-def reload_ratios(args, path: Path) -> None:
+def reload_ratios(args, path: Path, t_parse: float | None) -> None:
+    """Reload speed-ups over ``t_parse`` (the sweep's new-path time, else measured here)."""
     from ltr_bench.data.letor import load_letor, parse_letor
 
     cache = Path(tempfile.mkdtemp(prefix="cache_", dir=args.out))
     try:
-        t = time.perf_counter()
-        parse_letor(path, N_FEATURES)
-        t_parse = time.perf_counter() - t
+        if t_parse is None:
+            t = time.perf_counter()
+            parse_letor(path, N_FEATURES)
+            t_parse = time.perf_counter() - t
         t = time.perf_counter()
         load_letor(path, N_FEATURES, cache_dir=cache)
         t_first = time.perf_counter() - t
@@ -305,10 +310,10 @@ def main() -> None:
                 print(f"wrote {p} ({p.stat().st_size / 1e6:.0f} MB) in "
                       f"{time.perf_counter() - t:.0f} s", flush=True)
             files[n] = p
-        if not args.no_sweep:
-            size_sweep(args, files)
+        parse_s = {} if args.no_sweep else size_sweep(args, files)
         if files:
-            reload_ratios(args, files[args.reload_size or max(files)])
+            n = args.reload_size or max(files)
+            reload_ratios(args, files[n], parse_s.get(n))
         if files and not args.no_quantile:
             quantile_normal(files[min(files)])
         if args.e2e:

@@ -42,7 +42,8 @@ _EXACT_INT = 2**53
 _MAX_INDEX = 2**31 - 1
 
 _DIGITS = b"0123456789+-"
-_SKELETON_ALLOWED = b" :\r\n.eEqid"
+_SEPARATORS = b" :\r\n.eE"
+_DECIMAL_QID = re.compile(rb"qid:[^ \r\n]")
 _SEPS_DROP = b".eEqid\r"
 _COLON_TO_SPACE = bytes.maketrans(b":", b" ")
 _COMMENT = re.compile(rb"#[^\n]*")
@@ -141,23 +142,25 @@ def _table(block: bytes) -> list[np.ndarray] | None:
     if b"#" in block:
         block = _COMMENT.sub(b"", block)
     skel = block.translate(None, _DIGITS)
-    if skel.translate(None, _SKELETON_ALLOWED):
-        return None  # characters other than numbers, separators and 'qid'
     n = skel.count(b"\n")
-    if n == 0 or any(skel.count(c) != n for c in (b" qid:", b"q", b"i", b"d")):
-        return None
+    letters = skel.translate(None, _SEPARATORS)
+    if n == 0 or len(letters) != 3 * n or letters.count(b"qid") != n:
+        return None  # other characters than numbers and separators, or not one 'qid' a line
+    if block.count(b" qid:") != n or _DECIMAL_QID.search(skel):
+        return None  # a line without ' qid:' as its second field, or a qid like 1e2 or 3.0
     if b".:" in skel or b"e:" in skel or b"E:" in skel:
         return None  # an index written as a decimal: scikit-learn's int() rejects it
-    if sum(skel.count(b" qid:" + end) for end in (b" ", b"\n", b"\r")) != n:
-        return None  # a qid written as a decimal (1e2, 3.0)
     if b"\r" in skel and skel.count(b"\r") != skel.count(b"\r\n"):
         return None
     seps = skel.translate(None, _SEPS_DROP)
     first = seps[: seps.index(b"\n") + 1]
     if not _LINE_PATTERN.fullmatch(first) or len(seps) != len(first) * n or seps.count(first) != n:
         return None  # n non-overlapping copies filling the length: every line has this layout
+    trailing = first.endswith(b" \n")
+    if trailing and block.count(b" \n") + block.count(b" \r\n") != n:
+        return None  # the space before the newline must end the line, not start a stray token
     k = first.count(b":") - 1
-    n_cols = 2 * k + 3 + (1 if first.endswith(b" \n") else 0)
+    n_cols = 2 * k + 3 + (1 if trailing else 0)
     import pandas as pd
 
     try:

@@ -151,3 +151,47 @@ def test_mq2008_all_files_bit_identical_to_sklearn(real_root, monkeypatch):
     monkeypatch.setattr("sklearn.datasets.load_svmlight_file", _boom)  # all on the fast path
     for p, ref in zip(paths, refs):
         assert_same(read_letor(p), ref)
+
+
+_EDITS = st.lists(
+    st.tuples(st.integers(0, 10**6), st.sampled_from(list(b" :q.eE\t\r\n#-+0x")),
+              st.sampled_from(["insert", "delete", "replace"])),
+    min_size=1, max_size=4,
+)
+
+
+def _edit(data: bytes, edits) -> bytes:
+    out = bytearray(data)
+    for pos, byte, kind in edits:
+        i = pos % (len(out) + 1)
+        if kind == "insert":
+            out.insert(i, byte)
+        elif out and i < len(out):
+            if kind == "delete":
+                del out[i]
+            else:
+                out[i] = byte
+    return bytes(out)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(letor_files(), _EDITS, st.sampled_from([16, 1 << 20]))
+def test_damaged_files_read_like_sklearn_or_rejected_like_it(tmp_path_factory, file, edits, bb):
+    """Differential fuzzing: after random edits, either both parsers reject the file or the
+    arrays are the same (scikit-learn dropping a line's missing qid counts as a rejection)."""
+    data = _edit(file[0], edits)
+    path = tmp_path_factory.mktemp("fuzz") / "f.txt"
+    path.write_bytes(data)
+    try:
+        ref = sklearn_arrays(data, None)
+        if len(ref[2]) != len(ref[1]):
+            ref = None
+    except Exception:  # noqa: BLE001 - any rejection
+        ref = None
+    try:
+        raw = read_letor(path, block_bytes=bb)
+    except letor_reader.BlockRejected:
+        raw = None
+    assert (raw is None) == (ref is None), data
+    if ref is not None:
+        assert_same(raw, ref)
