@@ -1,4 +1,4 @@
-"""The ``ltr-bench`` command: a Hydra app over the repository's ``conf/`` tree.
+"""The ``ltr-bench`` command: a Hydra app over the ``conf/`` tree (``pkg://ltr_bench.conf``).
 
 ``main()`` is the console script. It wraps Hydra so that every mistake in user input — an
 unknown option or key, a bad value, a missing data folder, a model/loss mismatch — prints one
@@ -17,16 +17,8 @@ from typing import Any, Sequence
 import hydra
 from omegaconf import DictConfig
 
+from ltr_bench.config_tree import CONFIG_PATH, config_dir
 from ltr_bench.errors import UserError
-
-
-def config_dir() -> str:
-    """The ``conf/`` tree: inside the package if shipped there, else the repository's top level."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "conf", here.parent / "conf"):
-        if (candidate / "config.yaml").is_file():
-            return str(candidate)
-    raise UserError(f"the config tree conf/config.yaml was not found next to {here}; reinstall ltr_bench")
 
 
 _deferred: list[BaseException] = []
@@ -68,10 +60,11 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        from ltr_bench.protocols import plan_refits
+        from ltr_bench.sweeper.refit import plan_refits
 
         refits = plan_refits(args)
-        app = hydra.main(version_base="1.3", config_path=config_dir(), config_name="config")(_task)
+        config_dir()  # a missing tree is one sentence, not Hydra's report
+        app = hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="config")(_task)
     except UserError as exc:
         _fail(str(exc))
     if refits is not None and len(refits) > 1:
@@ -86,6 +79,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         app()
         if _deferred:
             raise _deferred.pop()
+        if refits is not None:  # one refit: the table once the sweep holds more than this one
+            table = refit_table(refits[0].sweep_dir, min_refits=2)
+            if table:
+                print("\n" + table, flush=True)
     except KeyboardInterrupt:
         _interrupted()
     except SystemExit as exc:
@@ -124,30 +121,46 @@ def _is_failed_run(exc: BaseException) -> bool:
 
 def _run_refits(refits: Sequence[Any]) -> int:
     """Refit several studies (e.g. one per outer fold, maybe each with several seeds), one
-    ``ltr-bench`` process each, then print their test metrics side by side with the mean (SE);
-    returns the worst exit code."""
-    import json
+    ``ltr-bench`` process each, then print the test metrics of every refit of the sweep side by
+    side with the mean (SE); returns the worst exit code."""
     import subprocess
 
-    codes, rows = [], []
+    codes = []
     for i, r in enumerate(refits, 1):
         seed = f" seed={r.seed}" if r.seed is not None else ""
         print(f"[refit {i}/{len(refits)}] {r.label}{seed} (study {r.study_name})", flush=True)
-        code = subprocess.call([sys.executable, "-m", "ltr_bench.cli", *r.overrides])
-        codes.append(code)
-        res = Path(r.output_dir or "") / "results.json"
-        if code == 0 and r.output_dir and res.is_file():
-            rows.append((r.label, r.seed, json.loads(res.read_text())["mean"].get("test", {})))
-    if rows:
-        print("\n" + refit_summary(rows))
+        codes.append(subprocess.call([sys.executable, "-m", "ltr_bench.cli", *r.overrides]))
+    table = refit_table(refits[0].sweep_dir)
+    if table:
+        print("\n" + table)
     return max(codes)
+
+
+def refit_table(sweep_dir: str | None, min_refits: int = 1) -> str | None:
+    """:func:`refit_summary` of every refit of the sweep (the latest per study and seed, from
+    ``<sweep dir>/refit/``), or None with fewer than ``min_refits``."""
+    from ltr_bench.sweeper.refit import find_refits
+
+    if not sweep_dir:
+        return None
+    found, superseded = find_refits(sweep_dir)
+    rows = [(r.label, r.seed, (r.results.get("mean") or {}).get("test") or {}) for r in found]
+    rows = [row for row in rows if row[2]]
+    if len(rows) < max(min_refits, 1):
+        return None
+    table = refit_summary(rows)
+    if superseded:
+        table += (f"\n({superseded} older refit(s) of the same study and seed left out: "
+                  "the latest of each counts)")
+    return table
 
 
 def refit_summary(rows: Sequence[tuple[str, int | None, dict[str, float]]]) -> str:
     """The refits' test metrics as a text table: a row per study and their mean(SE) over the
-    studies. With several seeds per study a row is the study's mean over its seeds, and a last
-    block shows the mean over studies for each seed and the standard deviation of that figure
-    across seeds (how far a single-seed result can move)."""
+    studies. The title says which seeds were averaged. With several seeds per study a row is the
+    study's mean over its seeds (listed at the row's end when studies differ in their seeds), and
+    a last block shows the mean over studies for each seed all studies have and the standard
+    deviation of that figure across seeds (how far a single-seed result can move)."""
     import numpy as np
 
     from ltr_bench.stats import format_mean_se, mean_se
@@ -156,6 +169,9 @@ def refit_summary(rows: Sequence[tuple[str, int | None, dict[str, float]]]) -> s
     labels = list(dict.fromkeys(label for label, _, _ in rows))
     seeds = list(dict.fromkeys(seed for _, seed, _ in rows if seed is not None))
     by_label = {lab: [m for label, _, m in rows if label == lab] for lab in labels}
+    seeds_of = {lab: [s for label, s, _ in rows if label == lab and s is not None] for lab in labels}
+    same_seeds = all(sorted(v) == sorted(seeds) for v in seeds_of.values())
+    common = [s for s in seeds if all(s in v for v in seeds_of.values())]
 
     def mean_of(ms: Sequence[dict[str, float]], n: str) -> float:
         return float(np.mean([m.get(n, float("nan")) for m in ms]))
@@ -163,17 +179,21 @@ def refit_summary(rows: Sequence[tuple[str, int | None, dict[str, float]]]) -> s
     width = max(12, *(len(label) + 2 for label in labels))
     head = f"{'':<{width}}" + "".join(f"{n:>11}" for n in names)
     title = "refit test metrics per study"
-    if len(seeds) > 1:
-        title += f" (mean over seeds {', '.join(map(str, seeds))})"
+    if seeds and same_seeds:
+        title += (f" (mean over seeds {', '.join(map(str, seeds))})" if len(seeds) > 1
+                  else f" (seed {seeds[0]})")
+    elif seeds:
+        title += " (mean over each study's seeds, listed after its metrics)"
     lines = [title, head]
     for lab in labels:
-        lines.append(f"{lab:<{width}}" + "".join(f"{mean_of(by_label[lab], n):>11.4f}" for n in names))
+        tail = "" if same_seeds else "   seeds " + ",".join(map(str, seeds_of[lab]))
+        lines.append(f"{lab:<{width}}" + "".join(f"{mean_of(by_label[lab], n):>11.4f}" for n in names) + tail)
     stats = [mean_se([mean_of(by_label[lab], n) for lab in labels]) for n in names]
     lines.append(f"{'mean(SE)':<{width}}" + "".join(f"{format_mean_se(mu, se):>11}" for mu, se, _ in stats))
-    if len(seeds) > 1:
+    if len(common) > 1:
         lines += ["", "mean over studies per seed", head]
         per_seed = []
-        for seed in seeds:
+        for seed in common:
             ms = [m for _, s, m in rows if s == seed]
             values = [mean_of(ms, n) for n in names]
             per_seed.append(values)

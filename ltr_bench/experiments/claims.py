@@ -11,7 +11,7 @@ fit its function), then runs each needed invocation once, however many claims re
 
 - a dataset missing from the data root makes its claims "not testable here";
 - a FINISHED experiment run in the MLflow store with the same invocation key (tag
-  ``ltr.invocation``, see :func:`~ltr_bench.experiments.common.invocation_key`: experiment,
+  ``ltr.experiment_key``, see :func:`~ltr_bench.experiments.common.invocation_key`: experiment,
   scale, seed, resolved spec, results-deciding overrides) is re-used: its CSV artifacts are read
   back, nothing is trained;
 - otherwise ``ltr-bench experiment=<name> scale=<scale> <overrides>`` runs in a subprocess (output
@@ -43,7 +43,7 @@ from ltr_bench.experiments.checks import CheckError, Outcome
 from ltr_bench.experiments.common import (
     ROLE_EXPERIMENT,
     TAG_EXPERIMENT,
-    TAG_INVOCATION,
+    TAG_EXPERIMENT_KEY,
     TAG_SCALE,
     Experiment,
     apply_command_line,
@@ -338,7 +338,7 @@ def find_tracked(tracker: Any, name: str, scale: str, key: str) -> Any | None:
     from ltr_bench.tracking import find_runs
 
     runs = find_runs(tracker, {keys.TAG_ROLE: ROLE_EXPERIMENT, TAG_EXPERIMENT: name,
-                               TAG_SCALE: scale, TAG_INVOCATION: key})
+                               TAG_SCALE: scale, TAG_EXPERIMENT_KEY: key})
     return runs[0] if runs else None
 
 

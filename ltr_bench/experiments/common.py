@@ -17,16 +17,17 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
+from ltr_bench import tracking_keys as keys
 from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
 from ltr_bench.tracking import Tracker, flatten_config
 
-TAG_EXPERIMENT = "ltr.experiment"
-TAG_SCALE = "ltr.scale"
-ROLE_EXPERIMENT = "experiment"
+TAG_EXPERIMENT = keys.TAG_EXPERIMENT  # names live in tracking_keys
+TAG_SCALE = keys.TAG_SCALE
+ROLE_EXPERIMENT = keys.ROLE_EXPERIMENT
 # Hash of what decides an experiment's results (invocation_key), on its parent run: the claims
 # ledger re-uses a finished run with the same key instead of running it again.
-TAG_INVOCATION = "ltr.invocation"
+TAG_EXPERIMENT_KEY = keys.TAG_EXPERIMENT_KEY
 # Top-level overrides that say where or how fast a run goes, not what it computes.
 NEUTRAL_OVERRIDES = ("threads", "tracking", "experiment_name", "seed")
 SPEC_META_KEYS = ("scales",)
@@ -83,7 +84,7 @@ def compose_run_config(overrides: Sequence[str]) -> DictConfig:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from ltr_bench.cli import config_dir
+    from ltr_bench.config_tree import config_dir
 
     if GlobalHydra.instance().is_initialized():
         return compose(config_name="config", overrides=list(overrides))
@@ -199,7 +200,6 @@ def run_experiment(cfg: DictConfig) -> Any:
     inside an MLflow parent run, print and save the summary it returns."""
     from hydra.utils import get_method
 
-    from ltr_bench import tracking_keys as keys
     from ltr_bench.runner import (
         check_top_level,
         configure_threads,
@@ -225,10 +225,10 @@ def run_experiment(cfg: DictConfig) -> Any:
     tracker = Tracker.from_config(tracking, job_context().cwd)
     configure_threads(cfg)
     seed_everything(int(cfg.seed))
-    tags = {"ltr.role": ROLE_EXPERIMENT, TAG_EXPERIMENT: name, TAG_SCALE: scale,
+    tags = {keys.TAG_ROLE: ROLE_EXPERIMENT, TAG_EXPERIMENT: name, TAG_SCALE: scale,
             keys.TAG_SEED: cfg.seed, keys.TAG_VERSION: package_version(),
             keys.TAG_GIT_COMMIT: git_commit(),
-            TAG_INVOCATION: invocation_key(name, scale, int(cfg.seed), spec, user_overrides())}
+            TAG_EXPERIMENT_KEY: invocation_key(name, scale, int(cfg.seed), spec, user_overrides())}
     with tracker.run(f"{name} ({scale})", tags) as run_id:
         tracker.log_params(run_id, flatten_config(spec, prefix="experiment"))
         tracker.log_params(run_id, {"seed": cfg.seed, "scale": scale})

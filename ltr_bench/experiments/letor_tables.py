@@ -7,7 +7,7 @@
 - :func:`run_sweeps` (Table 1 of both papers): per protocol variant, dataset and model an Optuna
   sweep through the real CLI (``ltr-bench -m search=<model> ...``, one study per outer fold or
   hold-out split), the refit of every study's best config (what ``ltr-bench refit_best=<sweep
-  dir>`` does, run in this process: one tracked ``final`` run per study), then ``ltr-bench-report`` over the variant's MLflow experiment (Table 1, corrected t-test
+  dir>`` does, run in this process: one tracked ``final`` run per study), then the report (``make_report``) over the variant's MLflow experiment (Table 1, corrected t-test
   p-values, Friedman/Nemenyi, run times).
 
 Datasets are named by their config (``mq2008``, ``mq2007``, ``mslr_web10k``, ``letor``); the data
@@ -185,17 +185,16 @@ def _cli(args: list[str], log: Path) -> None:
 
 
 def _report(exp: Experiment, mlflow_experiment: str, subdir: str, args: list[str]) -> None:
-    """``ltr-bench-report`` over ``mlflow_experiment`` into ``<out>/<subdir>``; its files become
-    artifacts of the experiment's parent run."""
+    """The report of ``mlflow_experiment`` (``args``: ``ltr-bench-report`` options from the
+    experiment config) into ``<out>/<subdir>``; its files become artifacts of the experiment's
+    parent run."""
     if not exp.tracker.enabled:
         return
-    from ltr_bench.report.cli import main as report_main
+    from ltr_bench.report.make import make_report, report_options
 
     out = exp.path(subdir)
-    code = report_main(["--tracking-uri", str(exp.tracker.tracking_uri), "--experiment",
-                        mlflow_experiment, "--out", str(out), "--no-mlflow-artifacts", *args])
-    if code not in (0, None):
-        raise RuntimeError(f"ltr-bench-report exited {code} for {mlflow_experiment}")
+    make_report(str(exp.tracker.tracking_uri), mlflow_experiment, out, **report_options(args),
+                log_run=False)
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
         parent = path.parent.relative_to(exp.out_dir).as_posix()
         exp.log_file(path, parent)
@@ -276,9 +275,9 @@ def _refit_user_overrides(own: list[str]) -> list[str]:
 
 def _refit(sweep_dir: Path, user: list[str]) -> None:
     """What ``ltr-bench refit_best=<sweep dir>`` does, in this process: per study an ordinary
-    ``final`` run of its best config (composed from :func:`ltr_bench.protocols.plan_refits`'
+    ``final`` run of its best config (composed from :func:`ltr_bench.sweeper.refit.plan_refits`'
     overrides), tracked under the study's sweep run, output in ``<sweep dir>/refit/<study>``."""
-    from ltr_bench.protocols import plan_refits
+    from ltr_bench.sweeper.refit import plan_refits
     from ltr_bench.runner import run as run_config
 
     for refit in plan_refits([f"refit_best={sweep_dir}", *user]) or []:
@@ -288,10 +287,12 @@ def _refit(sweep_dir: Path, user: list[str]) -> None:
 
 
 def _refit_rows(sweep_dir: Path, base: dict[str, Any]) -> list[dict[str, Any]]:
+    from ltr_bench.sweeper.refit import find_refits
+
     rows = []
-    for res in sorted((sweep_dir / "refit").glob("*/results.json")):
-        data = json.loads(res.read_text())
-        rows += _fold_rows(data, {**base, "study": res.parent.name,
+    for refit in find_refits(sweep_dir)[0]:  # the latest refit per study and seed
+        data = refit.results
+        rows += _fold_rows(data, {**base, "study": refit.path.relative_to(sweep_dir / "refit").parts[0],
                                   "mlflow_run_id": data.get("mlflow_run_id")})
     if not rows:
         raise RuntimeError(f"no refit results under {sweep_dir / 'refit'}")

@@ -63,24 +63,51 @@ def param_name(override: Override) -> str:
     return override.get_key_element().lstrip("+~")
 
 
-def _parses_to(text: str, value: str) -> bool:
+def _only(container: Any, kind: type) -> Any:
+    """The one item (list) or one key (dict) of a parsed container, else a sentinel."""
+    if isinstance(container, kind) and len(container) == 1:
+        return next(iter(container)) if kind is dict else container[0]
+    return _NOTHING
+
+
+_NOTHING = object()
+# Where a value is written (its "context" in an override) -> template and how to read it back.
+_CONTEXTS = {
+    "top": ("{}", lambda parsed: parsed),
+    "list": ("[{}]", lambda parsed: _only(parsed, list)),
+    "dict_value": ("{{k:{}}}", lambda parsed: parsed.get("k", _NOTHING) if isinstance(parsed, dict) else _NOTHING),
+    "dict_key": ("{{{}:1}}", lambda parsed: _only(parsed, dict)),
+}
+
+
+def _parses_to(text: str, value: Any, context: str = "top") -> bool:
+    """True when ``text``, written in ``context``, parses back to ``value`` (with its type)."""
+    template, read = _CONTEXTS[context]
     try:
-        parsed = _parser().parse_override(f"k={text}").value()
+        parsed = read(_parser().parse_override("k=" + template.format(text)).value())
     except Exception:
         return False
-    return isinstance(parsed, str) and parsed == value
+    return type(parsed) is type(value) and parsed == value
 
 
 # Inside Hydra's quoted strings a backslash escapes only a quote or another backslash before a quote.
 _QUOTE_ESCAPES = re.compile(r"(\\*)('|$)")
 
 
-def format_value(value: Scalar) -> str:
-    """Render a scalar as a Hydra override value that parses back to exactly ``value``.
+def format_value(value: Any) -> str:
+    """Render a value as a Hydra override value that parses back to exactly ``value``.
 
-    Strings are escaped (``a\\,b``) or quoted (``'3'``, ``'true'``) as needed; floats use ``repr``
-    so that no digits are lost.
+    Scalars, lists/tuples (as lists) and dicts, nested; NumPy scalars as their Python value.
+    Strings are left bare, quoted (``'3'``, ``'true'``, ``'a\\b'``) or escaped (``a\\,b``), whichever
+    parses back to the same string in its place; floats use ``repr`` so that no digits are lost.
+    A :class:`UserError` when Hydra's grammar cannot express the value (e.g. a non-ASCII dict key).
     """
+    return _format(value, "top")
+
+
+def _format(value: Any, context: str) -> str:
+    if hasattr(value, "item") and type(value).__module__ == "numpy":
+        value = value.item()
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -92,10 +119,27 @@ def format_value(value: Scalar) -> str:
     if isinstance(value, str):
         quoted = "'" + _QUOTE_ESCAPES.sub(lambda m: m.group(1) * 2 + ("\\'" if m.group(2) else ""), value) + "'"
         for candidate in (value, quoted, escape_special_characters(value)):
-            if _parses_to(candidate, value):
+            if _parses_to(candidate, value, context):
                 return candidate
         raise UserError(f"The sweep value {value!r} cannot be written as a Hydra override.")
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_format(v, "list") for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{_format_key(k)}:{_format(v, 'dict_value')}" for k, v in value.items()) + "}"
     raise UserError(f"The sweep value {value!r} has unsupported type {type(value).__name__}.")
+
+
+def _format_key(key: Any) -> str:
+    """A dict key: Hydra's grammar has no quoted keys, only bare or backslash-escaped ones."""
+    if isinstance(key, (bool, int, float)) or key is None:
+        text = _format(key, "top")
+        if _parses_to(text, key, "dict_key"):
+            return text
+    elif isinstance(key, str):
+        for candidate in (key, escape_special_characters(key)):
+            if _parses_to(candidate, key, "dict_key"):
+                return candidate
+    raise UserError(f"The dict key {key!r} cannot be written as a Hydra override.")
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,14 @@ def default_storage_url(storage_dir: str | Path, study_name: str, base_dir: str 
     return f"sqlite:///{(directory / f'{file_stem(study_name)}.db').resolve()}"
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URL (``~`` expanded), None for other databases."""
+    if not url.startswith("sqlite:///"):
+        return None
+    path = url[len("sqlite:///") :].split("?", 1)[0]
+    return None if path in ("", ":memory:") else Path(path).expanduser()
+
+
 def redact(url: str) -> str:
     """The URL with any password hidden, for logs and result files."""
     try:
@@ -80,8 +88,14 @@ def open_storage(url: str, heartbeat_interval: int | None, grace_period: int | N
     import sqlalchemy.exc
 
     url = with_installed_driver(url)
-    if url.startswith("sqlite:///"):
-        Path(url[len("sqlite:///") :]).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite_file(url)
+    if db is not None and not db.parent.is_dir():
+        # the same rule as tracking.tracking_uri: a folder you name must exist (the default
+        # folder, storage_dir, is created by default_storage_url)
+        raise UserError(
+            f"hydra.sweeper.storage={redact(url)}: folder {db.parent} does not exist; "
+            "create it or point hydra.sweeper.storage elsewhere"
+        )
     engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
     for attempt in range(5):
         try:
@@ -105,6 +119,11 @@ def open_storage(url: str, heartbeat_interval: int | None, grace_period: int | N
                 raise UserError(f"hydra.sweeper.storage: cannot open '{redact(url)}': {e.orig}.") from e
             log.info("Storage busy (%s); retrying.", e.orig)
             time.sleep(0.5 * (attempt + 1))
+        except sqlalchemy.exc.DatabaseError as e:  # e.g. "file is not a database"
+            what = f"{db} is not a SQLite database" if db is not None else f"cannot open the database ({e.orig})"
+            raise UserError(
+                f"hydra.sweeper.storage={redact(url)}: {what}; move it away or point hydra.sweeper.storage elsewhere"
+            ) from None
     raise AssertionError("unreachable")
 
 

@@ -22,8 +22,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import random
 import signal
+import time
 import threading
 import warnings
 import zlib
@@ -36,6 +38,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
+from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -52,17 +55,30 @@ class TooManyFailures(RuntimeError):
     """More trials failed than ``hydra.sweeper.max_failure_rate`` allows."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during a batch, in an app that installed no SIGTERM handler of its own."""
+
+
 @contextlib.contextmanager
 def _sigterm_raises_interrupt() -> Iterator[None]:
-    """Turn SIGTERM into KeyboardInterrupt so that running trials are marked before exiting."""
+    """Make SIGTERM raise in the main thread, so that running trials are marked before exiting.
+
+    An app's own SIGTERM handler is kept (``ltr-bench`` raises ``RunTerminated``, ends its MLflow
+    runs KILLED and exits 143); without one, SIGTERM raises :class:`Terminated`, and
+    :meth:`OptunaSweeperImpl.sweep` ends the process by SIGTERM once the trials are marked.
+    """
     if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if callable(previous):
         yield
         return
 
     def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
+        raise Terminated(f"signal {signum}")
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGTERM, handler)
     try:
         yield
     finally:
@@ -99,6 +115,8 @@ class OptunaSweeperImpl(Sweeper):
         enqueue_trials: Sequence[Any] = (),
         reevaluate: Any = None,
         params: Any = None,
+        pruner: Any = None,
+        progress: bool = True,
     ) -> None:
         super().__init__()
         self.sampler_cfg = sampler
@@ -115,11 +133,14 @@ class OptunaSweeperImpl(Sweeper):
         self.heartbeat_interval = int(heartbeat_interval)
         self.grace_period = int(grace_period) if grace_period is not None else 2 * self.heartbeat_interval
         self.enqueue_defaults = bool(enqueue_defaults)
-        self.enqueue_trials = list(_plain_list(enqueue_trials))
-        reevaluate = _plain(reevaluate) or {}
+        self.enqueue_trials = list(plain(enqueue_trials) or [])
+        reevaluate = plain(reevaluate) or {}
         self.reevaluate_top_k = reevaluate.get("top_k", 0)
         self.reevaluate_overrides = [str(o) for o in reevaluate.get("overrides") or []]
-        self.params = _plain(params) or {}
+        self.params = plain(params) or {}
+        self.pruner_cfg = plain(pruner) or {}
+        self.progress = bool(progress)
+        self._url = ""  # the current study's storage URL, told to jobs when a pruner is active
         self.hydra_context: HydraContext | None = None
         self.config: DictConfig | None = None
         self.launcher = None
@@ -194,9 +215,16 @@ class OptunaSweeperImpl(Sweeper):
 
         base_name = self._base_study_name(cli_fixed)
         results: list[dict[str, Any]] = []
-        for variant in variants:
-            name = "-".join([base_name, *variant])
-            results.append(self._run_study(name, space, variant, sweep_dir, results))
+        try:
+            for variant in variants:
+                name = "-".join([base_name, *variant])
+                results.append(self._run_study(name, space, variant, sweep_dir, results))
+        except Terminated:
+            # The trials are marked; end as SIGTERM would have (exit status 143 in a shell).
+            log.warning("Terminated by SIGTERM; the running trials are marked interrupted.")
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            raise
         self._write_results(sweep_dir, results)
         return results
 
@@ -251,12 +279,16 @@ class OptunaSweeperImpl(Sweeper):
 
         from ltr_bench.sweeper.grid import GridSearchSampler
 
-        cfg = _plain(self.sampler_cfg)
+        cfg = dict(plain(self.sampler_cfg) or {})  # a copy: the seed is changed below
         if not cfg or "_target_" not in cfg:
             raise UserError("hydra.sweeper.sampler needs a _target_ (use hydra/sweeper/sampler=tpe|random|grid).")
         cls = get_class(cfg["_target_"])
         if issubclass(cls, (GridSearchSampler, optuna.samplers.GridSampler)):
             return instantiate(cfg, search_space=space.grid_values())
+        if "constant_liar" in cfg and cfg["constant_liar"] is None:
+            # parallel proposals (a batch of n_jobs, or workers sharing a storage) would otherwise
+            # sample alike: the running trials are told to TPE as if they had a bad value
+            cfg["constant_liar"] = self.n_jobs > 1 or self.storage is not None
         if cfg.get("seed") is not None:
             # A resumed study must not replay the first run's random stream (it would re-propose the
             # finished points); a shared storage salts per process so workers explore differently.
@@ -284,8 +316,11 @@ class OptunaSweeperImpl(Sweeper):
     def _run_study(
         self, study_name: str, space: Any, variant: list[str], sweep_dir: Path, done: list[dict[str, Any]]
     ) -> dict[str, Any]:
+        from ltr_bench.sweeper import claims as cl
+        from ltr_bench.sweeper.progress import StudyProgress
+        from ltr_bench.sweeper.pruning import make_pruner
         from ltr_bench.sweeper.storage import default_storage_url, open_storage, open_study, redact
-        from ltr_bench.sweeper.trials import Heartbeat, fail_interrupted_trials
+        from ltr_bench.sweeper.trials import Heartbeat, fail_interrupted_trials, needs_enqueueing
 
         assert self.config is not None
         if self.storage:
@@ -296,30 +331,53 @@ class OptunaSweeperImpl(Sweeper):
         rdb = open_storage(url, self.heartbeat_interval, self.grace_period)
         study = open_study(rdb, study_name, self.direction)
         fail_interrupted_trials(study, rdb, self.grace_period)
+        claims = None
+        if self.reevaluate_top_k > 0:
+            claims = cl.open_claims(rdb, study)
+            fail_interrupted_trials(claims, rdb, self.grace_period)
+        self._report_interrupted(study, claims)
         n_existing = len(study.get_trials(deepcopy=False))  # before enqueueing: a fresh study keeps its seed
         for point in self._points_to_enqueue(space):
-            study.enqueue_trial(point, skip_if_exists=True)
+            if needs_enqueueing(study.get_trials(deepcopy=False), point):
+                study.enqueue_trial(point)
         study.sampler = self._make_sampler(space, n_existing)
+        study.pruner = make_pruner(self.pruner_cfg)
+        self._url = url
         budget = self._budget(study.sampler)
         log.info(
             "Study '%s' in %s: sampler %s, %s, n_trials=%d, %d trial(s) already stored.",
             study_name, redact(url), type(study.sampler).__name__, self.direction, budget, n_existing,
         )
         heartbeat = Heartbeat(rdb, self.heartbeat_interval)
+        progress = StudyProgress(study_name, budget, self.direction, enabled=self.progress)
         try:
+            progress.update(study)
             while True:
-                fail_interrupted_trials(study, rdb, self.grace_period)
-                remaining = self._remaining(study, space, budget)
-                if remaining <= 0:
+                while True:
+                    if fail_interrupted_trials(study, rdb, self.grace_period):
+                        self._report_interrupted(study, claims)
+                    remaining = self._remaining(study, space, budget)
+                    if remaining <= 0:
+                        break
+                    batch = self._ask_batch(study, space, min(self.n_jobs, remaining), budget, heartbeat)
+                    if not batch:
+                        break
+                    self._run_batch(study, space, variant, batch, heartbeat)
+                    progress.update(study)
+                    self._write_results(sweep_dir, [*done, self._summary(study, budget, url, space, variant)])
+                if claims is None:
                     break
-                batch = self._ask_batch(study, space, min(self.n_jobs, remaining), budget, heartbeat)
-                if not batch:
-                    break
-                self._run_batch(study, space, variant, batch, heartbeat)
-                self._write_results(sweep_dir, [*done, self._summary(study, budget, url, space, variant)])
+                # The top trials are known once the search's last trials (of any worker) are told;
+                # a trial of a worker that is gone meanwhile frees its budget: search on.
+                self._wait_for_running_trials(study, rdb, claims)
+                if self._remaining(study, space, budget) > 0:
+                    continue
+                self._reevaluate(study, space, variant, rdb, claims, heartbeat)
+                break
         finally:
+            progress.close()
             heartbeat.close()
-        self._reevaluate(study, space, variant)
+        self._report_interrupted(study, claims)  # e.g. of another worker that died meanwhile
         summary = self._summary(study, budget, url, space, variant)
         if summary["best_trial"] is not None:
             log.info("Best trial %d: value %s%s, params %s",
@@ -333,6 +391,33 @@ class OptunaSweeperImpl(Sweeper):
                          summary["n_within_one_se"], summary["n_complete"])
         self._finish_study(study, summary, sweep_dir)
         return summary
+
+    def _report_interrupted(self, study: Any, claims: Any) -> None:
+        """Hand the study's interrupted trials and re-evaluations to the app's
+        ``sweep.on_interrupted`` hook (dotted path; ltr-bench marks their MLflow runs KILLED).
+
+        Called with every interrupted trial number and, per re-evaluated trial, when its latest
+        interrupted claim was failed (epoch seconds), so the hook may be repeated safely; a failing
+        hook is logged as a warning.
+        """
+        from hydra.utils import get_method
+
+        from ltr_bench.sweeper import claims as cl
+        from ltr_bench.sweeper.trials import ATTR_FAIL, FAIL_INTERRUPTED
+
+        assert self.config is not None
+        hook = OmegaConf.select(self.config, "sweep.on_interrupted", default=None)
+        if not hook:
+            return
+        trials = sorted(t.number for t in study.get_trials(deepcopy=False, states=(_fail_state(),))
+                        if t.user_attrs.get(ATTR_FAIL) == FAIL_INTERRUPTED)
+        reevaluations = cl.interrupted(claims) if claims is not None else {}
+        if not trials and not reevaluations:
+            return
+        try:
+            get_method(str(hook))(self.config, study.study_name, trials, reevaluations)
+        except Exception as e:  # noqa: BLE001 - bookkeeping elsewhere must not stop the sweep
+            log.warning("sweep.on_interrupted=%s failed for study '%s': %s", hook, study.study_name, e)
 
     def _finish_study(self, study: Any, summary: dict[str, Any], sweep_dir: Path) -> None:
         """Write the study's plots and trials table under ``<sweep dir>/studies/<study>/`` and hand
@@ -477,7 +562,10 @@ class OptunaSweeperImpl(Sweeper):
     def _run_batch(self, study: Any, space: Any, variant: list[str], batch: list[Any], heartbeat: Any) -> None:
         from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_INTERRUPTED
 
-        jobs = [self._job_overrides(study, space, variant, t.params, t.number) for t in batch]
+        from ltr_bench.sweeper.pruning import job_overrides
+
+        racing = job_overrides(self._url, self.pruner_cfg)  # [] without a pruner
+        jobs = [self._job_overrides(study, space, variant, t.params, t.number, racing) for t in batch]
         for t, overrides in zip(batch, jobs):
             log.info("Trial %d of study '%s': %s", t.number, study.study_name, " ".join(overrides))
         try:
@@ -514,6 +602,7 @@ class OptunaSweeperImpl(Sweeper):
 
     def _tell(self, study: Any, trial: Any, ret: JobReturn, heartbeat: Any) -> BaseException | None:
         """Tell Optuna one job's outcome; return the exception when it is fatal."""
+        from ltr_bench.sweeper import pruning
         from ltr_bench.sweeper.objective import user_attrs_of
         from ltr_bench.sweeper.trials import ATTR_ERROR, FAIL_CONFIG, FAIL_EXCEPTION, FAIL_NAN
 
@@ -539,6 +628,9 @@ class OptunaSweeperImpl(Sweeper):
             self._reject(study, trial, FAIL_NAN, heartbeat)
             return None
         error = ret._return_value
+        if pruning.is_pruned(error):
+            self._tell_pruned(study, trial, heartbeat)
+            return None
         is_fatal = self._is_fatal(error)
         log.error(
             "Trial %d failed (%s): %s: %s",
@@ -552,48 +644,130 @@ class OptunaSweeperImpl(Sweeper):
         self._reject(study, trial, FAIL_CONFIG if is_fatal else FAIL_EXCEPTION, heartbeat)
         return error if is_fatal and isinstance(error, BaseException) else None
 
+    def _tell_pruned(self, study: Any, trial: Any, heartbeat: Any) -> None:
+        """Record a job that stopped because the pruner said so: PRUNED, with the last value it
+        reported into the study (Optuna's rule), which the job wrote from its own process."""
+        from optuna.trial import TrialState
+
+        from ltr_bench.sweeper.pruning import last_reported
+
+        step, value = last_reported(study._storage.get_trial(trial._trial_id))
+        frozen = study.tell(trial, state=TrialState.PRUNED, skip_if_finished=True)
+        heartbeat.discard(trial._trial_id)
+        log.info("Trial %d pruned after step %s with value %s (%s).", trial.number, step, value, frozen.state.name)
+
     # ------------------------------------------------------------------ re-evaluation
-    def _reevaluate(self, study: Any, space: Any, variant: list[str]) -> None:
+    def _reevaluate(self, study: Any, space: Any, variant: list[str], rdb: Any, claims: Any, heartbeat: Any) -> None:
         """Run the ``reevaluate.top_k`` best trials not yet re-evaluated once more as
         ``++sweep.reevaluation=true`` jobs (``n_jobs`` at a time) and store each pooled record in
-        the study. A failing re-evaluation is logged and leaves its trial out of the selection;
-        a config error aborts, as for trials."""
+        the study. Each re-evaluation is claimed through the storage first
+        (:mod:`~ltr_bench.sweeper.claims`), so workers sharing the study run each once; a worker
+        waits for the search's running trials and for re-evaluations other workers hold. A failing
+        re-evaluation is logged and leaves its trial out of the selection; a config error aborts,
+        as for trials."""
+        from ltr_bench.sweeper import claims as cl
+        from ltr_bench.sweeper import reevaluation as rv
+        from ltr_bench.sweeper.trials import fail_interrupted_trials
+
+        maximize = self.direction == "maximize"
+        settle = 0.0 if rdb.engine.dialect.name == "sqlite" else cl.SETTLE_S
+        identity = self._identity()
+        waited = False
+        while True:
+            found = fail_interrupted_trials(study, rdb, self.grace_period)
+            found += fail_interrupted_trials(claims, rdb, self.grace_period)
+            if found:
+                self._report_interrupted(study, claims)
+            trials = study.get_trials(deepcopy=False)
+            done = rv.stored(study)
+            todo = [t for t in rv.top_trials(trials, self.reevaluate_top_k, maximize)
+                    if t.number not in done and not cl.is_done(claims, t.number)]
+            if not todo:
+                return
+            batch: list[tuple[Any, int]] = []
+            for t in todo:
+                if len(batch) == self.n_jobs:
+                    break
+                claim_id = cl.claim(claims, t.number, identity, heartbeat, settle)
+                if claim_id is not None:
+                    batch.append((t, claim_id))
+            if not batch:  # all held by other workers: wait for them (or to find them gone)
+                if not waited:
+                    log.info("Waiting for the re-evaluation(s) other workers run: trial(s) %s.",
+                             [t.number for t in todo])
+                    waited = True
+                time.sleep(self._pause())
+                continue
+            self._run_reevaluations(study, space, variant, claims, batch, heartbeat)
+
+    def _pause(self) -> float:
+        """How long to wait before looking at other workers' trials or claims again."""
+        return min(float(self.heartbeat_interval), 2.0)
+
+    def _wait_for_running_trials(self, study: Any, rdb: Any, claims: Any) -> None:
+        """Wait until no trial of the study is RUNNING (other workers' last trials are told, or
+        their workers are found gone and the trials failed as interrupted)."""
+        from ltr_bench.sweeper.trials import fail_interrupted_trials
+
+        announced = False
+        while True:
+            if fail_interrupted_trials(study, rdb, self.grace_period):
+                self._report_interrupted(study, claims)
+            running = [t.number for t in study.get_trials(deepcopy=False) if t.state.name == "RUNNING"]
+            if not running:
+                return
+            if not announced:
+                log.info("Waiting for trial(s) %s of other workers before re-evaluating.", running)
+                announced = True
+            time.sleep(self._pause())
+
+    def _run_reevaluations(
+        self, study: Any, space: Any, variant: list[str], claims: Any, batch: list[tuple[Any, int]], heartbeat: Any
+    ) -> None:
+        """Launch one batch of claimed re-evaluations; store each record, then finish its claim."""
+        from ltr_bench.sweeper import claims as cl
         from ltr_bench.sweeper import reevaluation as rv
         from ltr_bench.sweeper.objective import is_finite, user_attrs_of
+        from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_EXCEPTION, FAIL_INTERRUPTED
 
-        if self.reevaluate_top_k <= 0:
-            return
-        maximize = self.direction == "maximize"
-        done = rv.stored(study)
-        todo = [t for t in rv.top_trials(study.get_trials(deepcopy=False), self.reevaluate_top_k, maximize)
-                if t.number not in done]
-        if not todo:
-            return
-        log.info("Re-evaluating the %d best trial(s) of study '%s': %s", len(todo), study.study_name,
-                 ", ".join(str(t.number) for t in todo))
         extra = [*self.reevaluate_overrides, f"++{REEVALUATION_KEY}=true"]
-        for start in range(0, len(todo), self.n_jobs):
-            batch = todo[start:start + self.n_jobs]
-            jobs = [self._job_overrides(study, space, variant, t.params, t.number, extra) for t in batch]
-            for overrides in jobs:
-                log.info("Re-evaluation of study '%s': %s", study.study_name, " ".join(overrides))
+        jobs = [self._job_overrides(study, space, variant, t.params, t.number, extra) for t, _ in batch]
+        log.info("Re-evaluating trial(s) %s of study '%s'.", ", ".join(str(t.number) for t, _ in batch),
+                 study.study_name)
+        for overrides in jobs:
+            log.info("Re-evaluation of study '%s': %s", study.study_name, " ".join(overrides))
+        try:
             if len(jobs) > 1:
                 self.validate_batch_is_legal(jobs)
             with _sigterm_raises_interrupt():
                 returns = self.launcher.launch(jobs, initial_job_idx=self.job_idx)
-            self.job_idx += len(jobs)
-            for trial, ret in zip(batch, returns):
-                value = ret._return_value
-                if ret.status == JobStatus.COMPLETED and is_finite(value):
-                    record = rv.make_record(trial, float(value), user_attrs_of(value))
-                    rv.store(study, record)
-                    log.info("Trial %d re-evaluated: %.6g (search %.6g, pooled %.6g).",
-                             trial.number, record.reevaluation_value, record.search_value, record.value)
-                elif self._is_fatal(value):
-                    raise value
-                else:
-                    log.warning("Re-evaluation of trial %d failed (%r); it is left out of the selection.",
-                                trial.number, value)
+        except Exception:
+            for _, claim_id in batch:
+                cl.release(claims, claim_id, FAIL_CONFIG, heartbeat)
+            raise
+        except BaseException:
+            for _, claim_id in batch:
+                cl.release(claims, claim_id, FAIL_INTERRUPTED, heartbeat)
+            raise
+        self.job_idx += len(jobs)
+        fatal: BaseException | None = None
+        for (trial, claim_id), ret in zip(batch, returns):
+            value = ret._return_value
+            if ret.status == JobStatus.COMPLETED and is_finite(value):
+                record = rv.make_record(trial, float(value), user_attrs_of(value))
+                rv.store(study, record)
+                cl.finish(claims, claim_id, record.reevaluation_value, heartbeat)
+                log.info("Trial %d re-evaluated: %.6g (search %.6g, pooled %.6g).",
+                         trial.number, record.reevaluation_value, record.search_value, record.value)
+            elif self._is_fatal(value):
+                cl.release(claims, claim_id, FAIL_CONFIG, heartbeat)
+                fatal = fatal or value
+            else:
+                cl.release(claims, claim_id, FAIL_EXCEPTION, heartbeat)
+                log.warning("Re-evaluation of trial %d failed (%r); it is left out of the selection.",
+                            trial.number, value)
+        if fatal is not None:
+            raise fatal
 
     # ------------------------------------------------------------------ results
     def _summary(self, study: Any, budget: int, url: str, space: Any, variant: list[str]) -> dict[str, Any]:
@@ -617,6 +791,8 @@ class OptunaSweeperImpl(Sweeper):
                 t.state == TrialState.FAIL and t.user_attrs.get(ATTR_FAIL) in COUNTED_FAIL_REASONS for t in trials
             ),
             "n_running": sum(t.state == TrialState.RUNNING for t in trials),
+            "n_pruned": sum(t.state == TrialState.PRUNED for t in trials),
+            "pruner": type(study.pruner).__name__,
             "best_trial": None,
             "best_value": None,
             "best_params": None,
@@ -672,20 +848,6 @@ class OptunaSweeperImpl(Sweeper):
     def _write_results(sweep_dir: Path, results: list[dict[str, Any]]) -> None:
         content: Any = results[0] if len(results) == 1 else {"name": "ltr_optuna", "studies": results}
         OmegaConf.save(OmegaConf.create(content), sweep_dir / RESULTS_FILE)
-
-
-def _plain(node: Any) -> Any:
-    """A DictConfig (or mapping) as a plain, resolved dict; None stays None."""
-    if isinstance(node, DictConfig):
-        return OmegaConf.to_container(node, resolve=True)
-    return dict(node) if node is not None else None
-
-
-def _plain_list(node: Any) -> list[Any]:
-    """A ListConfig (or sequence) as a plain, resolved list."""
-    if OmegaConf.is_config(node):
-        return list(OmegaConf.to_container(node, resolve=True))
-    return list(node or [])
 
 
 def _fail_state() -> Any:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import os
 import socket
 import threading
@@ -65,6 +66,38 @@ def taken_points(trials: Iterable[FrozenTrial], names: Sequence[str], exclude: i
             if key is not None:
                 taken.add(key)
     return taken
+
+
+def _same_point(trial: FrozenTrial, point: Mapping[str, Any]) -> bool:
+    """True when ``trial`` was enqueued with (or sampled) exactly ``point``'s values.
+
+    As Optuna's ``enqueue_trial(skip_if_exists=True)`` compares: an enqueued trial by its
+    ``fixed_params``, any other by its params, on the same keys; numbers with ``math.isclose``.
+    """
+    params = trial.system_attrs.get("fixed_params", trial.params)
+    if set(params) != set(point):
+        return False
+    for name, value in point.items():
+        have = params[name]
+        if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and isinstance(have, (int, float)) and not isinstance(have, bool):
+            if not math.isclose(float(value), float(have), rel_tol=1e-5):  # Optuna's np.isclose
+                return False
+        elif have != value:
+            return False
+    return True
+
+
+def needs_enqueueing(trials: Iterable[FrozenTrial], point: Mapping[str, Any]) -> bool:
+    """True unless a trial with ``point`` is waiting, running or was evaluated (uses budget).
+
+    Unlike Optuna's ``skip_if_exists``, a point whose trial was interrupted, stopped by a config
+    error or rejected is enqueued again on resume: the default config is not lost for good when
+    trial 0 is killed.
+    """
+    return not any(
+        (t.state == TrialState.WAITING or counts_toward_budget(t)) and _same_point(t, point) for t in trials
+    )
 
 
 def _proc_start_time(pid: int) -> str | None:
