@@ -286,6 +286,7 @@ def test_the_ledger_runs_each_experiment_once_and_reuses_tracked_runs(
     assert (tmp_path / "first" / "runs" / "fig2c" / "summary.csv").is_file()
     md = (tmp_path / "first" / "claims.md").read_text()
     assert "| statement | paper's value | ours | verdict |" in md and "MQ2007 absent" in md
+    assert re.search(rf"{runs[0].info.run_id} \(paper_figures_quick; \d{{4}}-\d\d-\d\d \d\d:\d\d UTC", md)
 
     _ledger_cli(tmp_path, "second")
     again = pd.read_csv(tmp_path / "second" / "claims.csv")
