@@ -256,12 +256,12 @@ CLAIMS = ("[{id: noise, source: 'Fig. 2c', statement: 'NDCG@20 >= 0.5 at sigma 0
           " {id: mq2007, source: 'Table 1', statement: 'MQ2007 values', paper: '0.540(12)', run: table1_mq2007,"
           " check: {_target_: ltr_bench.experiments.checks.threshold, file: refits.csv, column: x,"
           " at_least: 0}}]")
-def _ledger_cli(workdir: Path, out: str) -> None:
+def _ledger_cli(workdir: Path, out: str, *extra: str) -> None:
     from ltr_bench.cli import main
 
     main(["experiment=claims", "scale=quick", f"experiment.claims={CLAIMS}",
           "threads=1", f"tracking.tracking_uri=sqlite:///{workdir}/mlflow.db",
-          f"hydra.run.dir={workdir / out}"])
+          f"hydra.run.dir={workdir / out}", *extra])
 
 
 def test_the_ledger_runs_each_experiment_once_and_reuses_tracked_runs(
@@ -300,3 +300,24 @@ def test_the_ledger_runs_each_experiment_once_and_reuses_tracked_runs(
 
     artifacts = {a.path for a in MlflowClient(f"sqlite:///{db}").list_artifacts(ledgers[0].info.run_id)}
     assert {"claims.md", "claims.csv", "summary.csv"} <= artifacts
+
+    # another seed is another invocation; with execute=false nothing is trained
+    _ledger_cli(tmp_path, "third", "seed=1", "experiment.execute=false")
+    third = pd.read_csv(tmp_path / "third" / "claims.csv").set_index("id")
+    assert third.loc["noise", "verdict"] == "not judged: no tracked run yet and experiment.execute=false"
+    assert len(_experiment_runs(db, "paper_figures_quick", "fig2c")) == 1
+
+
+def test_the_invocation_key_ignores_where_and_how_fast_but_not_what() -> None:
+    from omegaconf import OmegaConf
+
+    from ltr_bench.experiments.common import invocation_key
+
+    spec = OmegaConf.create({"name": "fig2c", "values": [0.0, 0.75]})
+    key = invocation_key("fig2c", "quick", 0, spec, [])
+    assert key == invocation_key("fig2c", "quick", 0, spec, [
+        "threads=1", "tracking.tracking_uri=sqlite:///x.db", "tracking=none", "experiment_name=x", "seed=0"])
+    others = [invocation_key("fig2c", "full", 0, spec, []), invocation_key("fig2c", "quick", 1, spec, []),
+              invocation_key("fig2c", "quick", 0, spec, ["model.epochs=3"]),
+              invocation_key("fig2c", "quick", 0, OmegaConf.create({"name": "fig2c", "values": [0.75]}), [])]
+    assert key not in others and len(set(others)) == 4
