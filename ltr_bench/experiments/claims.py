@@ -444,6 +444,8 @@ def judge(claim: Claim, inv: Invocation | None, judging: bool, scale: str) -> di
         outcome = check_function(claim)(inv.tables, **args)
     except CheckError as exc:
         outcome = Outcome(None, "–", str(exc))
+    except Exception as exc:  # noqa: BLE001 - one bad rule must not lose a days-long ledger
+        outcome = Outcome(None, "–", f"the check failed: {type(exc).__name__}: {exc}")
     row["ours"], row["detail"] = outcome.ours, outcome.detail
     if outcome.holds is None:
         row["verdict"] = f"{TOO_SMALL if not judging else NOT_JUDGED}: {outcome.detail}"

@@ -228,6 +228,9 @@ def test_verdicts_at_full_and_quick_scale(tmp_path: Path) -> None:
     missing = parse_ledger(_ledger(claims=[{**_ledger()["claims"][0], "check": {
         **_ledger()["claims"][0]["check"], "file": "results.csv"}}]))[1][0]
     assert judge(missing, inv, True, "full")["verdict"] == "not judged: the experiment wrote no results.csv"
+    broken = parse_ledger(_ledger(claims=[{**_ledger()["claims"][0], "check": {
+        **_ledger()["claims"][0]["check"], "at_least": "high"}}]))[1][0]
+    assert judge(broken, inv, True, "full")["verdict"].startswith("not judged: the check failed: TypeError")
     failed = Invocation(RunSpec("r", "fig2c"), status="failed", reason="exit 1")
     assert judge(claim, failed, True, "full")["verdict"] == "not judged: exit 1"
     absent = Invocation(RunSpec("r", "fig2c"), status="absent", reason="MQ2007 absent from /data")
