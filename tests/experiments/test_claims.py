@@ -267,8 +267,29 @@ def _ledger_cli(workdir: Path, out: str, *extra: str) -> None:
           f"hydra.run.dir={workdir / out}", *extra])
 
 
+@pytest.fixture
+def cli_in_process(monkeypatch: pytest.MonkeyPatch):
+    """Put back what ``ltr_bench.cli.main`` changes in the test process (argv, an environment
+    variable, the SIGTERM handler, the root logger Hydra configures)."""
+    import logging
+    import signal
+    import sys
+
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    handler = signal.getsignal(signal.SIGTERM)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    signal.signal(signal.SIGTERM, handler)
+    for h in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(h)
+        h.close()
+    root.setLevel(level)
+
+
 def test_the_ledger_runs_each_experiment_once_and_reuses_tracked_runs(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli_in_process: None) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LTR_DATA", str(tmp_path / "no_data"))  # MQ2007 absent, whatever the machine has
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
