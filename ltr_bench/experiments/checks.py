@@ -204,14 +204,16 @@ def within_se(tables: Tables, file: str, paper: Mapping[str, Any], where: Where 
             ref = parse_mean_se(text)
             est = estimate(part, column) if len(part) else (math.nan, math.nan, 0)
             if math.isnan(est[0]):
-                missing.append(f"{label} {column}".strip())
+                missing.append(f"{by}={label} {column}" if by else column)
                 continue
             z = abs(sigma(est, (ref[0], ref[1], 0)))
             worst = max(worst, z)
             ok &= z <= n_se
             shown.append(f"{label + ' ' if label else ''}{column} {fmt(est)} ({z:.1f}σ)")
     if missing:
-        return Outcome(None, "; ".join(shown) or "–", f"no rows for {', '.join(missing)} in {file}")
+        cond = ", ".join(f"{k}={v}" for k, v in (where or {}).items())
+        return Outcome(None, "; ".join(shown) or "–", f"no rows for {', '.join(missing)} in {file}"
+                       + (f" where {cond}" if cond else ""))
     return Outcome(bool(ok), "; ".join(shown), f"largest distance {worst:.2f}σ, allowed {n_se:g}σ")
 
 
@@ -241,12 +243,13 @@ def _above(tables: Tables, file: str, column: str, by: str, top: Sequence[str],
     if judged == 0:
         return _nothing(file, where, f"rows with {by} in {[*top, *(others or [])]}")
     share = passed / judged
-    where_txt = f" at {passed}/{judged} {per}" if per else ""
     word = "below" if lower else "above"
-    ours = f"{'/'.join(top)} {word}{where_txt}"
+    rest_txt = "/".join(map(str, others)) if others is not None else "the others"
+    ours = f"{'/'.join(top)} {word} {rest_txt}" + (f" at {passed}/{judged} {per}" if per else
+                                                    f": {'yes' if passed else 'no'}")
     if closest is not None:
         m, t, o, lab = closest
-        ours += f"; closest: {t} vs {o} {'+' if m >= 0 else ''}{m:.4f}{' at ' + lab if lab else ''}"
+        ours += f" (closest: {t} vs {o} {'+' if m >= 0 else ''}{m:.4f}{' at ' + lab if lab else ''})"
     detail = f"needs {min_share:.0%} of {per or 'the table'}" + (f"; {'; '.join(notes)}" if notes else "")
     return Outcome(share >= min_share, ours, detail)
 

@@ -110,6 +110,7 @@ class Invocation:
     status: str = "pending"  # absent | reused | ran | failed | not run
     reason: str = ""
     run_id: str | None = None
+    provenance: str = ""  # when the run started and its git commit
     tables: Mapping[str, pd.DataFrame] | None = None
     claims: list[str] = field(default_factory=list)
 
@@ -342,6 +343,19 @@ def find_tracked(tracker: Any, name: str, scale: str, key: str) -> Any | None:
     return runs[0] if runs else None
 
 
+def provenance(run: Any) -> str:
+    """``2026-11-24 17:53 UTC, commit 1a2b3c4``: when a tracked run started, from which code."""
+    from datetime import datetime, timezone
+
+    from ltr_bench import tracking_keys as keys
+
+    if run is None:
+        return ""
+    start = datetime.fromtimestamp(run.info.start_time / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    commit = run.data.tags.get(keys.TAG_GIT_COMMIT)
+    return f"{start}, commit {commit[:10]}" if commit else start
+
+
 def execute(run: RunSpec, scale: str, seed: int, forwarded: list[str], out: Path, log: Path) -> None:
     """``ltr-bench experiment=<...> scale=<scale> <overrides>`` in a subprocess into ``out``;
     raises RuntimeError with the log's tail on failure."""
@@ -383,10 +397,10 @@ def prepare(exp: Experiment, ledger: Ledger, claims: list[Claim], scale: str, se
         tracker = _sub_tracker(exp, inv.mlflow_experiment)
         found = find_tracked(tracker, str(spec.name), scale, inv.key)
         if found is not None:
-            inv.status, inv.run_id = "reused", found.info.run_id
+            inv.status, inv.run_id, inv.provenance = "reused", found.info.run_id, provenance(found)
             inv.tables = Tables(None, tracker, inv.run_id, exp.path(f"inputs/{inv.run.name}"))
             print(f"{head}: re-using MLflow run {inv.run_id} (experiment "
-                  f"'{inv.mlflow_experiment}')", flush=True)
+                  f"'{inv.mlflow_experiment}', {inv.provenance})", flush=True)
             continue
         if not run_missing:
             inv.status, inv.reason = "not run", "no tracked run yet and experiment.execute=false"
@@ -403,6 +417,7 @@ def prepare(exp: Experiment, ledger: Ledger, claims: list[Claim], scale: str, se
             continue
         found = find_tracked(tracker, str(spec.name), scale, inv.key)
         inv.status, inv.run_id = "ran", found.info.run_id if found is not None else None
+        inv.provenance = provenance(found)
         inv.tables = Tables(out, tracker, inv.run_id, exp.path(f"inputs/{inv.run.name}"))
     return for_run
 
@@ -429,6 +444,8 @@ def judge(claim: Claim, inv: Invocation | None, judging: bool, scale: str) -> di
         outcome = check_function(claim)(inv.tables, **args)
     except CheckError as exc:
         outcome = Outcome(None, "–", str(exc))
+    except Exception as exc:  # noqa: BLE001 - one bad rule must not lose a days-long ledger
+        outcome = Outcome(None, "–", f"the check failed: {type(exc).__name__}: {exc}")
     row["ours"], row["detail"] = outcome.ours, outcome.detail
     if outcome.holds is None:
         row["verdict"] = f"{TOO_SMALL if not judging else NOT_JUDGED}: {outcome.detail}"
@@ -458,7 +475,7 @@ def markdown(rows: pd.DataFrame, invocations: list[Invocation], scale: str, head
             status = inv.status + (f": {inv.reason}" if inv.reason else "")
             lines.append("| " + " | ".join(_cell(v) for v in (
                 inv.run.name, f"`{inv.run.command(scale)}`", status,
-                f"{inv.run_id} ({inv.mlflow_experiment})" if inv.run_id else "–",
+                f"{inv.run_id} ({inv.mlflow_experiment}; {inv.provenance})" if inv.run_id else "–",
                 ", ".join(inv.claims))) + " |")
     return "\n".join(lines) + "\n"
 

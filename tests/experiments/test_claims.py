@@ -228,6 +228,9 @@ def test_verdicts_at_full_and_quick_scale(tmp_path: Path) -> None:
     missing = parse_ledger(_ledger(claims=[{**_ledger()["claims"][0], "check": {
         **_ledger()["claims"][0]["check"], "file": "results.csv"}}]))[1][0]
     assert judge(missing, inv, True, "full")["verdict"] == "not judged: the experiment wrote no results.csv"
+    broken = parse_ledger(_ledger(claims=[{**_ledger()["claims"][0], "check": {
+        **_ledger()["claims"][0]["check"], "at_least": "high"}}]))[1][0]
+    assert judge(broken, inv, True, "full")["verdict"].startswith("not judged: the check failed: TypeError")
     failed = Invocation(RunSpec("r", "fig2c"), status="failed", reason="exit 1")
     assert judge(claim, failed, True, "full")["verdict"] == "not judged: exit 1"
     absent = Invocation(RunSpec("r", "fig2c"), status="absent", reason="MQ2007 absent from /data")
@@ -256,16 +259,37 @@ CLAIMS = ("[{id: noise, source: 'Fig. 2c', statement: 'NDCG@20 >= 0.5 at sigma 0
           " {id: mq2007, source: 'Table 1', statement: 'MQ2007 values', paper: '0.540(12)', run: table1_mq2007,"
           " check: {_target_: ltr_bench.experiments.checks.threshold, file: refits.csv, column: x,"
           " at_least: 0}}]")
-def _ledger_cli(workdir: Path, out: str) -> None:
+def _ledger_cli(workdir: Path, out: str, *extra: str) -> None:
     from ltr_bench.cli import main
 
     main(["experiment=claims", "scale=quick", f"experiment.claims={CLAIMS}",
           "threads=1", f"tracking.tracking_uri=sqlite:///{workdir}/mlflow.db",
-          f"hydra.run.dir={workdir / out}"])
+          f"hydra.run.dir={workdir / out}", *extra])
+
+
+@pytest.fixture
+def cli_in_process(monkeypatch: pytest.MonkeyPatch):
+    """Put back what ``ltr_bench.cli.main`` changes in the test process (argv, an environment
+    variable, the SIGTERM handler, the root logger Hydra configures)."""
+    import logging
+    import signal
+    import sys
+
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    handler = signal.getsignal(signal.SIGTERM)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    signal.signal(signal.SIGTERM, handler)
+    for h in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(h)
+        h.close()
+    root.setLevel(level)
 
 
 def test_the_ledger_runs_each_experiment_once_and_reuses_tracked_runs(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli_in_process: None) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LTR_DATA", str(tmp_path / "no_data"))  # MQ2007 absent, whatever the machine has
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
@@ -286,6 +310,7 @@ def test_the_ledger_runs_each_experiment_once_and_reuses_tracked_runs(
     assert (tmp_path / "first" / "runs" / "fig2c" / "summary.csv").is_file()
     md = (tmp_path / "first" / "claims.md").read_text()
     assert "| statement | paper's value | ours | verdict |" in md and "MQ2007 absent" in md
+    assert re.search(rf"{runs[0].info.run_id} \(paper_figures_quick; \d{{4}}-\d\d-\d\d \d\d:\d\d UTC", md)
 
     _ledger_cli(tmp_path, "second")
     again = pd.read_csv(tmp_path / "second" / "claims.csv")
@@ -299,3 +324,24 @@ def test_the_ledger_runs_each_experiment_once_and_reuses_tracked_runs(
 
     artifacts = {a.path for a in MlflowClient(f"sqlite:///{db}").list_artifacts(ledgers[0].info.run_id)}
     assert {"claims.md", "claims.csv", "summary.csv"} <= artifacts
+
+    # another seed is another invocation; with execute=false nothing is trained
+    _ledger_cli(tmp_path, "third", "seed=1", "experiment.execute=false")
+    third = pd.read_csv(tmp_path / "third" / "claims.csv").set_index("id")
+    assert third.loc["noise", "verdict"] == "not judged: no tracked run yet and experiment.execute=false"
+    assert len(_experiment_runs(db, "paper_figures_quick", "fig2c")) == 1
+
+
+def test_the_invocation_key_ignores_where_and_how_fast_but_not_what() -> None:
+    from omegaconf import OmegaConf
+
+    from ltr_bench.experiments.common import invocation_key
+
+    spec = OmegaConf.create({"name": "fig2c", "values": [0.0, 0.75]})
+    key = invocation_key("fig2c", "quick", 0, spec, [])
+    assert key == invocation_key("fig2c", "quick", 0, spec, [
+        "threads=1", "tracking.tracking_uri=sqlite:///x.db", "tracking=none", "experiment_name=x", "seed=0"])
+    others = [invocation_key("fig2c", "full", 0, spec, []), invocation_key("fig2c", "quick", 1, spec, []),
+              invocation_key("fig2c", "quick", 0, spec, ["model.epochs=3"]),
+              invocation_key("fig2c", "quick", 0, OmegaConf.create({"name": "fig2c", "values": [0.75]}), [])]
+    assert key not in others and len(set(others)) == 4
