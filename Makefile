@@ -12,7 +12,9 @@ setup:
 	$(BIN)/python -m pip install --upgrade pip
 	$(BIN)/python -m pip install $(TORCH_CONSTRAINT) -e ".[dev]"
 
+# The layering contracts (pyproject.toml [tool.importlinter]) first: a wrong import fails fast.
 test:
+	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest -q
 
 test-slow:

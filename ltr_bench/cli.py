@@ -1,4 +1,4 @@
-"""The ``ltr-bench`` command: a Hydra app over the repository's ``conf/`` tree.
+"""The ``ltr-bench`` command: a Hydra app over the ``conf/`` tree (``pkg://ltr_bench.conf``).
 
 ``main()`` is the console script. It wraps Hydra so that every mistake in user input — an
 unknown option or key, a bad value, a missing data folder, a model/loss mismatch — prints one
@@ -17,16 +17,8 @@ from typing import Any, Sequence
 import hydra
 from omegaconf import DictConfig
 
+from ltr_bench.config_tree import CONFIG_PATH, config_dir
 from ltr_bench.errors import UserError
-
-
-def config_dir() -> str:
-    """The ``conf/`` tree: inside the package if shipped there, else the repository's top level."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "conf", here.parent / "conf"):
-        if (candidate / "config.yaml").is_file():
-            return str(candidate)
-    raise UserError(f"the config tree conf/config.yaml was not found next to {here}; reinstall ltr_bench")
 
 
 _deferred: list[BaseException] = []
@@ -71,7 +63,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         from ltr_bench.sweeper.refit import plan_refits
 
         refits = plan_refits(args)
-        app = hydra.main(version_base="1.3", config_path=config_dir(), config_name="config")(_task)
+        config_dir()  # a missing tree is one sentence, not Hydra's report
+        app = hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="config")(_task)
     except UserError as exc:
         _fail(str(exc))
     if refits is not None and len(refits) > 1:

@@ -5,17 +5,40 @@ relevant one (DirectRanker property (i): the target is always "first wins") -- a
 (weighted) mean. List losses take padded ``[Q, L]`` scores, labels and a mask. Weighted means
 divide by the sum of the weights, so a weighting changes the balance between pairs, not the
 overall scale the learning rate was tuned for.
+
+**Adding a loss** is one function here (or in any importable module) plus one config file:
+decorate it with :func:`pair_loss` or :func:`list_loss` -- that marks its kind (which models can
+train with it) and, for list losses, its cost (how its work grows with the query length, which
+sizes the query batches) -- and write ``conf/loss/<name>.yaml`` with ``name`` and ``_target_``
+(the function's import path) plus its parameters. A model checks the kind, never a list of names;
+``_target_`` is what a config resolves to. Example::
+
+    @list_loss(cost_power=1)
+    def my_loss(scores, labels, mask, *, temperature=1.0): ...
 """
 
 from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable, Literal, Mapping, TypeVar
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ltr_bench.errors import UserError
 from ltr_bench.metrics import discounts, gains, ideal_dcg, ranks_padded
 
 __all__ = [
+    "LossKind",
+    "LossInfo",
+    "pair_loss",
+    "list_loss",
+    "loss_info",
+    "builtin_losses",
+    "resolve_loss",
     "weighted_mean",
     "l2_pair_loss",
     "logistic_pair_loss",
@@ -23,9 +46,119 @@ __all__ = [
     "ndcg_swap_delta",
     "listnet_loss",
     "lambdarank_loss",
-    "PAIR_LOSSES",
-    "LIST_LOSSES",
 ]
+
+LossKind = Literal["pair", "list"]
+F_ = TypeVar("F_", bound=Callable[..., Tensor])
+# Keys of a loss config node that describe it rather than parametrise the function.
+_META_KEYS = ("name", "_target_", "_partial_", "_recursive_", "_convert_")
+
+
+@dataclass(frozen=True)
+class LossInfo:
+    """What a model needs to know of a loss besides calling it.
+
+    Attributes:
+        kind: ``"pair"`` -- ``loss(r, label_hi, weight)`` on the ranker's outputs for sampled
+            pairs, more relevant document first; ``"list"`` -- ``loss(scores, labels, mask)`` on
+            padded ``[Q, L]`` query batches.
+        cost_power: list losses: how one query's work grows with its length L (1: O(L) like
+            ListNet, 2: all L^2 pairs like LambdaRank); batches bound ``queries x L^cost_power``.
+            Pair losses: 0 (a pair costs the same whatever its query).
+        name: the short name of a built-in loss (its ``conf/loss`` option), for use from Python.
+    """
+
+    kind: LossKind
+    cost_power: int = 0
+    name: str | None = None
+
+
+def pair_loss(fn: F_ | None = None, *, name: str | None = None) -> Any:
+    """Mark ``fn(r, label_hi=None, weight=None, **params)`` as a pairwise loss (a decorator,
+    with or without arguments)."""
+
+    def mark(f: F_) -> F_:
+        f.ltr_loss = LossInfo("pair", 0, name)  # type: ignore[attr-defined]
+        return f
+
+    return mark(fn) if fn is not None else mark
+
+
+def list_loss(cost_power: int = 2, *, name: str | None = None) -> Callable[[F_], F_]:
+    """Mark ``fn(scores, labels, mask, **params)`` as a list loss whose work per query grows as
+    ``L^cost_power`` (a decorator)."""
+    if int(cost_power) < 1:
+        raise ValueError(f"cost_power of a list loss must be >= 1, got {cost_power}")
+
+    def mark(f: F_) -> F_:
+        f.ltr_loss = LossInfo("list", int(cost_power), name)  # type: ignore[attr-defined]
+        return f
+
+    return mark
+
+
+def loss_info(fn: Any) -> LossInfo | None:
+    """The :class:`LossInfo` a loss was marked with (None: not marked as a loss)."""
+    info = getattr(fn, "ltr_loss", None)
+    return info if isinstance(info, LossInfo) else None
+
+
+def builtin_losses(kind: LossKind | None = None) -> dict[str, Callable[..., Tensor]]:
+    """The losses of this module by short name (``{"l2": l2_pair_loss, ...}``), of one kind."""
+    out = {}
+    for value in globals().values():
+        info = loss_info(value)
+        if info is not None and info.name and (kind is None or info.kind == kind):
+            out[info.name] = value
+    return dict(sorted(out.items()))
+
+
+def resolve_loss(
+    value: Any, kind: LossKind, key: str = "loss",
+) -> tuple[Callable[..., Tensor], LossInfo]:
+    """The loss function (config parameters bound) and its :class:`LossInfo`.
+
+    ``value`` is a config node ``{name, _target_, **params}`` -- ``_target_`` is what resolves --
+    or, from Python, the short name of a built-in loss (a string or a node without
+    ``_target_``). A loss of another kind than ``kind`` (what the model trains on), a function
+    not marked as a loss, or a parameter the function does not take is a :class:`UserError`
+    of one sentence.
+    """
+    if isinstance(value, Mapping):
+        params = {k: v for k, v in value.items() if k not in _META_KEYS}
+        name = str(value.get("name", value.get("_target_", ""))).strip()
+        target = value.get("_target_")
+    elif isinstance(value, str):
+        params, name, target = {}, value.strip(), None
+    else:
+        raise UserError(f"{key} must be a loss name or a config node with '_target_', got {value!r}")
+    fits = builtin_losses(kind)
+    choose = f"choose a {kind} loss, one of [{', '.join(fits)}], or drop the override"
+    trains = f"this model trains with {kind} losses"
+    if target:
+        from hydra.utils import get_method
+
+        try:
+            fn = get_method(str(target))
+        except Exception as err:  # Hydra wraps import errors in its own types
+            raise UserError(f"{key}._target_={target} cannot be imported ({err}); {choose}") from None
+    elif name.lower() in builtin_losses():
+        fn = builtin_losses()[name.lower()]
+    else:
+        raise UserError(f"{key}={name} is not a loss, and {trains}; {choose}")
+    info = loss_info(fn)
+    if info is None:
+        raise UserError(
+            f"{key}._target_={target} is not marked as a loss; decorate it with "
+            "ltr_bench.losses.pair_loss or ltr_bench.losses.list_loss"
+        )
+    if info.kind != kind:
+        raise UserError(f"{key}={name} is a {info.kind} loss, but {trains}; {choose}")
+    accepted = inspect.signature(fn).parameters
+    unknown = sorted(p for p in params if p not in accepted)
+    if unknown:
+        raise UserError(f"{key}.{unknown[0]} is not a parameter of the {name!r} loss")
+    return (partial(fn, **params) if params else fn), info
 
 
 def weighted_mean(values: Tensor, weight: Tensor | None = None) -> Tensor:
@@ -36,6 +169,7 @@ def weighted_mean(values: Tensor, weight: Tensor | None = None) -> Tensor:
     return (weight * values).sum() / weight.sum().clamp_min(torch.finfo(values.dtype).tiny)
 
 
+@pair_loss(name="l2")
 def l2_pair_loss(
     r: Tensor, label_hi: Tensor | None = None, weight: Tensor | None = None, *,
     label_weighted: bool = False,
@@ -53,6 +187,7 @@ def l2_pair_loss(
     return weighted_mean((1.0 - r) ** 2, weight)
 
 
+@pair_loss(name="logistic")
 def logistic_pair_loss(
     r: Tensor, label_hi: Tensor | None = None, weight: Tensor | None = None, *,
     target_probability: float = 1.0,
@@ -65,6 +200,7 @@ def logistic_pair_loss(
     return weighted_mean(F.softplus(r) - target_probability * r, weight)
 
 
+@pair_loss(name="hinge")
 def hinge_pair_loss(
     r: Tensor, label_hi: Tensor | None = None, weight: Tensor | None = None, *,
     margin: float = 1.0,
@@ -92,6 +228,40 @@ def ndcg_swap_delta(
     return (gain_i - gain_j).abs() * (d_i - d_j).abs() / idcg
 
 
+def ranks_in_queries(scores: Tensor, query_index: Tensor, query_start: Tensor) -> Tensor:
+    """1-based rank of every document in its query by descending score (ties: document order).
+
+    ``query_index[N]`` is the query block of each document and ``query_start[Q]`` the first row of
+    each block (documents of a query contiguous). Two stable sorts, no loop over queries.
+    """
+    by_score = torch.sort(scores, descending=True, stable=True).indices
+    by_query = torch.sort(query_index[by_score], stable=True).indices
+    perm = by_score[by_query]
+    position = torch.arange(len(perm), device=scores.device)
+    ranks = torch.empty_like(position)
+    ranks[perm] = position - query_start[query_index[perm]] + 1
+    return ranks
+
+
+def ideal_dcg_per_query(
+    labels: Tensor, query_index: Tensor, n_queries: int, k: int | None = None
+) -> Tensor:
+    """``[Q]`` IDCG@k of every query from flat labels (documents of a query contiguous)."""
+    labels = labels.to(torch.float64)
+    order = torch.sort(labels, descending=True, stable=True).indices
+    order = order[torch.sort(query_index[order], stable=True).indices]
+    q = query_index[order]
+    counts = torch.bincount(query_index, minlength=n_queries)
+    start = torch.cumsum(counts, 0) - counts
+    rank = torch.arange(len(order), device=labels.device) - start[q] + 1
+    contrib = gains(labels[order]) * discounts(rank)
+    if k is not None:
+        contrib = torch.where(rank <= k, contrib, 0.0)
+    out = torch.zeros(n_queries, dtype=contrib.dtype, device=labels.device)
+    return out.index_add_(0, q, contrib)
+
+
+@list_loss(cost_power=1, name="listnet")
 def listnet_loss(scores: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
     """ListNet's top-one cross entropy (Cao et al. 2007): ``-sum_j P_y(j) log P_s(j)``.
 
@@ -105,6 +275,7 @@ def listnet_loss(scores: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
     return per_query[mask.any(dim=1)].mean()
 
 
+@list_loss(cost_power=2, name="lambda")
 def lambdarank_loss(
     scores: Tensor, labels: Tensor, mask: Tensor, *, k: int | None = None, sigma: float = 1.0,
 ) -> Tensor:
@@ -129,6 +300,3 @@ def lambdarank_loss(
     o = sigma * (scores.unsqueeze(2) - scores.unsqueeze(1))
     return weighted_mean(F.softplus(-o), weight)
 
-
-PAIR_LOSSES = {"l2": l2_pair_loss, "logistic": logistic_pair_loss, "hinge": hinge_pair_loss}
-LIST_LOSSES = {"listnet": listnet_loss, "lambda": lambdarank_loss}

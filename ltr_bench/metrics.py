@@ -6,9 +6,12 @@ Two layers:
   boolean ``mask[Q, L]`` on any device and return one value per query, with no Python loop over
   queries. Rankers use them for training-time validation; LambdaRank reuses the building blocks
   :func:`gains`, :func:`discounts`, :func:`ranks_padded` and :func:`ideal_dcg`.
-* **Flat NumPy API** (``ndcg_at_k``, ``average_precision``, ``evaluate``) for scores of a
-  :class:`~ltr_bench.data.QuerySet` or flat arrays with a ``qid`` per document. Queries are padded
-  in length buckets and chunks, so memory stays bounded for any number of queries.
+* **Flat NumPy API** (``ndcg_at_k``, ``average_precision``, ``evaluate``) for flat arrays: labels
+  in query blocks delimited by ``offsets`` (anything shaped like :class:`QueryBlocks`, such as the
+  data layer's ``QuerySet``), or a ``qid`` per document. Queries are padded in chunks of bounded
+  size by :mod:`ltr_bench.data.padding`, so memory stays bounded for any number of queries.
+
+Metrics know arrays and tensors only: no dataset type, no model, no logging.
 
 Conventions (the same everywhere, and logged with every run through :attr:`EvalResult.policy`):
 
@@ -38,14 +41,14 @@ import functools
 import math
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ltr_bench.data.queryset import QuerySet
+from ltr_bench.data.padding import evaluation_chunks, pad_values
 from ltr_bench.errors import UserError
 
 if TYPE_CHECKING:
@@ -57,6 +60,7 @@ __all__ = [
     "TIE_BREAK",
     "DEFAULT_METRICS",
     "EvalResult",
+    "QueryBlocks",
     "MetricSpec",
     "parse_metric",
     "gains",
@@ -108,7 +112,8 @@ def discounts(ranks: Tensor) -> Tensor:
 
 
 def _is_prefix(mask: Tensor) -> bool:
-    """True if every row's real documents come before its padding (as ``QuerySet.pad`` makes)."""
+    """True if every row's real documents come before its padding (as :mod:`ltr_bench.data.padding`
+    pads)."""
     return mask.shape[1] < 2 or not bool((mask[:, 1:] & ~mask[:, :-1]).any())
 
 
@@ -617,54 +622,6 @@ def _check_inputs(scores: np.ndarray, labels: np.ndarray) -> None:
         raise UserError("labels must be non-negative relevance grades")
 
 
-def _length_chunks(lengths: np.ndarray, max_elements: int) -> list[np.ndarray]:
-    """Query indices grouped so that each padded chunk has at most ``max_elements`` cells.
-
-    When padding every query to the longest wastes less than half the cells (query lengths of
-    one order, as in LETOR data), the queries stay in their order and are cut into runs of
-    consecutive queries: each chunk is then one slice of the documents, padded without a gather.
-    Otherwise queries are bucketed by the power of two above their length (padding wastes < 2x;
-    fewer padded cells also make the sort cheaper) and each bucket is cut into chunks of
-    ``max_elements // 2^b`` queries (at least one).
-    """
-    n_q, width = len(lengths), int(lengths.max()) if len(lengths) else 0
-    if n_q and n_q * width <= 2 * int(lengths.sum()):
-        rows = max(1, max_elements // max(width, 1))
-        return np.split(np.arange(n_q), np.arange(rows, n_q, rows))
-    bucket = np.ceil(np.log2(np.maximum(lengths, 1))).astype(np.int64)
-    order = np.argsort(bucket, kind="stable")
-    bounds = np.flatnonzero(np.diff(bucket[order])) + 1
-    chunks = []
-    for group in np.split(order, bounds):
-        if len(group) == 0:
-            continue
-        rows = max(1, max_elements // (1 << int(bucket[group[0]])))
-        chunks.extend(np.split(group, np.arange(rows, len(group), rows)))
-    return chunks
-
-
-def _pad_chunk(
-    values: list[np.ndarray], offsets: np.ndarray, queries: np.ndarray, fills: Sequence[float] = ()
-) -> tuple[list[np.ndarray], np.ndarray]:
-    """Pad per-document arrays of the given queries into ``[C, L]`` arrays plus a mask; padding
-    holds ``fills[i]`` (default 0)."""
-    lengths = offsets[queries + 1] - offsets[queries]
-    width = int(lengths.max()) if len(lengths) else 0
-    mask = np.arange(width) < lengths[:, None]
-    if len(queries) and queries[-1] - queries[0] + 1 == len(queries):  # a run: one slice
-        docs: Any = slice(offsets[queries[0]], offsets[queries[-1] + 1])
-    else:
-        start = np.repeat(np.cumsum(lengths) - lengths, lengths)
-        docs = np.repeat(offsets[queries], lengths) + (np.arange(int(lengths.sum())) - start)
-    out = []
-    for i, v in enumerate(values):
-        fill = fills[i] if i < len(fills) else 0
-        padded = np.full((len(queries), width), fill, dtype=v.dtype)
-        padded[mask] = v[docs]  # boolean assignment fills row by row, in document order
-        out.append(padded)
-    return out, mask
-
-
 def _compact_labels(labels: np.ndarray) -> np.ndarray:
     """Integer-valued labels as the narrowest integer type that holds them (fewer bytes in every
     padded pass; integers also allow the sort-free IDCG), other labels as float64."""
@@ -691,8 +648,8 @@ def _evaluate_blocks(
     keys = -(scores if scores.dtype == np.float32 else scores.astype(np.float64, copy=False))
     labels = _compact_labels(labels)
     depth = _ranking_depth(specs)
-    for queries in _length_chunks(np.diff(offsets), max_elements):
-        (k_pad, l_pad), mask = _pad_chunk([keys, labels], offsets, queries, fills=(np.inf, 0))
+    for queries in evaluation_chunks(np.diff(offsets), max_elements):
+        (k_pad, l_pad), mask = pad_values([keys, labels], offsets, queries, fills=(np.inf, 0))
         k_t, l_t, m_t = torch.from_numpy(k_pad), torch.from_numpy(l_pad), torch.from_numpy(mask)
         r = _Ranked.from_keys(k_t, l_t, m_t, depth=depth)
         for spec in specs:
@@ -702,9 +659,26 @@ def _evaluate_blocks(
     return values, defined, keep
 
 
+class QueryBlocks(Protocol):
+    """What :func:`evaluate` reads of the scored data: flat labels in query blocks.
+
+    ``labels[N]``; ``offsets[Q + 1]`` delimiting the blocks (rows ``offsets[q]:offsets[q + 1]``
+    are query ``q``); ``query_ids[Q]`` naming them. The data layer's ``QuerySet`` has these.
+    """
+
+    @property
+    def labels(self) -> np.ndarray: ...
+
+    @property
+    def offsets(self) -> np.ndarray: ...
+
+    @property
+    def query_ids(self) -> np.ndarray: ...
+
+
 def evaluate(
     scores: np.ndarray,
-    data: QuerySet,
+    data: QueryBlocks,
     names: Sequence[str] = DEFAULT_METRICS,
     relevance_threshold: float = 1,
     no_relevant: NoRelevantPolicy = "drop",
@@ -714,7 +688,7 @@ def evaluate(
 
     Args:
         scores: ``[N]`` scores in the document order of ``data`` (higher = more relevant).
-        data: the scored queries (labels and query blocks).
+        data: the scored queries: labels, query blocks (offsets) and query ids, e.g. a QuerySet.
         names: metric names, e.g. ``("ndcg@10", "map", "p@5", "mrr", "wta", "err@10", "pair_acc")``.
         relevance_threshold: a document is relevant when ``label >= relevance_threshold``
             (MAP, P@k, MRR, WTA, and which queries count as "without relevant documents").

@@ -30,6 +30,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ltr_bench.data.protocol import Dataset
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.data.splits import apply_split, holdout_splits, kfold_by_query
 from ltr_bench.errors import UserError
@@ -114,11 +115,11 @@ class Protocol:
             return "inner_cv" if is_trial else "final"
         return self.objective
 
-    def positions(self, dataset: Any) -> list[int]:
+    def positions(self, dataset: Dataset) -> list[int]:
         """The outer splits this run covers (positions passed to :meth:`load`)."""
         raise NotImplementedError
 
-    def load(self, dataset: Any, position: int, *, with_test: bool = True) -> OuterSplit:
+    def load(self, dataset: Dataset, position: int, *, with_test: bool = True) -> OuterSplit:
         """Read outer split ``position``; ``with_test=False`` (inner CV) leaves test unread
         where the protocol can (predefined folds) and always returns ``test=None``."""
         raise NotImplementedError
@@ -160,10 +161,10 @@ class SingleSplit(Protocol):
     def __init__(self, name: str = "single", **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
 
-    def positions(self, dataset: Any) -> list[int]:
+    def positions(self, dataset: Dataset) -> list[int]:
         return [0]
 
-    def load(self, dataset: Any, position: int, *, with_test: bool = True) -> OuterSplit:
+    def load(self, dataset: Dataset, position: int, *, with_test: bool = True) -> OuterSplit:
         fold = dataset.load_fold(position)
         return OuterSplit(
             _fold_id(dataset, position), fold.name, fold.train, fold.vali,
@@ -177,7 +178,7 @@ class LetorFolds(SingleSplit):
     def __init__(self, name: str = "letor_folds", **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
 
-    def positions(self, dataset: Any) -> list[int]:
+    def positions(self, dataset: Dataset) -> list[int]:
         return list(range(int(dataset.n_folds)))
 
 
@@ -222,10 +223,10 @@ class HoldOut(Protocol):
         self.split = None if split is None else int(split)
         self._pool: QuerySet | None = None
 
-    def positions(self, dataset: Any) -> list[int]:
+    def positions(self, dataset: Dataset) -> list[int]:
         return list(range(self.n_splits)) if self.split is None else [self.split]
 
-    def load(self, dataset: Any, position: int, *, with_test: bool = True) -> OuterSplit:
+    def load(self, dataset: Dataset, position: int, *, with_test: bool = True) -> OuterSplit:
         if self._pool is None:
             self._pool = dataset.load_all()
         pool = self._pool
@@ -240,7 +241,7 @@ class HoldOut(Protocol):
         return OuterSplit(position, name, train, vali, test if with_test else None)
 
 
-def _fold_id(dataset: Any, position: int) -> int:
+def _fold_id(dataset: Dataset, position: int) -> int:
     """0-based id of a dataset fold: the file fold number - 1 for LETOR folders."""
     numbers = getattr(dataset, "fold_numbers", None)
     return int(numbers[position]) - 1 if numbers is not None else int(position)

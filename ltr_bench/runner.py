@@ -31,18 +31,19 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ltr_bench import tracking_keys as keys
+from ltr_bench.data.protocol import Dataset
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.protocols import OuterSplit, Protocol
 from ltr_bench.tracking import (
-    TAG_REEVALUATION,
-    TAG_REFIT,
-    TAG_STUDY,
-    TAG_TRIAL,
     Tracker,
-    flatten_config,
+    data_tags,
+    filter_eq,
     git_commit,
+    invocation_id,
     is_rank_zero,
+    machine_tags,
+    run_params,
 )
 
 COMPAT_GROUPS = ("loss", "optimizer", "activation")
@@ -304,17 +305,37 @@ def prepare(
     vali: QuerySet | None,
     test: QuerySet | None,
     test_role: str = "test",
+    dataset: Any = None,
 ) -> Prepared:
-    """Fit preprocessing on ``train``; apply to every part (``test`` in role ``test_role``)."""
+    """Fit preprocessing on ``train``; apply to every part (``test`` in role ``test_role``).
+
+    For a file-backed ``dataset`` (one with a parse cache, ``dataset.cache_dir``) the result is
+    shared through :mod:`ltr_bench.data.transform_cache`: every trial, refit and worker that
+    preprocesses the same split with the same options reads it back instead of refitting."""
     from ltr_bench.data.transforms import binarize_labels
 
-    pre = build_preprocessing(cfg)
-    pre.fit(train)
-    tr = pre.apply(train, "train")
-    if protocol.train_labels == "binary":
-        tr = binarize_labels(tr, threshold)
-    va = pre.apply(vali, "vali") if vali is not None and vali.n_queries else None
-    te = pre.apply(test, test_role) if test is not None else None
+    def compute() -> tuple[list[QuerySet | None], Any]:
+        pre = build_preprocessing(cfg)
+        pre.fit(train)
+        tr = pre.apply(train, "train")
+        if protocol.train_labels == "binary":
+            tr = binarize_labels(tr, threshold)
+        va = pre.apply(vali, "vali") if vali is not None and vali.n_queries else None
+        te = pre.apply(test, test_role) if test is not None else None
+        return [tr, va, te], pre
+
+    if dataset is None or not hasattr(dataset, "cache_dir"):
+        (tr, va, te), pre = compute()
+        return Prepared(tr, va, te, pre)
+    from ltr_bench.data.transform_cache import cached_preprocessing
+
+    options = OmegaConf.to_container(cfg.eval.preprocessing, resolve=True)
+    assert isinstance(options, dict)
+    options.pop("threads", None)  # how fast, not what: the same numbers with any thread count
+    key = {"preprocessing": options, "train_labels": protocol.train_labels, "threshold": threshold,
+           "test_role": test_role}
+    parts = [("train", train), ("vali", vali), ("test", test)]
+    (tr, va, te), pre, _ = cached_preprocessing(key, parts, compute, dataset.cache_dir)
     return Prepared(tr, va, te, pre)
 
 
@@ -349,10 +370,11 @@ def _timer(times: dict[str, float], key: str) -> Iterator[None]:
         times[key] = times.get(key, 0.0) + time.perf_counter() - t0
 
 
-def _fingerprint(*parts: QuerySet | None) -> str:
+def _fingerprint(*digests: str | None) -> str:
+    """One hash of a split's parts' fingerprints (train, vali, test; ``-`` for a missing part)."""
     h = hashlib.sha256()
-    for p in parts:
-        h.update((p.fingerprint() if p is not None else "-").encode())
+    for d in digests:
+        h.update((d if d is not None else "-").encode())
     return h.hexdigest()[:16]
 
 
@@ -382,7 +404,8 @@ def common_tags(cfg: DictConfig, ctx: JobContext) -> dict[str, Any]:
         keys.TAG_SEED: cfg.seed,
         keys.TAG_VERSION: package_version(),
         keys.TAG_GIT_COMMIT: git_commit(),
-        TAG_STUDY: cfg.get("sweep", {}).get("study_name"),
+        keys.TAG_STUDY: cfg.get("sweep", {}).get("study_name"),
+        **machine_tags(cfg),
     }
 
 
@@ -407,12 +430,13 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike[str] | None = None, *, ve
         )
     ctx = job_context(output_dir)
     configure_threads(cfg)
-    seed_everything(int(cfg.seed))
     dataset = instantiate(cfg.dataset, _convert_="all")
+    build_ranker(cfg)  # the ranker validates its config (e.g. its loss's kind) before any run is logged
+    seed_everything(int(cfg.seed))
     tracker = Tracker.from_config(cfg.tracking, ctx.cwd)
     tags = common_tags(cfg, ctx)
     if mode == "inner_cv":
-        result = _run_inner_cv(cfg, protocol, dataset, tracker, tags, verbose)
+        result = _run_inner_cv(cfg, protocol, dataset, tracker, tags, ctx, verbose)
     else:
         result = _run_final(cfg, protocol, dataset, tracker, tags, ctx, verbose)
     result.times["time_total_s"] = time.perf_counter() - t_start
@@ -429,7 +453,7 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike[str] | None = None, *, ve
 def _run_final(
     cfg: DictConfig,
     protocol: Protocol,
-    dataset: Any,
+    dataset: Dataset,
     tracker: Tracker,
     tags: dict[str, Any],
     ctx: JobContext,
@@ -439,39 +463,55 @@ def _run_final(
     positions = protocol.positions(dataset)
     study = cfg.get("sweep", {}).get("study_name")
     parent_of_protocol = tracker.find_or_create_sweep_run(str(study), tags) if study else None
-    run_tags = {**tags, keys.TAG_ROLE: keys.ROLE_PROTOCOL}
-    if cfg.get("refit_best"):
-        run_tags[TAG_REFIT] = "true"
-    name = f"{tags[keys.TAG_MODEL]} {tags[keys.TAG_DATASET]} {tags[keys.TAG_PROTOCOL]}"
+    run_tags = {**tags, keys.TAG_ROLE: keys.ROLE_PROTOCOL, **data_tags(dataset.describe())}
+    refit = bool(cfg.get("refit_best"))
+    if refit:
+        run_tags[keys.TAG_REFIT] = "true"
+    model, seed = str(tags[keys.TAG_MODEL]), int(cfg.seed)
+    dataset_name, protocol_name = str(tags[keys.TAG_DATASET]), str(tags[keys.TAG_PROTOCOL])
+
+    def name_for(scope: str) -> str:
+        return (keys.refit_run_name(model, scope, seed) if refit
+                else keys.protocol_run_name(model, scope, protocol_name))
+
+    params = run_params(cfg, ctx.choices)
     folds: list[FoldResult] = []
-    with tracker.run(name, run_tags, parent_id=parent_of_protocol) as run_id:
-        tracker.log_params(run_id, flatten_config(cfg))
-        tracker.log_params(run_id, {f"data.{k}": v for k, v in _flat(dataset.describe()).items()})
+    with tracker.run(name_for(dataset_name), run_tags, parent_id=parent_of_protocol) as run_id:
+        tracker.log_params(run_id, params)
         tracker.log_text(run_id, OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
         fingerprints = []
+        inputs: list[dict[str, Any]] = []
         for i, pos in enumerate(positions):
             if verbose and len(positions) > 1:
                 print(f"[{i + 1}/{len(positions)}] {protocol.name}: reading and training ...", flush=True)
             fold_tags = {**tags, keys.TAG_ROLE: keys.ROLE_FOLD}
-            fr, fp = _run_fold(cfg, protocol, dataset, pos, tracker, fold_tags, run_id)
+            fr, fp, fold_inputs = _run_fold(cfg, protocol, dataset, pos, tracker, fold_tags, run_id,
+                                            params, seed if refit else None)
             folds.append(fr)
             fingerprints.append(fp)
+            inputs += fold_inputs
+            if len(positions) == 1:  # one split: the run is named after it (mq2008/Fold1)
+                tracker.rename(run_id, name_for(fr.name))
             if verbose and len(positions) > 1:
                 print(f"[{i + 1}/{len(positions)}] {fr.name}: {_short(fr.metrics, cfg)}"
                       f"  (fit {fr.times[keys.TIME_FIT]:.1f} s)", flush=True)
+        tracker.log_inputs(run_id, inputs)
         result = _aggregate("final", cfg, folds)
         result.mlflow_run_id = run_id or None
         tracker.set_tags(run_id, {keys.TAG_FINGERPRINT: hashlib.sha256("".join(fingerprints).encode()).hexdigest()[:16]})
         summary = {keys.metric_key(s, n): v for s, d in result.mean.items() for n, v in d.items()}
-        summary.update({keys.metric_key(s, n) + "_se": v for s, d in result.se.items() for n, v in d.items()})
+        summary.update({keys.metric_key(s, n) + keys.SE_SUFFIX: v
+                        for s, d in result.se.items() for n, v in d.items()})
         summary.update(result.times)
-        summary["objective"] = result.objective
+        summary[keys.OBJECTIVE] = result.objective
         tracker.log_metrics(run_id, summary)
         if verbose:
             print(format_results(cfg, result), flush=True)
             if tracker.enabled:
                 print(f"MLflow run {run_id} in {tracker.tracking_uri} (experiment "
                       f"'{tracker.experiment_name}')", flush=True)
+                print(tracker.experiment_link(filter_eq(keys.TAG_INVOCATION, invocation_id()),
+                                              "runs of this command", run_id), flush=True)
         if tracker.enabled:
             tracker.log_text(run_id, json.dumps(_results_json(cfg, result, tracker), indent=2,
                                                 default=_json_default), "results.json")
@@ -481,37 +521,44 @@ def _run_final(
 def _run_fold(
     cfg: DictConfig,
     protocol: Protocol,
-    dataset: Any,
+    dataset: Dataset,
     position: int,
     tracker: Tracker,
     tags: dict[str, Any],
     parent_id: str,
-) -> tuple[FoldResult, str]:
+    params: Mapping[str, str],
+    refit_seed: int | None = None,
+) -> tuple[FoldResult, str, list[dict[str, Any]]]:
+    """One outer split as a ``fold`` run; returns its result, fingerprint and dataset inputs."""
     times: dict[str, float] = {}
     with _timer(times, keys.TIME_READ):
         split: OuterSplit = protocol.load(dataset, position)
-        fingerprint = _fingerprint(split.train, split.vali, split.test)
-        data = prepare(cfg, protocol, dataset.relevance_threshold, split.train, split.vali, split.test)
+        inputs = dataset_inputs(split)
+        digests = {i["context"]: i["digest"] for i in inputs}
+        fingerprint = _fingerprint(*(digests.get(p) for p in ("train", "vali", "test")))
+        data = prepare(cfg, protocol, dataset.relevance_threshold, split.train, split.vali, split.test,
+                       dataset=dataset)
     assert data.test is not None
-    fold_tags = {**tags, keys.TAG_FOLD: split.fold, keys.TAG_FINGERPRINT: fingerprint,
-                 "ltr.fold_name": split.name}
-    with tracker.run(f"fold {split.fold}", fold_tags, parent_id=parent_id) as run_id:
-        tracker.log_params(run_id, flatten_config(cfg))
-        tracker.log_params(run_id, {
-            keys.PARAM_N_TRAIN_QUERIES: data.train.n_queries,
-            keys.PARAM_N_TEST_QUERIES: data.test.n_queries,
-            "data.n_vali_queries": data.vali.n_queries if data.vali is not None else 0,
-            "data.n_train_docs": data.train.n_docs,
-            "data.n_test_docs": data.test.n_docs,
-            "data.fold_name": split.name,
-            "data.preprocessing": json.dumps(data.preprocessing.describe(), default=str),
-        })
+    fold_tags = {
+        **tags, keys.TAG_FOLD: split.fold, keys.TAG_FINGERPRINT: fingerprint,
+        keys.TAG_FOLD_NAME: split.name,
+        keys.TAG_N_TRAIN_QUERIES: data.train.n_queries,
+        keys.TAG_N_TEST_QUERIES: data.test.n_queries,
+        keys.TAG_N_VALI_QUERIES: data.vali.n_queries if data.vali is not None else 0,
+        keys.TAG_DATA_PREFIX + "n_train_docs": data.train.n_docs,
+        keys.TAG_DATA_PREFIX + "n_test_docs": data.test.n_docs,
+        keys.TAG_PREPROCESSING: json.dumps(data.preprocessing.describe(), default=str),
+    }
+    model = str(tags[keys.TAG_MODEL])
+    with tracker.run(keys.fold_run_name(model, split.name, refit_seed), fold_tags, parent_id=parent_id) as run_id:
+        tracker.log_params(run_id, params)
+        tracker.log_inputs(run_id, inputs)
         ranker = build_ranker(cfg)
         with _timer(times, keys.TIME_FIT):
             ranker.fit(data.train, data.vali, logger=tracker.lightning_logger(run_id))
         evals = {}
         with _timer(times, keys.TIME_EVAL):
-            for s, d in (("vali", data.vali), ("test", data.test)):
+            for s, d in ((keys.SPLIT_VALI, data.vali), (keys.SPLIT_TEST, data.test)):
                 if d is not None:
                     evals[s] = evaluate_split(cfg, ranker.score(d), d, s)
         metrics = {s: dict(e.means) for s, e in evals.items()}
@@ -521,18 +568,57 @@ def _run_fold(
         tracker.log_history(run_id, history)
         if tracker.enabled and tracker.log_artifacts_enabled:
             _log_fold_artifacts(tracker, run_id, evals, history)
-            tracker.log_model(run_id, ranker)
+            info = {"run_id": run_id, "fold": split.name, "model": tags.get(keys.TAG_MODEL),
+                    "dataset": tags.get(keys.TAG_DATASET), "eval": tags.get(keys.TAG_EVAL),
+                    "seed": tags.get(keys.TAG_SEED), "ltr_bench_version": tags.get(keys.TAG_VERSION)}
+            tracker.log_model(run_id, scoring_pipeline(cfg, data, ranker, dataset.relevance_threshold, info))
     fr = FoldResult(split.fold, split.name, metrics, times, data.train.n_queries,
                     data.test.n_queries, run_id or None)
-    return fr, fingerprint
+    return fr, fingerprint, inputs
+
+
+def dataset_inputs(split: OuterSplit, parts: tuple[str, ...] = ("train", "vali", "test")) -> list[dict[str, Any]]:
+    """MLflow dataset inputs of one split: name ``mq2008/Fold1``, digest = the part's
+    fingerprint, context train / vali / test, source = its file (LETOR) or generator."""
+    out = []
+    for part in parts:
+        qs: QuerySet | None = getattr(split, part)
+        if qs is None:
+            continue
+        source = {k: v for k, v in (qs.source or {}).items() if k in ("path", "sha256", "generator", "kind")}
+        out.append({
+            "name": split.name, "digest": qs.fingerprint(), "context": part,
+            "source_type": "local" if "path" in source else "code",
+            "source": {"uri": source["path"]} if "path" in source else source,
+            "profile": {"n_queries": qs.n_queries, "n_docs": qs.n_docs},
+        })
+    return out
+
+
+def scoring_pipeline(cfg: DictConfig, data: Prepared, ranker: Any, relevance_threshold: int,
+                     info: Mapping[str, Any]) -> Any:
+    """What a fold run saves as its model: the fitted preprocessing and ranker, the model config
+    that rebuilds the ranker, and the evaluation's metric options (no data)."""
+    from ltr_bench.saved_model import ScoringPipeline
+
+    spec = OmegaConf.to_container(cfg.model, resolve=True)
+    assert isinstance(spec, dict)
+    for k in MODEL_META_KEYS:
+        spec.pop(k, None)
+    m = cfg.eval.metrics
+    metrics = {"names": metric_names(cfg), "relevance_threshold": m.get("relevance_threshold", 1),
+               "no_relevant": m.get("no_relevant", "drop")}
+    return ScoringPipeline(data.preprocessing, ranker, data.train.n_features, int(relevance_threshold),
+                           spec, metrics, {k: v for k, v in info.items() if v is not None})
 
 
 def _run_inner_cv(
     cfg: DictConfig,
     protocol: Protocol,
-    dataset: Any,
+    dataset: Dataset,
     tracker: Tracker,
     tags: dict[str, Any],
+    ctx: JobContext,
     verbose: bool,
 ) -> RunResult:
     """A sweep trial: mean inner-CV metric on the training part(s); test is never scored."""
@@ -542,26 +628,36 @@ def _run_inner_cv(
     # A re-evaluation of a top trial (the sweeper's `reevaluate`) scores the same config on the
     # inner-CV repeats after the search's own: folds and seeds it was not chosen on.
     reevaluation = bool(sweep.get("reevaluation", False))
-    sweep_id = tracker.find_or_create_sweep_run(str(study or "no-study"), tags)
-    trial_tags = {**tags, keys.TAG_ROLE: keys.ROLE_TRIAL, TAG_TRIAL: trial}
-    name = f"trial {trial}" if trial is not None else "inner-cv"
+    reporter = _trial_reporter(cfg)  # set when the sweeper races trials (hydra.sweeper.pruner)
+    _quiet_trial_trainer(cfg)
+    model, dataset_name = str(tags[keys.TAG_MODEL]), str(tags[keys.TAG_DATASET])
+    sampler = _sampler_choice()
+    sweep_id = tracker.find_or_create_sweep_run(
+        str(study or "no-study"), tags, keys.sweep_run_name(model, dataset_name, sampler))
+    trial_tags = {**tags, keys.TAG_ROLE: keys.ROLE_TRIAL, keys.TAG_TRIAL: trial}
+    name = keys.trial_run_name(model, trial, reevaluation)
     if reevaluation:
-        name += " re-evaluation"
-        trial_tags[TAG_REEVALUATION] = "true"
+        trial_tags[keys.TAG_REEVALUATION] = "true"
     folds: list[FoldResult] = []
+    split_names: list[str] = []
     with tracker.run(name, trial_tags, parent_id=sweep_id) as run_id:
-        tracker.log_params(run_id, flatten_config(cfg))
+        tracker.log_params(run_id, run_params(cfg, ctx.choices))
+        pruned = False
         try:
             step = 0
             for pos in protocol.positions(dataset):
+                if pruned:
+                    break
                 times: dict[str, float] = {}
                 with _timer(times, keys.TIME_READ):
                     split = protocol.load(dataset, pos, with_test=False)
+                split_names.append(split.name)
+                tracker.log_inputs(run_id, dataset_inputs(split, ("train",)))
                 for repeat, k, inner_train, inner_vali in protocol.inner_folds(split.train, reevaluation):
                     t: dict[str, float] = {keys.TIME_READ: times.pop(keys.TIME_READ, 0.0)}
                     with _timer(t, keys.TIME_READ):
                         data = prepare(cfg, protocol, dataset.relevance_threshold,
-                                       inner_train, split.vali, inner_vali, test_role="vali")
+                                       inner_train, split.vali, inner_vali, test_role="vali", dataset=dataset)
                     assert data.test is not None
                     ranker = build_ranker(cfg, seed=seed_for_repeat(int(cfg.seed), repeat))
                     with _timer(t, keys.TIME_FIT):
@@ -573,8 +669,12 @@ def _run_inner_cv(
                     fr = FoldResult(step, f"{split.name}/{inner}", {"vali": dict(ev.means)}, t,
                                     data.train.n_queries, data.test.n_queries)
                     folds.append(fr)
-                    tracker.log_metrics(run_id, {keys.metric_key("cv_fold", n): v for n, v in ev.means.items()}, step=step)
+                    tracker.log_metrics(run_id, {keys.metric_key(keys.SPLIT_CV_FOLD, n): v
+                                                 for n, v in ev.means.items()}, step=step)
                     step += 1
+                    if reporter is not None and reporter.report(_running_objective(cfg, folds), step):
+                        pruned = True  # racing: the pruner stopped this trial after `step` folds
+                        break
             result = _aggregate("inner_cv", cfg, folds)
             if result.objective is None or not math.isfinite(result.objective):
                 raise TrialFailed(f"the inner-CV objective {result.objective_name} is {result.objective}")
@@ -584,16 +684,62 @@ def _run_inner_cv(
             raise
         except Exception as exc:  # a fit that raises fails this trial, not the sweep
             raise TrialFailed(f"{name} failed: {exc.__class__.__name__}: {exc}") from exc
-        summary = {keys.metric_key("cv", n): v for n, v in result.mean["vali"].items()}
-        summary.update({keys.metric_key("cv", n) + "_se": v for n, v in result.se["vali"].items()})
+        summary = {keys.metric_key(keys.SPLIT_CV, n): v for n, v in result.mean["vali"].items()}
+        summary.update({keys.metric_key(keys.SPLIT_CV, n) + keys.SE_SUFFIX: v
+                        for n, v in result.se["vali"].items()})
         summary.update(result.times)
-        summary["objective"] = result.objective
+        summary[keys.OBJECTIVE] = result.objective
         tracker.log_metrics(run_id, summary)
         result.mlflow_run_id = run_id or None
+        if pruned:
+            tracker.set_tags(run_id, {keys.TAG_PRUNED: "true", keys.TAG_FOLDS_DONE: len(folds)})
+    if tracker.enabled and sweep_id:
+        scope = split_names[0] if len(split_names) == 1 else dataset_name
+        tracker.rename(sweep_id, keys.sweep_run_name(model, scope, sampler))
+        tracker.extend(sweep_id)
+    if pruned:
+        assert reporter is not None
+        if verbose:
+            print(f"{name}: pruned after {len(folds)} folds, running {result.objective_name} = "
+                  f"{result.objective:.4f}", flush=True)
+        raise reporter.pruned()
     if verbose:
         print(f"{name}: {result.objective_name} = {result.objective:.4f} "
               f"over {len(folds)} folds ({result.times[keys.TIME_FIT]:.1f} s fitting)", flush=True)
     return result
+
+
+
+
+def _trial_reporter(cfg: DictConfig) -> Any:
+    """The job's handle for reporting its running objective into its Optuna trial, when the
+    sweeper passed one (``sweep.storage`` + ``sweep.pruner``); the storage URL is redacted in
+    ``cfg`` afterwards, so no password reaches the logged params."""
+    from ltr_bench.sweeper.pruning import TrialReporter
+    from ltr_bench.sweeper.storage import redact
+
+    reporter = TrialReporter.from_config(cfg)
+    url = cfg.get("sweep", {}).get("storage")
+    if url:
+        with open_dict(cfg):
+            cfg.sweep.storage = redact(str(url))
+    return reporter
+
+
+def _quiet_trial_trainer(cfg: DictConfig) -> None:
+    """No Lightning per-epoch bars inside sweep trials unless ``sweep.progress_bars=true``: the
+    sweeper's own progress line says how far the sweep is."""
+    trainer, sweep = cfg.get("trainer"), cfg.get("sweep", {})
+    if isinstance(trainer, DictConfig) and sweep.get("trial_number") is not None \
+            and not sweep.get("progress_bars", False):
+        with open_dict(cfg):
+            trainer.enable_progress_bar = False
+
+
+def _running_objective(cfg: DictConfig, folds: list[FoldResult]) -> float:
+    """The mean of the objective metric over the inner folds done so far."""
+    metric = str(cfg.objective.metric)
+    return float(np.mean([f.metrics["vali"].get(metric, math.nan) for f in folds]))
 
 
 # ------------------------------------------------------------------------------ aggregation
@@ -675,15 +821,14 @@ def _json_default(obj: Any) -> Any:
     return str(obj)
 
 
-def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping):
-            out.update(_flat(v, key + "."))
-        else:
-            out[key] = json.dumps(v, default=str) if isinstance(v, (list, tuple)) else v
-    return out
+def _sampler_choice() -> str | None:
+    """The sweep's sampler option (``tpe``, ``random``, ``grid``) inside a sweep job, else None."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    choice = HydraConfig.get().runtime.choices.get("hydra/sweeper/sampler")
+    return str(choice) if choice else None
 
 
 # ------------------------------------------------------------------------------ artifacts

@@ -7,6 +7,11 @@
 - :func:`friedman_nemenyi`: Friedman test over a models x folds matrix, the Nemenyi post-hoc
   test (scikit-posthocs), average ranks and Demsar's (2006) critical difference.
 - :func:`format_mean_se`: the papers' ``0.720(12)`` notation for mean and standard error.
+- :func:`bayesian_correlated_ttest` (beyond the papers): Corani & Benavoli's (2015) Bayesian
+  correlated t-test with a region of practical equivalence (ROPE): the probabilities that A is
+  better, that A and B are practically equivalent, that B is better.
+- :func:`paired_randomization_test`, :func:`paired_ttest`, :func:`holm` and
+  :func:`win_tie_loss`: per-query comparisons of two rankers on one split.
 
 Matrices of scores are ``pandas.DataFrame`` objects with one row per model and one column per
 fold (or split); higher scores are better unless stated otherwise.
@@ -265,3 +270,205 @@ def friedman_nemenyi(
         cd=critical_difference(k, n, alpha),
         alpha=alpha,
     )
+
+
+# --------------------------------------------------------------------------- Bayesian correlated t-test
+
+
+@dataclass(frozen=True)
+class BayesResult:
+    """Posterior probabilities of the Bayesian correlated t-test for ``A - B``."""
+
+    p_a_better: float  # P(mean difference > rope)
+    p_equivalent: float  # P(|mean difference| <= rope)
+    p_b_better: float  # P(mean difference < -rope)
+    mean_diff: float
+    scale: float  # of the Student posterior (0: a point mass at mean_diff)
+    df: int
+    rope: float
+    n: int
+
+
+def bayesian_correlated_ttest(
+    scores_a: ArrayLike, scores_b: ArrayLike, *, test_train_ratio: float, rope: float = 0.01
+) -> BayesResult:
+    """Corani & Benavoli's (2015) Bayesian correlated t-test for paired per-split scores.
+
+    The posterior of the mean difference ``d = a - b`` is Student's t with ``n - 1`` degrees of
+    freedom, location ``mean(d)`` and scale ``sqrt((1/n + rho/(1-rho)) var(d))``, where
+    ``rho/(1-rho)`` is the correlation correction of Nadeau & Bengio: ``n_test / n_train``
+    (``1/(k-1)`` for k-fold cross-validation). It gives the probabilities that A is better by more
+    than ``rope``, that the two are within ``rope`` of each other (practically equivalent) and that
+    B is better by more than ``rope``. Equal to ``baycomp.CorrelatedTTest.probs`` for k-fold CV.
+    Zero variance makes the posterior a point mass at ``mean(d)``.
+    """
+    a = np.asarray(scores_a, dtype=float)
+    b = np.asarray(scores_b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"need two 1-d score arrays of equal length, got {a.shape} and {b.shape}")
+    n = a.size
+    if n < 2:
+        raise ValueError(f"need at least 2 paired scores, got {n}")
+    if np.isnan(a).any() or np.isnan(b).any():
+        raise ValueError("scores contain NaN; drop unpaired splits first")
+    if test_train_ratio < 0 or rope < 0:
+        raise ValueError(f"test_train_ratio and rope must be >= 0, got {test_train_ratio}, {rope}")
+    d = a - b
+    mean_d = float(d.mean())
+    scale = math.sqrt((1.0 / n + test_train_ratio) * float(d.var(ddof=1)))
+    if scale == 0.0:
+        below = 1.0 if mean_d < -rope else 0.0
+        above = 1.0 if mean_d > rope else 0.0
+    else:
+        below = float(sst.t.cdf(-rope, n - 1, loc=mean_d, scale=scale))
+        above = float(sst.t.sf(rope, n - 1, loc=mean_d, scale=scale))
+    return BayesResult(
+        p_a_better=above,
+        p_equivalent=max(0.0, 1.0 - above - below),
+        p_b_better=below,
+        mean_diff=mean_d,
+        scale=scale,
+        df=n - 1,
+        rope=rope,
+        n=n,
+    )
+
+
+def pairwise_bayesian_ttests(
+    scores: pd.DataFrame, test_train_ratio: float | pd.Series, rope: float = 0.01
+) -> pd.DataFrame:
+    """:func:`bayesian_correlated_ttest` for every ordered pair of models (rows of ``scores``).
+
+    One row per unordered pair ``(a, b)`` with ``a`` before ``b`` in the index: columns ``a``,
+    ``b``, ``p_a_better``, ``p_equivalent``, ``p_b_better``, ``mean_diff``, ``n``. Each pair uses
+    the folds where both have a value (pairs with fewer than 2 are left out).
+    """
+    rows = []
+    models = list(scores.index)
+    for i, j in combinations(range(len(models)), 2):
+        a, b = scores.iloc[i], scores.iloc[j]
+        common = a.notna() & b.notna()
+        if common.sum() < 2:
+            continue
+        if isinstance(test_train_ratio, pd.Series):
+            ratio = float(test_train_ratio.reindex(scores.columns[common.to_numpy()]).mean())
+        else:
+            ratio = float(test_train_ratio)
+        r = bayesian_correlated_ttest(a[common], b[common], test_train_ratio=ratio, rope=rope)
+        rows.append(
+            {"a": models[i], "b": models[j], "p_a_better": r.p_a_better,
+             "p_equivalent": r.p_equivalent, "p_b_better": r.p_b_better,
+             "mean_diff": r.mean_diff, "n": r.n}
+        )
+    cols = ["a", "b", "p_a_better", "p_equivalent", "p_b_better", "mean_diff", "n"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+# --------------------------------------------------------------------------- per-query tests
+
+
+def _paired(values_a: ArrayLike, values_b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    a = np.asarray(values_a, dtype=float)
+    b = np.asarray(values_b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"need two 1-d arrays of equal length, got {a.shape} and {b.shape}")
+    keep = ~(np.isnan(a) | np.isnan(b))
+    if keep.sum() < 2:
+        raise ValueError(f"need at least 2 queries with both values, got {int(keep.sum())}")
+    return a[keep], b[keep]
+
+
+def paired_randomization_test(
+    values_a: ArrayLike, values_b: ArrayLike, *, n_resamples: int = 9999, seed: int = 0
+) -> float:
+    """Two-sided paired randomization (sign-flip) test of ``mean(a - b) = 0`` over queries.
+
+    Under the null each query's pair of values is exchangeable, so the sign of each difference is
+    flipped at random; ``scipy.stats.permutation_test`` does it (exactly when ``2**n`` does not
+    exceed ``n_resamples``). Queries where either value is NaN are left out. Returns the p-value.
+    """
+    a, b = _paired(values_a, values_b)
+    res = sst.permutation_test(
+        (a, b),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=n_resamples,
+        alternative="two-sided",
+        rng=np.random.default_rng(seed),
+    )
+    return float(res.pvalue)
+
+
+def paired_ttest(values_a: ArrayLike, values_b: ArrayLike) -> float:
+    """Two-sided paired t-test over queries (``scipy.stats.ttest_rel``); p = 1 for identical values."""
+    a, b = _paired(values_a, values_b)
+    if np.array_equal(a, b):
+        return 1.0
+    return float(sst.ttest_rel(a, b).pvalue)
+
+
+def holm(pvalues: ArrayLike) -> np.ndarray:
+    """Holm's (1979) step-down adjusted p-values (family-wise error control), in input order.
+
+    ``p_(i)`` sorted ascending becomes ``max_{j<=i} min(1, (m - j + 1) p_(j))``; NaNs stay NaN and
+    do not count towards ``m``.
+    """
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = ~np.isnan(p)
+    m = int(ok.sum())
+    if m == 0:
+        return out
+    vals = p[ok]
+    order = np.argsort(vals, kind="stable")
+    adjusted = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * vals[order]))
+    back = np.empty(m)
+    back[order] = adjusted
+    out[ok] = back
+    return out
+
+
+def win_tie_loss(values: pd.DataFrame, baseline: str, tol: float = 0.0) -> pd.DataFrame:
+    """Per-query wins, ties and losses of every model (columns of ``values``) against ``baseline``.
+
+    ``values`` has one row per query and one column per model. A model wins a query when its value
+    exceeds the baseline's by more than ``tol``, loses when it is below by more than ``tol``, else
+    ties; queries where either value is NaN are not counted. Rows: the other models.
+    """
+    if baseline not in values.columns:
+        raise ValueError(f"baseline {baseline!r} is not one of the models {list(values.columns)}")
+    base = values[baseline].to_numpy(dtype=float)
+    rows = {}
+    for model in values.columns:
+        if model == baseline:
+            continue
+        d = values[model].to_numpy(dtype=float) - base
+        d = d[~np.isnan(d)]
+        rows[model] = {"win": int((d > tol).sum()), "tie": int((np.abs(d) <= tol).sum()),
+                       "loss": int((d < -tol).sum())}
+    return pd.DataFrame.from_dict(rows, orient="index", columns=["win", "tie", "loss"])
+
+
+def per_query_comparison(
+    values: pd.DataFrame, *, n_resamples: int = 9999, seed: int = 0
+) -> pd.DataFrame:
+    """Randomization and paired t-test p-values for every pair of models, Holm-adjusted over pairs.
+
+    ``values``: one row per query of one split, one column per model (e.g. NDCG@10 per query).
+    Rows: one per pair ``(a, b)``, with ``mean_diff`` (a - b), ``p_randomization``,
+    ``p_ttest`` and their Holm-adjusted versions ``p_randomization_holm``, ``p_ttest_holm``.
+    """
+    rows = []
+    for a, b in combinations(values.columns, 2):
+        x, y = values[a].to_numpy(dtype=float), values[b].to_numpy(dtype=float)
+        keep = ~(np.isnan(x) | np.isnan(y))
+        rows.append(
+            {"a": a, "b": b, "n_queries": int(keep.sum()), "mean_diff": float(np.mean(x[keep] - y[keep])),
+             "p_randomization": paired_randomization_test(x, y, n_resamples=n_resamples, seed=seed),
+             "p_ttest": paired_ttest(x, y)}
+        )
+    out = pd.DataFrame(rows, columns=["a", "b", "n_queries", "mean_diff", "p_randomization", "p_ttest"])
+    out["p_randomization_holm"] = holm(out["p_randomization"])
+    out["p_ttest_holm"] = holm(out["p_ttest"])
+    return out

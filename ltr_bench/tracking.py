@@ -25,7 +25,7 @@ import json
 import logging
 import math
 import os
-import pickle
+import re
 import signal
 import subprocess
 import tempfile
@@ -39,16 +39,18 @@ from ltr_bench.errors import UserError
 
 log = logging.getLogger(__name__)
 
-# Tags beyond tracking_keys (sweeps and refits).
-TAG_STUDY = "ltr.study"  # Optuna study name, on sweep, trial and refit runs
-TAG_TRIAL = "ltr.trial_number"  # Optuna trial number, on trial runs
-TAG_REEVALUATION = "ltr.reevaluation"  # "true" on a re-evaluation of a top trial (sweeper `reevaluate`)
-TAG_REFIT = "ltr.refit"  # "true" on the protocol run that refits a sweep's best config
-TAG_PARENT = "mlflow.parentRunId"  # MLflow's own nesting tag (the UI shows children under it)
+# Names re-exported for callers that import them from here (the names live in tracking_keys).
+TAG_STUDY = keys.TAG_STUDY
+TAG_TRIAL = keys.TAG_TRIAL
+TAG_REEVALUATION = keys.TAG_REEVALUATION
+TAG_REFIT = keys.TAG_REFIT
+TAG_PARENT = keys.MLFLOW_PARENT
 
 _STEP_KEYS = ("epoch", "round", "iteration", "step")  # the x-axis of a ranker's history
 _MAX_PARAM_LEN = 6000  # MLflow's limit on a param value
+_MAX_TAG_LEN = 8000
 _MAX_KEY_LEN = 250
+_UI_DEFAULT = "http://127.0.0.1:5000"  # where `mlflow ui` serves a local store
 
 
 class RunTerminated(BaseException):
@@ -95,12 +97,12 @@ def sanitize_key(key: str) -> str:
 
 
 def curve_key(key: str) -> str:
-    """MLflow key of a per-epoch value: ``vali/ndcg@10`` / ``vali_ndcg@10`` -> ``vali_ndcg_at_10``.
+    """MLflow key of a per-epoch value a ranker names ``vali_ndcg@10`` -> ``curve/vali_ndcg_at_10``.
 
-    Learning curves use ``_`` where final metrics use ``/`` (``vali/ndcg_at_10`` is the final
-    validation metric of a fold), so the two never share a key.
+    Learning curves live under their own prefix, so they never sit beside (or share a key with)
+    the final ``vali/ndcg_at_10`` of a fold.
     """
-    return sanitize_key(key).replace("/", "_")
+    return keys.curve_key(sanitize_key(key))
 
 
 def flatten_config(cfg: DictConfig | Mapping[str, Any], prefix: str = "") -> dict[str, str]:
@@ -126,8 +128,14 @@ def flatten_config(cfg: DictConfig | Mapping[str, Any], prefix: str = "") -> dic
 
 
 def git_commit(repo_dir: str | os.PathLike[str] | None = None) -> str | None:
-    """The checked-out git commit of the package's repository, or None (no git, not a clone)."""
-    repo_dir = repo_dir or Path(__file__).resolve().parent.parent
+    """The checked-out git commit of the package's repository, or None (no git, not a clone).
+
+    Without ``repo_dir``: the folder holding the package, only if it is a git checkout itself
+    (has ``.git``), so an installed wheel inside some other repository tags no foreign commit."""
+    if repo_dir is None:
+        repo_dir = Path(__file__).resolve().parent.parent
+        if not (repo_dir / ".git").exists():
+            return None
     try:
         res = subprocess.run(
             ["git", "-C", str(repo_dir), "rev-parse", "HEAD"],
@@ -138,6 +146,256 @@ def git_commit(repo_dir: str | os.PathLike[str] | None = None) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return res.stdout.strip() or None if res.returncode == 0 else None
+
+
+# ------------------------------------------------------------------------------- run params
+def run_params(cfg: DictConfig, choices: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The run's choices as MLflow params (the policy is in :mod:`ltr_bench.tracking_keys`).
+
+    - ``model``, ``loss``, ... : the chosen option of each group (``keys.CHOICE_GROUPS``);
+    - every value of the hyperparameter groups (``model.dropout``, ``optimizer.lr``, ...), so
+      models of one family share one key set;
+    - ``seed``, ``objective.metric``, ``objective.split``;
+    - in the other groups (dataset, protocol, eval, trainer) only values that differ from the
+      chosen option's file (``dataset.fold=1``): the option's name stands for the rest.
+
+    Each value once: a value that only refers to another key (``model.loss: ${loss}``,
+    ``model.seed: ${seed}``) is left out, and so are config metadata (``_target_``, ``accepts``)
+    and machine facts (``keys.MACHINE_KEYS``, logged by :func:`machine_tags`).
+    """
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(raw, dict)
+    choices = dict(choices or {})
+    out: dict[str, str] = {}
+    for group in keys.CHOICE_GROUPS:
+        node = cfg.get(group)
+        name = node.get("name") if isinstance(node, DictConfig) else node
+        name = name if name is not None else choices.get(group)
+        if name is not None:
+            out[group] = str(name)
+    for key in keys.TOP_LEVEL_PARAMS:
+        _walk_params(cfg, raw.get(key), key, out, reference=_ALL)
+    for group in keys.CHOICE_GROUPS:
+        if not isinstance(raw.get(group), dict):
+            continue
+        reference: Any = _ALL
+        if group not in keys.HYPERPARAMETER_GROUPS:
+            if group not in out:  # a group without a name key, outside a Hydra job
+                option = _closest_option(group, raw[group])
+                if option is not None:
+                    out[group] = option
+            found = _option_file(group, out.get(group))
+            reference = _ALL if found is None else found
+        _walk_params(cfg, raw[group], group, out, reference)
+    return out
+
+
+def _walk_params(
+    cfg: DictConfig, node: Any, path: str, out: dict[str, str], reference: Any, depth: int = 0
+) -> None:
+    """Leaves of the unresolved ``node`` at ``path`` -> resolved param strings (see run_params)."""
+    if node is None and depth == 0:
+        return
+    if isinstance(node, dict) and node:
+        for k, v in node.items():
+            if k in keys.META_KEYS and (depth == 0 or k.startswith("_")):
+                continue
+            ref = reference.get(k, _MISSING) if isinstance(reference, dict) else (
+                _ALL if reference is _ALL else _MISSING)
+            _walk_params(cfg, v, f"{path}.{k}", out, ref, depth + 1)
+        return
+    if path in keys.MACHINE_KEYS or _refers_to_node(node):
+        return
+    if reference is not _ALL and reference is not _MISSING and reference == node:
+        return  # the chosen option's own value: its name stands for it
+    value = OmegaConf.select(cfg, path, throw_on_resolution_failure=False)
+    if OmegaConf.is_config(value):
+        value = OmegaConf.to_container(value, resolve=True)
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    out[sanitize_key(path)] = text[:_MAX_PARAM_LEN]
+
+
+_MISSING = object()  # no such key in the option's file: the value is logged
+_ALL = object()  # no reference at all (hyperparameter groups): every value is logged
+
+
+def _refers_to_node(value: Any) -> bool:
+    """``${a.b}`` (another key's value, logged there) but not ``${oc.env:X}`` (a resolver)."""
+    return isinstance(value, str) and re.fullmatch(r"\$\{[\w.\[\]]+\}", value) is not None
+
+
+def _option_file(group: str, option: str | None) -> dict[str, Any] | None:
+    """The raw content of ``conf/<group>/<option>.yaml`` (None when not found: every value is
+    then logged). Looked up in the running Hydra app's config sources, else beside the package."""
+    if not option:
+        return None
+    for root in _config_roots():
+        path = root / group / f"{option}.yaml"
+        if path.is_file():
+            data = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+            if isinstance(data, dict):
+                data.pop("defaults", None)
+                return data
+    return None
+
+
+def _closest_option(group: str, node: dict[str, Any]) -> str | None:
+    """The option of ``group`` whose file has the most values in common with ``node``."""
+    best, best_score = None, 0
+    for root in _config_roots():
+        for path in sorted((root / group).glob("*.yaml")) if (root / group).is_dir() else []:
+            data = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+            if isinstance(data, dict):
+                score = sum(1 for k, v in node.items() if data.get(k, _MISSING) == v)
+                if score > best_score:
+                    best, best_score = path.stem, score
+        if best is not None:
+            return best
+    return best
+
+
+def _config_roots() -> list[Path]:
+    roots: list[Path] = []
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            for source in HydraConfig.get().runtime.config_sources:
+                if str(source.get("schema")) == "file" and source.get("provider") == "main":
+                    roots.append(Path(str(source.get("path"))))
+    except Exception:  # noqa: BLE001 - fall back to the package's own tree
+        pass
+    here = Path(__file__).resolve().parent
+    roots += [here / "conf", here.parent / "conf"]
+    return roots
+
+
+def machine_tags(cfg: DictConfig) -> dict[str, str]:
+    """Facts about the machine rather than choices (threads, data paths, host name), as tags."""
+    import socket
+
+    out = {keys.TAG_HOST: socket.gethostname()}
+    for key in keys.MACHINE_KEYS:
+        value = OmegaConf.select(cfg, key, default=None, throw_on_resolution_failure=False)
+        if value is not None:
+            out[keys.TAG_MACHINE_PREFIX + key] = str(value)
+    return out
+
+
+def data_tags(facts: Mapping[str, Any]) -> dict[str, str]:
+    """A dataset's description (sizes, paths, generator settings) as ``ltr.data.*`` tags."""
+    return {keys.TAG_DATA_PREFIX + k: v for k, v in flatten_config(facts).items()}
+
+
+# ------------------------------------------------------------------------- MLflow's own fields
+def command_line() -> str:
+    """The command that reproduces this job: ``ltr-bench <overrides>``; for a job of a multirun,
+    its own overrides, followed by the command that started the multirun."""
+    import shlex
+    import sys
+
+    prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+    if prog in ("cli.py", "__main__.py", "-c", "-m"):
+        prog = "ltr-bench"
+    started = " ".join([prog, *map(shlex.quote, sys.argv[1:])])
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+            job = [o for o in HydraConfig.get().overrides.task]
+            return f"{prog} {' '.join(map(shlex.quote, job))}\n\n(a job of: {started})"
+    except Exception:  # noqa: BLE001 - a description is never worth failing a run
+        pass
+    return started
+
+
+_CONTEXT: dict[str, str] | None = None
+
+
+def context_tags() -> dict[str, str]:
+    """MLflow's standard run tags from its run-context registry (``mlflow.user``,
+    ``mlflow.source.name`` / ``.type``, ``mlflow.source.git.commit``, plus any installed
+    context-provider plugin), computed once per process; the git commit of the package's
+    checkout is filled in when MLflow found none (e.g. started from outside the clone)."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        from mlflow.tracking.context.registry import resolve_tags
+
+        try:
+            tags = {k: str(v) for k, v in resolve_tags({}).items()}
+        except Exception as exc:  # noqa: BLE001 - context is a convenience
+            log.debug("MLflow run context not resolved: %s", exc)
+            tags = {}
+        if keys.MLFLOW_GIT_COMMIT not in tags:
+            commit = git_commit()
+            if commit:
+                tags[keys.MLFLOW_GIT_COMMIT] = commit
+        _CONTEXT = tags
+    return dict(_CONTEXT)
+
+
+def invocation_id() -> str:
+    """One id per ``ltr-bench`` command: every job of a multirun (also in launcher worker
+    processes) shares it, as they share Hydra's sweep folder. Filter on it to see what one
+    command made (tag ``ltr.invocation``)."""
+    import hashlib
+
+    root = None
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        if HydraConfig.initialized():
+            hc = HydraConfig.get()
+            root = hc.sweep.dir if hc.mode == RunMode.MULTIRUN else hc.run.dir
+            root = str(Path(hc.runtime.cwd) / str(root))
+    except Exception:  # noqa: BLE001
+        root = None
+    if root is None:
+        root = os.environ.setdefault("LTR_BENCH_INVOCATION", f"{os.getpid()}-{os.urandom(4).hex()}")
+    return hashlib.sha1(root.encode()).hexdigest()[:10]
+
+
+# ------------------------------------------------------------------------------ links to the UI
+def ui_base(tracking_uri: str | None) -> str:
+    """Where the MLflow UI of ``tracking_uri`` is served: the server itself for an http(s)
+    store, else ``mlflow ui``'s default address."""
+    if tracking_uri and tracking_uri.startswith(("http://", "https://")):
+        return tracking_uri.rstrip("/")
+    return _UI_DEFAULT
+
+
+def ui_link(tracking_uri: str | None, experiment_id: str, search_filter: str | None = None,
+            run_id: str | None = None) -> str:
+    """A link that opens the experiment's runs (or one run) in MLflow's machine-learning view
+    (``workflowType=machine_learning``; MLflow 3's default is the GenAI view), filtered."""
+    from urllib.parse import quote, urlencode
+
+    path = f"/#/experiments/{quote(str(experiment_id))}"
+    path += f"/runs/{run_id}" if run_id else "/runs"
+    query = {"workflowType": "machine_learning"}
+    if search_filter:
+        query["searchFilter"] = search_filter
+    return ui_base(tracking_uri) + path + "?" + urlencode(query, quote_via=quote)
+
+
+def filter_eq(tag: str, value: str) -> str:
+    """A search filter ``tags.`<tag>` = '<value>'`` (backticks: the names hold dots)."""
+    return f"tags.`{tag}` = '{value}'"
+
+
+def format_links(tracking_uri: str | None, experiment_id: str, search_filter: str,
+                 what: str, run_id: str | None = None) -> str:
+    """The lines printed after a run, sweep or report: how to open the UI and the links."""
+    lines = []
+    if not (tracking_uri or "").startswith(("http://", "https://")):
+        lines.append(f"MLflow UI: mlflow ui --backend-store-uri {tracking_uri}   (then open the links)")
+    lines.append(f"  {what}: {ui_link(tracking_uri, experiment_id, search_filter)}")
+    lines.append(f"  filter:  {search_filter}")
+    if run_id:
+        lines.append(f"  run:     {ui_link(tracking_uri, experiment_id, run_id=run_id)}")
+    return "\n".join(lines)
 
 
 def _store_lock(tracking_uri: str | None) -> Any:
@@ -199,12 +457,15 @@ def ensure_experiment(
                     "move it away or point tracking.tracking_uri elsewhere"
                 ) from None
             raise
+        kind = {keys.EXPERIMENT_KIND: keys.EXPERIMENT_KIND_ML}  # "Machine learning", not GenAI
         if exp is not None:
             if exp.lifecycle_stage == "deleted":
                 client.restore_experiment(exp.experiment_id)
+            if keys.EXPERIMENT_KIND not in (exp.tags or {}):
+                client.set_experiment_tag(exp.experiment_id, keys.EXPERIMENT_KIND, keys.EXPERIMENT_KIND_ML)
             return exp.experiment_id
         try:
-            return client.create_experiment(name, artifact_location=artifact_location)
+            return client.create_experiment(name, artifact_location=artifact_location, tags=kind)
         except MlflowException:
             exp = client.get_experiment_by_name(name)
             if exp is None:
@@ -224,6 +485,52 @@ def _is_not_a_database(exc: BaseException) -> bool:
             return True
         error = error.__cause__ or error.__context__
     return False
+# ----------------------------------------------------------------------------------- reading runs
+def open_client(tracking_uri: str) -> Any:
+    """An ``MlflowClient`` bound to ``tracking_uri`` (never the process-wide tracking URI)."""
+    import mlflow
+
+    _quiet_mlflow()
+    return mlflow.MlflowClient(tracking_uri)
+
+
+def find_experiment(tracking_uri: str, name: str) -> tuple[str | None, list[str]]:
+    """``(id of the experiment called name or None, names of up to 50 experiments)``."""
+    client = open_client(tracking_uri)
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id, []
+    return None, sorted(e.name for e in client.search_experiments(max_results=50))
+
+
+def runs_frame(tracking_uri: str, experiment_id: str, search_filter: str = "") -> Any:
+    """Every run of an experiment matching ``search_filter`` as a DataFrame laid out like
+    ``mlflow.search_runs``: ``run_id, status, start_time, end_time`` (UTC timestamps) and
+    ``tags.<key>``, ``params.<key>``, ``metrics.<key>`` columns (all pages)."""
+    import pandas as pd
+
+    client = open_client(tracking_uri)
+    rows: list[dict[str, Any]] = []
+    token = None
+    while True:
+        page = client.search_runs([experiment_id], search_filter, max_results=50_000, page_token=token)
+        for run in page:
+            row: dict[str, Any] = {
+                "run_id": run.info.run_id, "run_name": run.info.run_name, "status": run.info.status,
+                "start_time": run.info.start_time, "end_time": run.info.end_time,
+            }
+            row.update({f"tags.{k}": v for k, v in run.data.tags.items()})
+            row.update({f"params.{k}": v for k, v in run.data.params.items()})
+            row.update({f"metrics.{k}": v for k, v in run.data.metrics.items()})
+            rows.append(row)
+        token = page.token
+        if not token:
+            break
+    frame = pd.DataFrame(rows)
+    for column in ("start_time", "end_time"):
+        if column in frame:
+            frame[column] = pd.to_datetime(frame[column], unit="ms", utc=True)
+    return frame
 
 
 # ---------------------------------------------------------------------------------------- tracker
@@ -240,6 +547,7 @@ class Tracker:
         artifact_location: str | None = None,
         log_model: bool = True,
         log_artifacts: bool = True,
+        register_model: str | None = None,
     ) -> None:
         import mlflow
 
@@ -247,6 +555,7 @@ class Tracker:
         self.experiment_name = experiment_name
         self.log_model_enabled = log_model
         self.log_artifacts_enabled = log_artifacts
+        self.register_model = str(register_model) if register_model else None
         self.experiment_id = ensure_experiment(tracking_uri, experiment_name, artifact_location)
         self.client = mlflow.MlflowClient(tracking_uri)
 
@@ -265,28 +574,68 @@ class Tracker:
             artifact_location=tracking.get("artifact_location"),
             log_model=bool(tracking.get("log_model", True)),
             log_artifacts=bool(tracking.get("log_artifacts", True)),
+            register_model=tracking.get("register_model"),
         )
 
     # ------------------------------------------------------------------ runs
     def start_run(
-        self, name: str, tags: Mapping[str, Any], parent_id: str | None = None
+        self, name: str, tags: Mapping[str, Any], parent_id: str | None = None,
+        description: str | None = None,
     ) -> str:
-        """Create a RUNNING run (nested under ``parent_id`` if given); return its id."""
-        all_tags = {k: str(v) for k, v in tags.items() if v is not None}
+        """Create a RUNNING run (nested under ``parent_id`` if given); return its id.
+
+        The run gets MLflow's standard fields (user, source, git commit: :func:`context_tags`),
+        the command line as its description and the ``ltr.invocation`` tag, then ``tags``.
+        """
+        all_tags = {**context_tags(), keys.MLFLOW_DESCRIPTION: description or command_line(),
+                    keys.TAG_INVOCATION: invocation_id()}
+        all_tags.update({k: str(v)[:_MAX_TAG_LEN] for k, v in tags.items() if v is not None})
         if parent_id:
-            all_tags[TAG_PARENT] = parent_id
+            all_tags[keys.MLFLOW_PARENT] = parent_id
         run = self.client.create_run(self.experiment_id, tags=all_tags, run_name=name)
         return run.info.run_id
+
+    def rename(self, run_id: str, name: str) -> None:
+        """Give a run its final name (known once its data is read)."""
+        self.client.update_run(run_id, name=name)
+
+    def extend(self, run_id: str) -> None:
+        """Move a finished container run's end time to now (a sweep run spans its trials)."""
+        import time
+
+        self.client.set_terminated(run_id, "FINISHED", end_time=int(time.time() * 1000))
+
+    def log_inputs(self, run_id: str, inputs: list[Mapping[str, Any]]) -> None:
+        """Dataset inputs (MLflow's Dataset column and filter): each ``{"name": "mq2008/Fold1",
+        "digest": <fingerprint>, "context": "train" | "vali" | "test", "source": {...},
+        "profile": {...}}``."""
+        from mlflow.entities import Dataset, DatasetInput, InputTag
+
+        items = []
+        for i in inputs:
+            ds = Dataset(
+                name=str(i["name"]), digest=str(i["digest"])[:36], source_type=str(i.get("source_type", "local")),
+                source=json.dumps(i.get("source") or {}, default=str),
+                profile=json.dumps(i["profile"], default=str) if i.get("profile") else None,
+            )
+            items.append(DatasetInput(ds, [InputTag(keys.MLFLOW_DATASET_CONTEXT, str(i["context"]))]))
+        if items:
+            self.client.log_inputs(run_id, datasets=items)
+
+    def experiment_link(self, search_filter: str, what: str, run_id: str | None = None) -> str:
+        """The printed lines that open ``search_filter``'s runs in the UI (see :func:`format_links`)."""
+        return format_links(self.tracking_uri, self.experiment_id, search_filter, what, run_id)
 
     def end_run(self, run_id: str, status: str = "FINISHED") -> None:
         self.client.set_terminated(run_id, status=status)
 
     @contextlib.contextmanager
     def run(
-        self, name: str, tags: Mapping[str, Any], parent_id: str | None = None
+        self, name: str, tags: Mapping[str, Any], parent_id: str | None = None,
+        description: str | None = None,
     ) -> Iterator[str]:
         """``with tracker.run(...) as run_id:`` — ends FINISHED, FAILED (error) or KILLED (signal)."""
-        run_id = self.start_run(name, tags, parent_id)
+        run_id = self.start_run(name, tags, parent_id, description)
         status = "FAILED"
         try:
             yield run_id
@@ -301,38 +650,55 @@ class Tracker:
                 except Exception as exc:  # never mask the original error
                     log.warning("could not end MLflow run %s as %s: %s", run_id, status, exc)
 
-    def find_or_create_sweep_run(self, study_name: str, tags: Mapping[str, Any]) -> str:
+    def find_or_create_sweep_run(
+        self, study_name: str, tags: Mapping[str, Any], name: str | None = None
+    ) -> str:
         """The ``sweep`` run of an Optuna study (tag ``ltr.study``), created on first use.
 
         Created FINISHED (it is a container; trials and the refit nest under it) so that no
-        sweep run is ever left RUNNING; the sweeper may still log plots to it.
+        sweep run is ever left RUNNING; its end time moves with every trial (:meth:`extend`), so
+        start to end spans the sweep. ``name``: its name when created here.
         """
         # Filter on the role only and match the study name here: names may hold any character.
         filt = f"tags.`{keys.TAG_ROLE}` = '{keys.ROLE_SWEEP}'"
         with _store_lock(self.tracking_uri):
             for run in self.client.search_runs([self.experiment_id], filt, max_results=50_000):
-                if run.data.tags.get(TAG_STUDY) == study_name:
+                if run.data.tags.get(keys.TAG_STUDY) == study_name:
                     return run.info.run_id
             run_id = self.start_run(
-                study_name, {**tags, TAG_STUDY: study_name, keys.TAG_ROLE: keys.ROLE_SWEEP}
+                name or f"sweep {study_name}",
+                {**tags, keys.TAG_STUDY: study_name, keys.TAG_ROLE: keys.ROLE_SWEEP},
             )
             self.end_run(run_id, "FINISHED")
             return run_id
 
     # ------------------------------------------------------------------ logging
     def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
+        """Log params; one that the run already holds with another value (MLflow params never
+        change, e.g. a resumed sweep with a new ``n_trials``) is kept and a warning logged."""
         from mlflow.entities import Param
+        from mlflow.exceptions import MlflowException
 
         items = [
             Param(sanitize_key(str(k)), str(v)[:_MAX_PARAM_LEN]) for k, v in params.items()
         ]
-        if items:
+        if not items:
+            return
+        try:
             self.client.log_batch(run_id, params=items)
+        except MlflowException:
+            held = self.client.get_run(run_id).data.params
+            new = [p for p in items if p.key not in held]
+            for p in items:
+                if p.key in held and held[p.key] != p.value:
+                    log.warning("param %s of run %s stays %r (not %r)", p.key, run_id, held[p.key], p.value)
+            if new:
+                self.client.log_batch(run_id, params=new)
 
     def set_tags(self, run_id: str, tags: Mapping[str, Any]) -> None:
         from mlflow.entities import RunTag
 
-        items = [RunTag(k, str(v)) for k, v in tags.items() if v is not None]
+        items = [RunTag(k, str(v)[:_MAX_TAG_LEN]) for k, v in tags.items() if v is not None]
         if items:
             self.client.log_batch(run_id, tags=items)
 
@@ -387,24 +753,18 @@ class Tracker:
     def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
         self.client.log_text(run_id, text, artifact_file)
 
-    def log_model(self, run_id: str, ranker: Any) -> None:
-        """The trained ranker: ``ranker.save(dir)`` if it has one, else a pickle."""
+    def log_model(self, run_id: str, pipeline: Any) -> str | None:
+        """The fold's scoring pipeline (:class:`~ltr_bench.saved_model.ScoringPipeline`) as an
+        MLflow ``pyfunc`` model named ``model`` of the run, registered under
+        ``tracking.register_model`` when set; returns the logged model's id (None if not saved)."""
         if not self.log_model_enabled:
-            return
-        with tempfile.TemporaryDirectory() as tmp:
-            target = Path(tmp) / "model"
-            try:
-                if callable(getattr(ranker, "save", None)):
-                    target.mkdir()
-                    ranker.save(target)
-                else:
-                    target.mkdir()
-                    with open(target / "ranker.pkl", "wb") as fh:
-                        pickle.dump(ranker, fh)
-            except Exception as exc:  # a model that cannot be saved must not lose the run
-                log.warning("could not save the trained model: %s", exc)
-                return
-            self.client.log_artifacts(run_id, str(target), "model")
+            return None
+        try:
+            return log_scoring_model(self.client, self.experiment_id, run_id, pipeline,
+                                     self.register_model)
+        except NotImplementedError as exc:  # a user's ranker without save_params: run stays
+            log.warning("no model logged: %s", exc)
+            return None
 
     def lightning_logger(self, run_id: str) -> Any:
         """A Lightning ``MLFlowLogger`` writing per-epoch metrics into the run ``run_id``."""
@@ -426,14 +786,30 @@ class NullTracker(Tracker):
         self.experiment_id = None
         self.log_model_enabled = False
         self.log_artifacts_enabled = False
+        self.register_model = None
 
-    def start_run(self, name: str, tags: Mapping[str, Any], parent_id: str | None = None) -> str:
+    def start_run(self, name: str, tags: Mapping[str, Any], parent_id: str | None = None,
+                  description: str | None = None) -> str:
         return ""
 
     def end_run(self, run_id: str, status: str = "FINISHED") -> None:
         pass
 
-    def find_or_create_sweep_run(self, study_name: str, tags: Mapping[str, Any]) -> str:
+    def find_or_create_sweep_run(
+        self, study_name: str, tags: Mapping[str, Any], name: str | None = None
+    ) -> str:
+        return ""
+
+    def rename(self, run_id: str, name: str) -> None:
+        pass
+
+    def extend(self, run_id: str) -> None:
+        pass
+
+    def log_inputs(self, run_id: str, inputs: list[Mapping[str, Any]]) -> None:
+        pass
+
+    def experiment_link(self, search_filter: str, what: str, run_id: str | None = None) -> str:
         return ""
 
     def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
@@ -454,11 +830,89 @@ class NullTracker(Tracker):
     def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
         pass
 
-    def log_model(self, run_id: str, ranker: Any) -> None:
-        pass
+    def log_model(self, run_id: str, pipeline: Any) -> str | None:
+        return None
 
     def lightning_logger(self, run_id: str) -> Any:
         return None
+
+
+MODEL_NAME = "model"  # the logged model's name: runs:/<run id>/model
+
+
+def log_scoring_model(
+    client: Any, experiment_id: str, run_id: str, pipeline: Any, register_as: str | None = None
+) -> str:
+    """Log ``pipeline`` as the MLflow model ``model`` of run ``run_id`` and return its model id.
+
+    A ``pyfunc`` model (loader :mod:`ltr_bench.saved_model`, no pickle) with a signature: input
+    columns ``f1`` .. ``f<F>`` (raw feature values) and an optional ``qid``, output one ``score``
+    per row. It appears under the run's and the experiment's "Logged models" and loads with
+    ``mlflow.pyfunc.load_model("runs:/<run id>/model")``; with ``register_as`` it also becomes the
+    next version of that registered model (``models:/<name>/latest``).
+    """
+    import mlflow
+    import numpy as np
+    import pandas as pd
+    from mlflow.entities import LoggedModelOutput, LoggedModelStatus
+    from mlflow.exceptions import MlflowException
+    from mlflow.models import Model, ModelSignature
+    from mlflow.types import ColSpec, Schema
+
+    from ltr_bench.saved_model import QID_COLUMN, feature_columns, save_pipeline
+
+    _quiet_mlflow()
+    signature = ModelSignature(
+        inputs=Schema([ColSpec("long", QID_COLUMN, required=False)]
+                      + [ColSpec("float", c) for c in feature_columns(pipeline.n_features)]),
+        outputs=Schema([ColSpec("double", "score")]),
+    )
+    columns = feature_columns(pipeline.n_features)
+    example = pd.DataFrame(np.zeros((2, len(columns)), dtype=np.float32), columns=columns)
+    example.insert(0, QID_COLUMN, np.array([1, 1], dtype=np.int64))
+    with tempfile.TemporaryDirectory(prefix="ltr_bench_model_") as tmp:
+        data = save_pipeline(pipeline, Path(tmp) / "pipeline")  # NotImplementedError: not savable
+        model = client.create_logged_model(experiment_id, name=MODEL_NAME, source_run_id=run_id,
+                                           params={k: str(v) for k, v in pipeline.info.items()})
+        try:
+            local = Path(tmp) / MODEL_NAME
+            mlflow.pyfunc.save_model(
+                str(local), loader_module="ltr_bench.saved_model", data_path=str(data),
+                signature=signature, input_example=example, pip_requirements=_model_requirements(),
+                mlflow_model=Model(artifact_path=model.artifact_location, run_id=run_id,
+                                   model_id=model.model_id, model_uuid=model.model_id),
+            )
+            client.log_model_artifacts(model.model_id, str(local))
+            client.log_outputs(run_id, [LoggedModelOutput(model.model_id, step=0)])
+        except BaseException:
+            client.finalize_logged_model(model.model_id, LoggedModelStatus.FAILED)
+            raise
+        client.finalize_logged_model(model.model_id, LoggedModelStatus.READY)
+    if register_as:
+        try:
+            client.create_registered_model(register_as)
+        except MlflowException as exc:
+            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+        # source: the artifact location, not models:/<id> (MLflow resolves that one through the
+        # global tracking URI, which this client-only gateway never sets)
+        client.create_model_version(register_as, source=model.artifact_location, run_id=run_id,
+                                    model_id=model.model_id)
+    return model.model_id
+
+
+def _model_requirements() -> list[str]:
+    """The logged model's pip requirements: ltr_bench and the libraries that score (pinned to
+    the versions that trained it), so MLflow need not infer them by loading the model."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for dist in ("ltr_bench", "torch", "lightgbm", "numpy", "pandas", "mlflow"):
+        try:
+            out.append(f"{dist}=={version(dist)}")
+        except PackageNotFoundError:
+            continue
+    return out
 
 
 def is_rank_zero() -> bool:
@@ -478,10 +932,15 @@ def log_study_to_mlflow(
 ) -> None:
     """The ``sweep.on_study_end`` hook: attach a finished Optuna study to its MLflow ``sweep`` run.
 
-    Logs the study's plots and ``trials.csv`` as artifacts, its best value (with its SE and the
-    number of trials within one SE of it, when the trials report an SE) and trial counts as
-    metrics and its best parameters as tags (``ltr.best.<key>``; tags, unlike params, may change
-    when a resumed study finds a better trial). The sweep run is the one the trials nest under.
+    - params: the sweep's fixed choices (as a run's, :func:`run_params`, minus the searched
+      keys), the search space (``search.<key>`` = its expression), ``sampler`` (+ its options),
+      ``n_trials``, ``direction`` and ``storage`` (with any password masked by the sweeper);
+    - metrics: the best value (with its SE and the number of trials within one SE of it, when
+      the trials report an SE), trial counts, and the histories ``best_objective_so_far`` and
+      ``trial_objective`` with step = trial number (the UI draws the convergence);
+    - tags: the best parameters (``ltr.best.<key>``; tags, unlike params, may change when a
+      resumed study finds a better trial); artifacts: the study's plots and ``trials.csv``;
+    - its end time moves to now, so the run spans the sweep; the link to it is printed.
     """
     tracking = config.get("tracking")
     if tracking is None:
@@ -496,11 +955,12 @@ def log_study_to_mlflow(
         keys.TAG_PROTOCOL: OmegaConf.select(config, "protocol.name", default=None),
     }
     run_id = tracker.find_or_create_sweep_run(study_name, tags)
+    tracker.log_params(run_id, sweep_params(config, summary))
     for path in files:
         tracker.log_artifact(run_id, path, "study")
     tracker.log_metrics(run_id, {
-        "best_objective": summary.get("best_value"),
-        "best_objective_se": summary.get("best_value_se"),
+        keys.BEST_OBJECTIVE: summary.get("best_value"),
+        keys.BEST_OBJECTIVE + keys.SE_SUFFIX: summary.get("best_value_se"),
         "n_trials_within_one_se": summary.get("n_within_one_se"),
         "n_trials_complete": summary.get("n_complete"),
         # with re-evaluated top trials: best_objective is the chosen trial's pooled value
@@ -508,10 +968,91 @@ def log_study_to_mlflow(
         "n_trials_reevaluated": len(summary["reevaluated"]) if summary.get("reevaluated") else None,
         "n_trials_failed": summary.get("n_failed"),
     })
-    best = {f"ltr.best.{k}": v for k, v in (summary.get("best_params") or {}).items()}
+    trials = next((p for p in files if Path(p).name == "trials.csv"), None)
+    if trials is not None:
+        _log_convergence(tracker, run_id, Path(trials), str(summary.get("direction", "maximize")))
+    best = {f"{keys.TAG_BEST_PREFIX}{k}": v for k, v in (summary.get("best_params") or {}).items()}
     if summary.get("best_trial") is not None:
-        best["ltr.best_trial"] = summary["best_trial"]
+        best[keys.TAG_BEST_TRIAL] = summary["best_trial"]
     tracker.set_tags(run_id, best)
+    tracker.extend(run_id)
+    print(tracker.experiment_link(filter_eq(keys.TAG_STUDY, study_name),
+                                  f"sweep '{study_name}' (sweep run, trials, refits)", run_id), flush=True)
+
+
+def sweep_params(config: DictConfig, summary: Mapping[str, Any]) -> dict[str, str]:
+    """A sweep run's params: fixed choices, search space, sampler, budget, direction, storage."""
+    space = search_space_of(config)
+    fixed = {k: v for k, v in run_params(config, _hydra_choices(config)).items()
+             if k not in space and not any(k.startswith(s + ".") for s in space)}
+    out = {**fixed, **{f"search.{k}": v for k, v in space.items()}}
+    sampler = _hydra_choices(config).get("hydra/sweeper/sampler") or summary.get("sampler")
+    if sampler:
+        out["sampler"] = str(sampler)
+    options = OmegaConf.select(config, "hydra.sweeper.sampler", default=None)
+    if isinstance(options, DictConfig):
+        for k, v in OmegaConf.to_container(options, resolve=True).items():
+            if not str(k).startswith("_"):
+                out[f"sampler.{k}"] = json.dumps(v) if not isinstance(v, str) else v
+    for key in ("n_trials", "direction", "storage"):
+        if summary.get(key) is not None:
+            out[key] = str(summary[key])
+    return out
+
+
+def search_space_of(config: DictConfig) -> dict[str, str]:
+    """``{key: expression}`` of a sweep: ``hydra.sweeper.params`` and the command line's sweep
+    overrides (``optimizer.lr=tag(log, interval(1e-4, 1e-2))``), the command line winning."""
+    space: dict[str, str] = {}
+    params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
+    if isinstance(params, DictConfig):
+        space.update({str(k): str(v) for k, v in params.items()})
+    task = OmegaConf.select(config, "hydra.overrides.task", default=None) or []
+    try:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        for o in OverridesParser.create().parse_overrides([str(t) for t in task]):
+            if o.is_sweep_override():
+                space[o.key_or_group.lstrip("+~")] = str(o.input_line).split("=", 1)[1]
+    except Exception as exc:  # noqa: BLE001 - the space is a description; never fail on it
+        log.debug("search space not parsed: %s", exc)
+    return space
+
+
+def _hydra_choices(config: DictConfig) -> dict[str, str]:
+    choices = OmegaConf.select(config, "hydra.runtime.choices", default=None)
+    if not isinstance(choices, DictConfig):
+        return {}
+    return {str(k): str(v) for k, v in choices.items() if v is not None}
+
+
+def _log_convergence(tracker: Tracker, run_id: str, trials_csv: Path, direction: str) -> None:
+    """``trial_objective`` and ``best_objective_so_far`` per completed trial (step = trial
+    number, timestamp = its completion), logging only trials not logged before (a resumed study)."""
+    import pandas as pd
+    from mlflow.entities import Metric
+
+    frame = pd.read_csv(trials_csv)
+    if not {"number", "value", "state"} <= set(frame.columns):
+        return
+    frame = frame[frame["state"] == "COMPLETE"].sort_values("number")
+    done = {m.step for m in tracker.client.get_metric_history(run_id, keys.BEST_SO_FAR)}
+    best = math.nan
+    items = []
+    for row in frame.itertuples(index=False):
+        value = float(row.value)
+        if not math.isfinite(value):
+            continue
+        better = value > best if direction == "maximize" else value < best
+        best = value if (math.isnan(best) or better) else best
+        step = int(row.number)
+        if step in done:
+            continue
+        stamp = pd.to_datetime(getattr(row, "datetime_complete", None), errors="coerce")
+        ms = int(stamp.timestamp() * 1000) if not pd.isna(stamp) else 0
+        items += [Metric(keys.TRIAL_OBJECTIVE, value, ms, step), Metric(keys.BEST_SO_FAR, best, ms, step)]
+    for i in range(0, len(items), 900):
+        tracker.client.log_batch(run_id, metrics=items[i : i + 900])
 
 
 def mark_interrupted_runs(
@@ -577,10 +1118,9 @@ def _make_run_logger_class() -> type:
     class RunLogger(MLFlowLogger):
         """MLFlowLogger bound to an existing run that the Tracker (not Lightning) ends.
 
-        Per-epoch metric names go through :func:`curve_key` (``vali/ndcg@10`` ->
-        ``vali_ndcg_at_10``, the same names as a ranker's ``history``), with the epoch as step;
-        hyperparameters are logged with an ``hparams.`` prefix so they never clash with the
-        flattened config params.
+        Per-epoch metric names go through :func:`curve_key` (``vali_ndcg@10`` ->
+        ``curve/vali_ndcg_at_10``, the same keys as the ranker's ``history``), with the epoch as
+        step; hyperparameters are not logged (see :meth:`log_hyperparams`).
         """
 
         def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
@@ -589,21 +1129,8 @@ def _make_run_logger_class() -> type:
             super().log_metrics({curve_key(k): v for k, v in metrics.items() if k != "epoch"}, step)
 
         def log_hyperparams(self, params: Any) -> None:
-            try:
-                from lightning.fabric.utilities.logger import _convert_params, _flatten_dict
-
-                flat = _flatten_dict(_convert_params(params))
-                self.experiment.log_batch(
-                    self.run_id,
-                    params=[
-                        __import__("mlflow").entities.Param(
-                            sanitize_key(f"hparams.{k}"), str(v)[:_MAX_PARAM_LEN]
-                        )
-                        for k, v in flat.items()
-                    ],
-                )
-            except Exception as exc:  # hparams are a convenience; never fail a run over them
-                log.debug("hparams not logged: %s", exc)
+            """Nothing: the run's params are its config's choices (:func:`run_params`), logged
+            once by the runner; Lightning's hparams would repeat them under other names."""
 
         def finalize(self, status: str = "success") -> None:
             """Leave the run open: the Tracker ends it after test metrics and artifacts."""
@@ -621,3 +1148,16 @@ class _LazyRunLogger:
 
 
 _RunLogger = _LazyRunLogger()
+
+
+def find_runs(tracker: Tracker, tags: Mapping[str, str], status: str = "FINISHED") -> list[Any]:
+    """Runs of ``tracker``'s experiment carrying every tag in ``tags`` with ``status``, newest
+    first (empty when tracking is off); e.g. a finished experiment run by its ``ltr.experiment_key``."""
+    if not tracker.enabled:
+        return []
+    if any("'" in str(v) for v in tags.values()):
+        raise ValueError(f"tag values with quotes cannot be searched: {dict(tags)}")
+    conditions = [f"tags.`{k}` = '{v}'" for k, v in tags.items()]
+    conditions.append(f"attributes.status = '{status}'")
+    return list(tracker.client.search_runs([tracker.experiment_id], " and ".join(conditions),
+                                           order_by=["attributes.start_time DESC"], max_results=1000))

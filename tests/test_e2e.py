@@ -117,8 +117,10 @@ def test_default_run_logs_everything(tmp_path: Path) -> None:
     # Artifacts.
     assert {"config.yaml", "results.json"} <= _artifacts(client, parent.info.run_id)
     fold_art = _artifacts(client, child.info.run_id)
-    assert {"per_query_metrics.csv", "learning_curve.png", "model"} <= fold_art
-    assert _artifacts(client, child.info.run_id, "model")
+    assert {"per_query_metrics.csv", "learning_curve.png"} <= fold_art
+    (logged,) = client.search_logged_models([child.info.experiment_id],
+                                            filter_string=f"source_run_id = '{child.info.run_id}'")
+    assert logged.name == "model" and {a.path for a in client.list_logged_model_artifacts(logged.model_id)} >= {"MLmodel", "data"}
     art_dir = Path(child.info.artifact_uri.replace("file://", ""))
     csv = (art_dir / "per_query_metrics.csv").read_text().splitlines()
     assert csv[0].split(",")[:2] == ["split", "qid"]
@@ -167,7 +169,7 @@ def test_mq2008_one_fold(tmp_path: Path) -> None:
 @pytest.mark.parametrize("args, needle", [
     (["model=nosuch"], "model=nosuch is not an option of the config group 'model'"),
     (["dataset=mq2008", "dataset.root=/no/such/dir"], "dataset.root"),
-    (["loss=none"], "model=direct_ranker does not use loss=none; choose one of ["),
+    (["loss=none"], "loss=none is not a loss, and this model trains with pair losses; choose a pair loss, one of ["),
     (["seed=-1"], "seed must be a non-negative integer"),
 ])
 def test_user_errors_print_one_line_and_exit_2(tmp_path: Path, args: list[str], needle: str) -> None:

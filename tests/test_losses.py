@@ -8,15 +8,19 @@ import numpy as np
 import pytest
 import torch
 
+from ltr_bench.data.queryset import QuerySet
 from ltr_bench.losses import (
     hinge_pair_loss,
+    ideal_dcg_per_query,
     l2_pair_loss,
     lambdarank_loss,
     listnet_loss,
     logistic_pair_loss,
     ndcg_swap_delta,
+    ranks_in_queries,
     weighted_mean,
 )
+from ltr_bench.metrics import ideal_dcg, ranks_padded
 
 
 def t(*values: float) -> torch.Tensor:
@@ -133,3 +137,23 @@ def test_lambdarank_ignores_padding() -> None:
     full = lambdarank_loss(s[:, :3], y[:, :3], torch.ones(1, 3, dtype=torch.bool))
     padded = lambdarank_loss(s, y, torch.tensor([[True, True, True, False]]))
     assert padded.item() == pytest.approx(full.item())
+
+
+# ====================================================================== |delta NDCG| weighting
+def test_ranks_and_ideal_dcg_match_padded_metrics() -> None:
+    rng = np.random.default_rng(0)
+    labels = [list(rng.integers(0, 3, size=n)) for n in (5, 1, 9, 4)]
+    qid = np.repeat(np.arange(len(labels)), [len(q) for q in labels])
+    data = QuerySet.from_arrays(np.zeros((len(qid), 1)), np.concatenate(labels), qid)
+    scores = rng.integers(0, 4, size=data.n_docs).astype(np.float64)  # with ties
+    s_pad, mask = data.pad(scores)
+    y_pad, _ = data.pad(data.labels.astype(np.int64))
+    expected = ranks_padded(torch.tensor(s_pad), torch.tensor(mask))[torch.tensor(mask)]
+    qidx = torch.as_tensor(data.query_index())
+    got = ranks_in_queries(torch.tensor(scores), qidx, torch.as_tensor(data.offsets[:-1]))
+    assert torch.equal(got, expected)
+    for k in (None, 3):
+        np.testing.assert_allclose(
+            ideal_dcg_per_query(torch.as_tensor(data.labels), qidx, data.n_queries, k).numpy(),
+            ideal_dcg(torch.tensor(y_pad), torch.tensor(mask), k).numpy(),
+        )

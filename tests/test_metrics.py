@@ -398,19 +398,6 @@ def test_evaluate_accepts_torch_scores_and_empty_queryset(queries):
 
 
 # ====================================================================== memory bounds
-def test_length_chunks_cover_queries_and_bound_memory():
-    rng = np.random.default_rng(0)
-    lengths = np.concatenate([rng.integers(0, 300, 500), [5000]])
-    budget = 4096
-    chunks = M._length_chunks(lengths, budget)
-    seen = np.sort(np.concatenate(chunks))
-    np.testing.assert_array_equal(seen, np.arange(len(lengths)))
-    for c in chunks:
-        cells = len(c) * max(int(lengths[c].max()), 1)
-        assert cells <= budget or len(c) == 1
-        assert lengths[c].max() <= 2 * max(lengths[c].min(), 1)  # bucketed by length
-
-
 def test_small_chunks_give_identical_results(queries):
     qs, scores = to_queryset(queries)
     specs = [M.parse_metric(n) for n in ALL_METRICS]

@@ -266,3 +266,132 @@ def test_cd_groups():
     assert cd_groups(ranks, 1.0) == [("a", "b"), ("b", "c")]
     assert cd_groups(ranks, 3.0) == [("a", "b", "c", "d")]
     assert cd_groups(ranks, 0.1) == []
+
+
+# ----------------------------------------------------------------------------- Bayesian / per-query
+
+from itertools import product  # noqa: E402
+
+from ltr_bench.stats import (  # noqa: E402
+    bayesian_correlated_ttest,
+    holm,
+    paired_randomization_test,
+    paired_ttest,
+    pairwise_bayesian_ttests,
+    per_query_comparison,
+    win_tie_loss,
+)
+
+fold_scores = st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=3, max_size=15)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), k=st.integers(3, 10), rope=st.sampled_from([0.0, 0.005, 0.01, 0.05]))
+def test_bayesian_ttest_equals_baycomp_for_kfold(data, k, rope):
+    """Independent implementation: baycomp (Benavoli et al.'s own package) on k-fold CV scores."""
+    baycomp = pytest.importorskip("baycomp")
+    a = np.array(data.draw(st.lists(st.floats(0.3, 0.9), min_size=k, max_size=k)))
+    b = np.array(data.draw(st.lists(st.floats(0.3, 0.9), min_size=k, max_size=k)))
+    assume(np.var(a - b, ddof=1) > 1e-10)
+    r = bayesian_correlated_ttest(a, b, test_train_ratio=1 / (k - 1), rope=rope)
+    expected = baycomp.CorrelatedTTest.probs(a, b, rope=rope, runs=1)
+    if rope == 0:  # baycomp returns (left, right) without a rope
+        expected = (expected[0], 0.0, expected[1])
+    assert (r.p_a_better, r.p_equivalent, r.p_b_better) == pytest.approx(expected, abs=1e-9)
+    assert r.p_a_better + r.p_equivalent + r.p_b_better == pytest.approx(1.0)
+
+
+def test_bayesian_ttest_hand_worked():
+    # d = [0.01, 0, 0.02, -0.01, 0.02]: mean 0.008, var 0.00017, 5 folds -> ratio 1/4
+    a = np.array([0.72, 0.70, 0.74, 0.69, 0.73])
+    b = np.array([0.71, 0.70, 0.72, 0.70, 0.71])
+    r = bayesian_correlated_ttest(a, b, test_train_ratio=0.25, rope=0.01)
+    scale = math.sqrt((1 / 5 + 0.25) * 0.00017)
+    assert r.scale == pytest.approx(scale)
+    assert r.p_b_better == pytest.approx(sst.t.cdf((-0.01 - 0.008) / scale, 4))
+    assert r.p_a_better == pytest.approx(sst.t.sf((0.01 - 0.008) / scale, 4))
+    # A wide rope makes the two practically equivalent; swapping A and B swaps the tails
+    assert bayesian_correlated_ttest(a, b, test_train_ratio=0.25, rope=1.0).p_equivalent > 0.999
+    swapped = bayesian_correlated_ttest(b, a, test_train_ratio=0.25, rope=0.01)
+    assert (swapped.p_a_better, swapped.p_b_better) == pytest.approx((r.p_b_better, r.p_a_better))
+
+
+def test_bayesian_ttest_zero_variance_is_a_point_mass():
+    a = np.array([0.7, 0.8, 0.6])
+    assert bayesian_correlated_ttest(a, a, test_train_ratio=0.25).p_equivalent == 1.0
+    r = bayesian_correlated_ttest(a + 0.05, a, test_train_ratio=0.25, rope=0.01)
+    assert (r.p_a_better, r.p_equivalent, r.p_b_better) == (1.0, 0.0, 0.0)
+
+
+def test_pairwise_bayesian_ttests_covers_every_pair_on_common_folds():
+    scores = pd.DataFrame(
+        [[0.7, 0.72, 0.71, np.nan], [0.6, 0.61, 0.65, 0.6], [0.7, 0.73, 0.70, 0.7]],
+        index=["x", "y", "z"], columns=["F1", "F2", "F3", "F4"],
+    )
+    table = pairwise_bayesian_ttests(scores, 0.25, rope=0.01)
+    assert list(zip(table.a, table.b)) == [("x", "y"), ("x", "z"), ("y", "z")]
+    xy = bayesian_correlated_ttest(scores.loc["x", ["F1", "F2", "F3"]], scores.loc["y", ["F1", "F2", "F3"]],
+                                   test_train_ratio=0.25, rope=0.01)
+    assert table.iloc[0]["p_a_better"] == pytest.approx(xy.p_a_better)
+    assert table.iloc[0]["n"] == 3
+
+
+def _exact_sign_flip_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Every one of the 2**n sign patterns, by enumeration (the definition of the exact test)."""
+    d = a - b
+    observed = abs(d.mean())
+    stats_ = [abs((np.array(signs) * d).mean()) for signs in product([1, -1], repeat=d.size)]
+    return float(np.mean(np.array(stats_) >= observed - 1e-12))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=2, max_size=9))
+def test_randomization_test_is_exact_for_small_n(pairs):
+    a, b = (np.array(v) for v in zip(*pairs))
+    assume(not np.allclose(a, b))
+    assert paired_randomization_test(a, b) == pytest.approx(_exact_sign_flip_p(a, b), abs=1e-9)
+
+
+def test_randomization_test_large_n_detects_a_shift_and_not_noise():
+    rng = np.random.default_rng(3)
+    a = rng.random(400)
+    assert paired_randomization_test(a + 0.05 + rng.normal(0, 0.1, 400), a, n_resamples=2000) < 0.01
+    assert paired_randomization_test(a + rng.normal(0, 0.1, 400), a, n_resamples=2000) > 0.01
+
+
+def test_paired_ttest_equals_scipy_and_drops_nan_queries():
+    a = np.array([0.5, 0.7, np.nan, 0.9, 0.4, 0.8])
+    b = np.array([0.4, 0.7, 0.3, 0.6, 0.45, 0.5])
+    keep = ~np.isnan(a)
+    assert paired_ttest(a, b) == pytest.approx(sst.ttest_rel(a[keep], b[keep]).pvalue)
+    assert paired_ttest(b, b) == 1.0
+
+
+def test_holm_hand_worked_and_statsmodels():
+    # sorted 0.01, 0.03, 0.04 (m = 3): 0.03, max(0.03, 0.06), max(0.06, 0.04) -> in input order
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert np.isnan(holm([0.2, np.nan])[1]) and holm([0.2, np.nan])[0] == pytest.approx(0.2)
+    multitest = pytest.importorskip("statsmodels.stats.multitest")
+    p = np.random.default_rng(0).random(12) ** 3
+    assert holm(p) == pytest.approx(multitest.multipletests(p, method="holm")[1])
+
+
+def test_win_tie_loss_counts_against_the_baseline():
+    values = pd.DataFrame({"base": [0.5, 0.5, 0.5, np.nan], "m": [0.6, 0.5, 0.495, 0.9],
+                           "n": [0.1, 0.2, 0.5, 0.3]})
+    table = win_tie_loss(values, "base", tol=0.01)
+    assert table.loc["m"].tolist() == [1, 2, 0]
+    assert table.loc["n"].tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="baseline"):
+        win_tie_loss(values, "nope")
+
+
+def test_per_query_comparison_holm_adjusts_over_pairs():
+    rng = np.random.default_rng(1)
+    base = rng.random(60)
+    values = pd.DataFrame({"a": base + 0.1, "b": base, "c": base + rng.normal(0, 0.05, 60)})
+    table = per_query_comparison(values, n_resamples=999)
+    assert len(table) == 3
+    assert table["p_ttest_holm"].tolist() == pytest.approx(holm(table["p_ttest"]).tolist())
+    ab = table[(table.a == "a") & (table.b == "b")].iloc[0]
+    assert ab["mean_diff"] == pytest.approx(0.1) and ab["p_randomization_holm"] < 0.01

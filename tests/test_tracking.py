@@ -131,8 +131,9 @@ def test_nesting_params_metrics_and_history(tracker: Tracker) -> None:
             tracker.log_metrics(child, {"test/ndcg@10": 0.5, "bad": float("nan"), "none": None})
             # A Lightning ranker logs its epochs itself; history must not duplicate them.
             logger = tracker.lightning_logger(child)
-            logger.log_metrics({"vali/ndcg@10": 0.25, "epoch": 0}, step=17)  # step: batches
-            logger.log_metrics({"vali/ndcg@10": 0.5, "epoch": 1}, step=35)
+            logger.log_metrics({"vali_ndcg@10": 0.25, "epoch": 0}, step=17)  # step: batches
+            logger.log_metrics({"vali_ndcg@10": 0.5, "epoch": 1}, step=35)
+            logger.log_hyperparams({"lr": 0.1})  # params come from the config, not Lightning
             logger.finalize("success")  # must not end the run
             assert client.get_run(child).info.status == "RUNNING"
             tracker.log_history(child, [
@@ -144,21 +145,21 @@ def test_nesting_params_metrics_and_history(tracker: Tracker) -> None:
     assert run.data.params == {"model.lr": "0.1", "a_at_b": "x"}
     assert run.data.metrics["test/ndcg_at_10"] == 0.5
     assert "bad" not in run.data.metrics and "none" not in run.data.metrics
-    loss = client.get_metric_history(child, "train_loss")
+    loss = client.get_metric_history(child, "curve/train_loss")
     assert [(m.step, m.value) for m in loss] == [(0, 1.0), (1, 0.5)]
     # The logger's epoch curve uses the history's name and the epoch as step, and is not
-    # logged twice; the final vali/ndcg_at_10 key stays free for the fold's final metric.
-    vali = client.get_metric_history(child, "vali_ndcg_at_10")
+    # logged twice; curves live under curve/, away from the fold's final vali/ndcg_at_10.
+    vali = client.get_metric_history(child, "curve/vali_ndcg_at_10")
     assert sorted((m.step, m.value) for m in vali) == [(0, 0.25), (1, 0.5)]
-    assert "vali/ndcg_at_10" not in run.data.metrics and "epoch" not in run.data.metrics
+    assert set(run.data.metrics) == {"test/ndcg_at_10", "curve/train_loss", "curve/vali_ndcg_at_10"}
 
 
 def test_history_with_rounds_uses_them_as_steps(tracker: Tracker) -> None:
     with tracker.run("gbdt", {}) as rid:
         tracker.log_history(rid, [{"round": 5, "vali_ndcg@10": 0.1}, {"round": 6, "vali_ndcg@10": 0.2}])
-    hist = tracker.client.get_metric_history(rid, "vali_ndcg_at_10")
+    hist = tracker.client.get_metric_history(rid, "curve/vali_ndcg_at_10")
     assert [(m.step, m.value) for m in hist] == [(5, 0.1), (6, 0.2)]
-    assert "round" not in tracker.client.get_run(rid).data.metrics
+    assert set(tracker.client.get_run(rid).data.metrics) == {"curve/vali_ndcg_at_10"}
 
 
 def test_sweep_run_is_found_by_study_tag(tracker: Tracker) -> None:
@@ -173,19 +174,20 @@ def test_sweep_run_is_found_by_study_tag(tracker: Tracker) -> None:
     assert run.info.status == "FINISHED"  # never left RUNNING
 
 
-class _Savable:
-    def save(self, path: Path) -> None:
-        (Path(path) / "weights.txt").write_text("w")
+class _Unsavable:
+    """A user's ranker without save_params/load_params."""
 
 
-def test_model_artifact_uses_save_else_pickle(tracker: Tracker) -> None:
+def test_a_ranker_without_save_params_logs_no_model_and_no_pickle(
+    tracker: Tracker, caplog: pytest.LogCaptureFixture
+) -> None:
+    from ltr_bench.saved_model import ScoringPipeline
+
+    pipeline = ScoringPipeline(None, _Unsavable(), 3, 1, {"_target_": "x.Y"})
     with tracker.run("m", {}) as rid:
-        tracker.log_model(rid, _Savable())
-    with tracker.run("p", {}) as pid:
-        tracker.log_model(pid, {"weights": [1, 2]})
-    files = lambda r: [a.path for a in tracker.client.list_artifacts(r, "model")]  # noqa: E731
-    assert files(rid) == ["model/weights.txt"]
-    assert files(pid) == ["model/ranker.pkl"]
+        assert tracker.log_model(rid, pipeline) is None
+    assert tracker.client.list_artifacts(rid) == []
+    assert "no model logged" in caplog.text and "save_params" in caplog.text
 
 
 def test_disabled_tracking_is_a_no_op(tmp_path: Path) -> None:
@@ -202,3 +204,105 @@ def test_missing_store_folder_is_a_user_error(tmp_path: Path) -> None:
 
     with pytest.raises(UserError, match="tracking.tracking_uri"):
         Tracker.from_config({"tracking_uri": "sqlite:///nope/mlflow.db"}, tmp_path)
+
+
+# ------------------------------------------------------------------ what a run shows in the UI
+def _compose(*overrides: str, hydra: bool = False):
+    from hydra import compose, initialize_config_dir
+
+    from ltr_bench.cli import config_dir
+
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=hydra)
+    OmegaConf.set_struct(cfg, False)
+    return cfg
+
+
+def test_params_are_the_choices_each_once() -> None:
+    from ltr_bench.tracking import machine_tags, run_params
+
+    base = ["threads=1", "dataset=mq2008", "dataset.fold=1", "dataset.root=/data/letor"]
+    direct = run_params(_compose("model=direct_ranker", *base))
+    ranknet = run_params(_compose("model=ranknet", *base))
+    gbdt = run_params(_compose("model=lambdamart", *base))
+    assert len(direct) <= 40 and len(ranknet) <= 40 and len(gbdt) <= 30
+    # group choices, effective hyperparameters, the override of a non-hyperparameter group
+    assert {k: direct[k] for k in ("model", "loss", "optimizer", "activation", "dataset", "protocol",
+                                   "eval", "trainer")} == {
+        "model": "direct_ranker", "loss": "l2", "optimizer": "adam", "activation": "tanh",
+        "dataset": "mq2008", "protocol": "single", "eval": "paper", "trainer": "cpu"}
+    assert direct["optimizer.lr"] == "0.004" and direct["model.hidden_sizes"] == "[64, 32]"
+    assert direct["dataset.fold"] == "1" and direct["seed"] == "0"
+    # nothing twice, no metadata, no machine facts, no unchanged option values
+    for params in (direct, ranknet, gbdt):
+        assert not any(k.startswith(("model.loss", "model.optimizer", "model.trainer", "model.activation",
+                                     "hydra", "tracking")) for k in params)
+        assert not any(s in k for k in params for s in ("_target_", "_recursive_", "accepts", "name"))
+        assert "model.seed" not in params and "threads" not in params and "dataset.root" not in params
+        assert not any(k.startswith(("eval.", "protocol.", "trainer.")) for k in params)
+    # one family, one key set: direct_ranker and ranknet differ only in loss/optimizer options
+    only = set(direct) ^ set(ranknet)
+    assert all(k.startswith(("loss.", "optimizer.")) for k in only), only
+    assert machine_tags(_compose(*base))["ltr.dataset.root"] == "/data/letor"
+    assert machine_tags(_compose(*base))["ltr.threads"] == "1"
+    # a changed option value is a param; its default is not
+    changed = run_params(_compose("eval.preprocessing.feature_transform=standard", *base))
+    assert changed["eval.preprocessing.feature_transform"] == "standard"
+
+
+def test_runs_carry_mlflow_standard_fields_and_dataset_inputs(tracker: Tracker) -> None:
+    with tracker.run("r", {}, description="ltr-bench model=x") as rid:
+        tracker.log_inputs(rid, [
+            {"name": "mq2008/Fold1", "digest": f"abc-{c}", "context": c, "source": {"uri": "/d"}}
+            for c in ("train", "vali", "test")])  # each part has its own fingerprint
+        tracker.rename(rid, "better name")
+    run = tracker.client.get_run(rid)
+    tags = run.data.tags
+    assert tags["mlflow.user"] and tags["mlflow.source.type"] == "LOCAL"
+    assert tags["mlflow.note.content"] == "ltr-bench model=x"
+    assert len(tags["mlflow.source.git.commit"]) == 40  # the clone's commit (tests run in it)
+    assert tags[keys.TAG_INVOCATION] and run.info.run_name == "better name"
+    inputs = {(i.dataset.name, i.dataset.digest, i.tags[0].value) for i in run.inputs.dataset_inputs}
+    assert inputs == {("mq2008/Fold1", f"abc-{c}", c) for c in ("train", "vali", "test")}
+    exp = tracker.client.get_experiment(tracker.experiment_id)
+    assert exp.tags[keys.EXPERIMENT_KIND] == keys.EXPERIMENT_KIND_ML
+
+
+def test_links_open_the_machine_learning_view_with_a_filter() -> None:
+    from urllib.parse import parse_qs, urlsplit
+
+    from ltr_bench.tracking import filter_eq, format_links, ui_link
+
+    f = filter_eq(keys.TAG_STUDY, "s-1")
+    assert f == "tags.`ltr.study` = 's-1'"
+    url = ui_link("sqlite:////x/mlflow.db", "3", f)
+    assert url.startswith("http://127.0.0.1:5000/#/experiments/3/runs?")
+    query = parse_qs(urlsplit(url).fragment.split("?", 1)[1])
+    assert query == {"workflowType": ["machine_learning"], "searchFilter": [f]}
+    assert ui_link("http://host:5000/", "3").startswith("http://host:5000/#/experiments/3/runs?")
+    text = format_links("sqlite:////x/mlflow.db", "3", f, "sweep")
+    assert "mlflow ui --backend-store-uri sqlite:////x/mlflow.db" in text and f in text
+
+
+def test_sweep_run_gets_space_budget_and_convergence(tracker: Tracker, tmp_path: Path) -> None:
+    from ltr_bench.tracking import _log_convergence, sweep_params
+
+    cfg = _compose("model=direct_ranker", "search=direct_ranker", "hydra/sweeper/sampler=tpe", hydra=True)
+    cfg = OmegaConf.merge(cfg, {"hydra": {"overrides": {"task": ["model.dropout=choice(0.0,0.5)"]},
+                                          "runtime": {"choices": {"hydra/sweeper/sampler": "tpe"}}}})
+    params = sweep_params(cfg, {"n_trials": 4, "direction": "maximize",
+                                "storage": "postgresql://u:***@h/db", "sampler": "TPESampler"})
+    assert params["search.model.dropout"] == "choice(0.0,0.5)" and "model.dropout" not in params
+    assert {params[k] for k in ("sampler", "n_trials", "direction")} == {"tpe", "4", "maximize"}
+    assert params["storage"] == "postgresql://u:***@h/db" and params["model"] == "direct_ranker"
+    assert len(params) <= 50
+    csv = tmp_path / "trials.csv"
+    csv.write_text("number,value,state,datetime_complete\n0,0.5,COMPLETE,2026-01-01 10:00:00\n"
+                   "1,,FAIL,\n2,0.7,COMPLETE,2026-01-01 10:01:00\n3,0.6,COMPLETE,2026-01-01 10:02:00\n")
+    rid = tracker.find_or_create_sweep_run("study-conv", {})
+    _log_convergence(tracker, rid, csv, "maximize")
+    _log_convergence(tracker, rid, csv, "maximize")  # a resumed study logs nothing twice
+    best = tracker.client.get_metric_history(rid, keys.BEST_SO_FAR)
+    assert sorted((m.step, m.value) for m in best) == [(0, 0.5), (2, 0.7), (3, 0.7)]
+    trials = tracker.client.get_metric_history(rid, keys.TRIAL_OBJECTIVE)
+    assert sorted((m.step, m.value) for m in trials) == [(0, 0.5), (2, 0.7), (3, 0.6)]

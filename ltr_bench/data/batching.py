@@ -19,9 +19,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ltr_bench.data.padding import bucket_chunks, pad_index
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
-from ltr_bench.metrics import discounts, gains
 
 PairMode = Literal["all", "neighbours"]
 PairDistribution = Literal["pairs", "documents"]
@@ -271,11 +271,9 @@ class QueryBatches:
         if batch_queries < 1:
             raise UserError(f"model.batch_size={batch_queries} (queries per batch) must be >= 1")
         lengths = np.asarray(data.query_lengths, dtype=np.int64)
-        keep = np.flatnonzero(lengths > 0)
         self._offsets = np.asarray(data.offsets, dtype=np.int64)
         self._lengths = lengths
-        self._queries = keep
-        self._bucket = np.ceil(np.log2(np.maximum(lengths[keep], 1))).astype(np.int64)
+        self._queries = np.flatnonzero(lengths > 0)
         self.batch_queries, self.max_cells = int(batch_queries), int(max_cells)
         self.cost_power = int(cost_power)
         self.shuffle, self.seed = bool(shuffle), int(seed)
@@ -285,15 +283,12 @@ class QueryBatches:
         self._n_batches = len(self._chunks(None))
 
     def _chunks(self, rng: np.random.Generator | None) -> list[np.ndarray]:
-        chunks: list[np.ndarray] = []
-        for b in np.unique(self._bucket):
-            group = self._queries[self._bucket == b]
-            if rng is not None:
-                group = rng.permutation(group)
-            width = 1 << int(b)
-            per_rank = -(-self.batch_queries // self.world_size)
-            rows = min(per_rank, max(1, self.max_cells // width**self.cost_power))
-            chunks.extend(np.split(group, np.arange(rows, len(group), rows)))
+        per_rank = -(-self.batch_queries // self.world_size)
+        chunks = bucket_chunks(
+            self._lengths,
+            lambda width: min(per_rank, max(1, self.max_cells // width**self.cost_power)),
+            queries=self._queries, rng=rng,
+        )
         if rng is not None:
             chunks = [chunks[i] for i in rng.permutation(len(chunks))]
         return chunks
@@ -313,44 +308,7 @@ class QueryBatches:
 
     def pad(self, queries: np.ndarray) -> ListBatch:
         """Row indices ``[B, L]`` and mask of the given query positions."""
-        lengths = self._lengths[queries]
-        width = int(lengths.max())
-        col = np.arange(width)
-        mask = col[None, :] < lengths[:, None]
-        rows = np.where(mask, self._offsets[queries][:, None] + col[None, :], 0)
+        rows, mask = pad_index(self._offsets, queries, fill=0)
         return ListBatch(
             torch.as_tensor(rows, device=self.device), torch.as_tensor(mask, device=self.device)
         )
-
-
-def ranks_in_queries(scores: Tensor, query_index: Tensor, query_start: Tensor) -> Tensor:
-    """1-based rank of every document in its query by descending score (ties: document order).
-
-    ``query_index[N]`` is the query block of each document and ``query_start[Q]`` the first row of
-    each block (documents of a query contiguous). Two stable sorts, no loop over queries.
-    """
-    by_score = torch.sort(scores, descending=True, stable=True).indices
-    by_query = torch.sort(query_index[by_score], stable=True).indices
-    perm = by_score[by_query]
-    position = torch.arange(len(perm), device=scores.device)
-    ranks = torch.empty_like(position)
-    ranks[perm] = position - query_start[query_index[perm]] + 1
-    return ranks
-
-
-def ideal_dcg_per_query(
-    labels: Tensor, query_index: Tensor, n_queries: int, k: int | None = None
-) -> Tensor:
-    """``[Q]`` IDCG@k of every query from flat labels (documents of a query contiguous)."""
-    labels = labels.to(torch.float64)
-    order = torch.sort(labels, descending=True, stable=True).indices
-    order = order[torch.sort(query_index[order], stable=True).indices]
-    q = query_index[order]
-    counts = torch.bincount(query_index, minlength=n_queries)
-    start = torch.cumsum(counts, 0) - counts
-    rank = torch.arange(len(order), device=labels.device) - start[q] + 1
-    contrib = gains(labels[order]) * discounts(rank)
-    if k is not None:
-        contrib = torch.where(rank <= k, contrib, 0.0)
-    out = torch.zeros(n_queries, dtype=contrib.dtype, device=labels.device)
-    return out.index_add_(0, q, contrib)

@@ -10,8 +10,8 @@ selected folds and ``fold_numbers[i]`` is its file number. With ``fold: null`` a
 selected, so ``load_fold(0)`` is Fold1.
 
 Data root: ``dataset.root`` (configs: ``${oc.env:LTR_DATA,null}``); when null, the repository's
-sibling ``<repo>/../shared/data/letor``, where ``<repo>`` is the folder holding the ``ltr_bench``
-package (right for a source checkout / editable install; otherwise set ``LTR_DATA``).
+sibling ``<repo>/../shared/data/letor`` in a source checkout (``<repo>`` holds the ``ltr_bench``
+package and pyproject.toml); an installed wheel has no default: set ``LTR_DATA``.
 """
 
 from __future__ import annotations
@@ -33,15 +33,25 @@ SPLIT_FILES = ("train", "vali", "test")
 N_LETOR_FOLDS = 5
 
 
-def default_data_root() -> Path:
-    """``<repo>/../shared/data/letor`` (the repo = the folder holding the package)."""
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "letor"
+def default_data_root() -> Path | None:
+    """``<repo>/../shared/data/letor`` in a source checkout (the repo = the folder holding the
+    package and pyproject.toml); None for an installed wheel, which has no such sibling."""
+    repo = Path(__file__).resolve().parents[2]
+    if not (repo / "pyproject.toml").is_file():
+        return None
+    return repo.parent / "shared" / "data" / "letor"
 
 
 def resolve_data_root(root: str | os.PathLike | None = None) -> Path:
-    """``root``, else ``$LTR_DATA``, else :func:`default_data_root`."""
+    """``root``, else ``$LTR_DATA``, else :func:`default_data_root` (a one-sentence
+    :class:`UserError` when there is none)."""
     if root is None or str(root).strip() in ("", "None", "null"):
         root = os.environ.get(DATA_ENV) or default_data_root()
+    if root is None:
+        raise UserError(
+            f"no data root is set; set the environment variable {DATA_ENV} (or dataset.root=...) "
+            "to the folder holding the dataset folders (e.g. MQ2008/), or give dataset.path"
+        )
     return Path(root).expanduser()
 
 
@@ -96,10 +106,10 @@ class LetorFolds:
         name: str = "letor",
     ) -> None:
         self.name = str(name)
-        self.n_features = None if n_features is None else int(n_features)
-        self.relevance_threshold = int(relevance_threshold)
+        self.n_features = _int_or_none(n_features, "dataset.n_features", minimum=1)
+        self.relevance_threshold = _int(relevance_threshold, "dataset.relevance_threshold")
         self.cache_dir = cache_dir
-        self.with_docids = bool(with_docids)
+        self.with_docids = _bool(with_docids, "dataset.with_docids")
         self.fold_numbers = _fold_numbers(fold)
         if path is not None and str(path).strip():
             self.path = Path(str(path)).expanduser()
@@ -112,13 +122,24 @@ class LetorFolds:
         else:
             self.path = resolve_data_root(root) / str(folder)
             key = "dataset.root"
+        if self.path.exists() and not self.path.is_dir():
+            raise UserError(
+                f"dataset folder {self.path} is a file, not a folder; set {key} to the folder "
+                "holding Fold1..Fold5"
+            )
         if not self.path.is_dir():
             raise UserError(
                 f"dataset folder {self.path} does not exist; set {key} (or the environment "
                 f"variable {DATA_ENV} for the data root) to where the data lives"
             )
-        missing = [str(p) for k in self.fold_numbers for p in self._files(k).values()
-                   if not p.is_file()]
+        expected = [p for k in self.fold_numbers for p in self._files(k).values()]
+        dirs = [str(p) for p in expected if p.is_dir()]
+        if dirs:
+            raise UserError(
+                f"dataset file {dirs[0]} is a directory, not a file; the LETOR layout is "
+                "Fold1..Fold5/{train,vali,test}.txt"
+            )
+        missing = [str(p) for p in expected if not p.is_file()]
         if missing:
             raise UserError(
                 f"dataset file {missing[0]} does not exist"
@@ -144,6 +165,7 @@ class LetorFolds:
         number = self.fold_numbers[int(i)]
         parts = {s: self._load(p) for s, p in self._files(number).items()}
         check_same_n_features(parts["train"], parts["vali"], parts["test"])
+        _check_labels_vary(parts["train"])
         return FoldData(**parts, name=f"{self.name}/Fold{number}")
 
     def load_all(self) -> QuerySet:
@@ -200,23 +222,29 @@ class SyntheticDataset:
         name: str = "synthetic",
     ) -> None:
         self.name = str(name)
-        self.n_train, self.n_vali, self.n_test = int(n_train), int(n_vali), int(n_test)
-        if min(self.n_train, self.n_vali, self.n_test) < 1:
-            raise UserError("dataset.n_train, n_vali and n_test must all be >= 1")
-        self.n_features, self.n_classes = int(n_features), int(n_classes)
-        self.sigma = float(sigma)
-        self.docs_per_query = None if docs_per_query is None else int(docs_per_query)
-        self.class_probs = None if class_probs is None else [float(p) for p in class_probs]
-        self.relevance_threshold = int(relevance_threshold)
+        self.n_train = _int(n_train, "dataset.n_train", minimum=1)
+        self.n_vali = _int(n_vali, "dataset.n_vali", minimum=1)
+        self.n_test = _int(n_test, "dataset.n_test", minimum=1)
+        self.n_features = _int(n_features, "dataset.n_features", minimum=1)
+        self.n_classes = _int(n_classes, "dataset.n_classes", minimum=2)
+        self.sigma = _float(sigma, "dataset.sigma")
+        self.docs_per_query = _int_or_none(docs_per_query, "dataset.docs_per_query", minimum=1)
+        if class_probs is None:
+            self.class_probs = None
+        elif isinstance(class_probs, (str, bytes)) or not isinstance(class_probs, Iterable):
+            raise UserError(
+                f"dataset.class_probs must be null or a list of numbers, got {class_probs!r}"
+            )
+        else:
+            self.class_probs = [_float(p, "dataset.class_probs") for p in class_probs]
+        self.relevance_threshold = _int(relevance_threshold, "dataset.relevance_threshold")
         if not 1 <= self.relevance_threshold <= self.n_classes - 1:
             raise UserError(
                 f"dataset.relevance_threshold must be between 1 and n_classes - 1 = "
                 f"{self.n_classes - 1}, got {relevance_threshold}"
             )
-        self._n_folds = int(n_folds)
-        if self._n_folds < 1:
-            raise UserError(f"dataset.n_folds must be >= 1, got {n_folds}")
-        self.seed = int(seed)
+        self._n_folds = _int(n_folds, "dataset.n_folds", minimum=1)
+        self.seed = _int(seed, "dataset.seed")
 
     @property
     def n_folds(self) -> int:
@@ -260,6 +288,60 @@ class SyntheticDataset:
             "n_folds": self.n_folds,
             "seed": self.seed,
         }
+
+
+def _check_labels_vary(qs: QuerySet) -> None:
+    """A training file whose labels are all equal (e.g. all 0) is an error naming the file."""
+    labels = np.asarray(qs.labels)
+    if len(labels) and np.all(labels == labels[0]):
+        raise UserError(
+            f"{qs.source.get('path', 'the training data')}: every label is {int(labels[0])}, so "
+            "a ranker has nothing to learn from; check the file (the label is the first field "
+            "of each line)"
+        )
+
+
+def _int(value: Any, key: str, minimum: int | None = None) -> int:
+    """``value`` as an int, else a UserError naming the config ``key`` (no bools, no 1.5)."""
+    number: int | None = None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        number = int(value)
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str):
+        try:
+            number = int(value.strip())
+        except ValueError:
+            number = None
+    if number is None:
+        raise UserError(f"{key} must be an integer, got {value!r}; e.g. {key}=10")
+    if minimum is not None and number < minimum:
+        raise UserError(f"{key} must be >= {minimum}, got {value!r}")
+    return number
+
+
+def _int_or_none(value: Any, key: str, minimum: int | None = None) -> int | None:
+    """Like :func:`_int`, with null (None) passed through."""
+    return None if value is None else _int(value, key, minimum)
+
+
+def _float(value: Any, key: str) -> float:
+    """``value`` as a finite float, else a UserError naming the config ``key``."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not np.isfinite(number):
+        raise UserError(f"{key} must be a number, got {value!r}")
+    return number
+
+
+def _bool(value: Any, key: str) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise UserError(f"{key} must be true or false, got {value!r}")
 
 
 def _fold_seed(seed: int, i: int) -> int:

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ltr_bench.data.padding import pad_all
 from ltr_bench.errors import UserError
 
 
@@ -189,20 +190,10 @@ class QuerySet:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Pad a per-document array into ``[Q, L]`` (L = longest query) plus a boolean mask.
 
-        ``values`` defaults to the labels; a ``[N, F]`` array gives ``[Q, L, F]``.
+        ``values`` defaults to the labels; a ``[N, F]`` array gives ``[Q, L, F]``. See
+        :mod:`ltr_bench.data.padding` for padding chunks of queries.
         """
-        if values is None:
-            values = self.labels
-        values = np.asarray(values)
-        lengths = self.query_lengths
-        q, width = self.n_queries, int(lengths.max()) if self.n_queries else 0
-        col = np.arange(self.n_docs) - np.repeat(self.offsets[:-1], lengths)
-        row = self.query_index()
-        out = np.full((q, width) + values.shape[1:], fill, dtype=values.dtype)
-        out[row, col] = values
-        mask = np.zeros((q, width), dtype=bool)
-        mask[row, col] = True
-        return out, mask
+        return pad_all(self.labels if values is None else values, self.offsets, fill)
 
     # ------------------------------------------------------------------ provenance
     def fingerprint(self) -> str:

@@ -94,6 +94,17 @@ class QuantileNormal:
         ]
         return self
 
+    def load_knots(self, quantiles: np.ndarray) -> "QuantileNormal":
+        """The transform :meth:`fit` would have produced with these knots ``[n_quantiles, F]``
+        (``quantiles_``): restores a saved model's preprocessing without its training data."""
+        self.quantiles_ = np.asarray(quantiles, dtype=np.float64)
+        self.references_ = np.linspace(0.0, 1.0, self.quantiles_.shape[0])
+        self._columns = [
+            _ColumnMap(self.quantiles_[:, j], self.references_)
+            for j in range(self.quantiles_.shape[1])
+        ]
+        return self
+
     def transform_array(self, X: np.ndarray) -> np.ndarray:
         """``[N, F]`` -> float32 ``[N, F]``, processed in row blocks (column-contiguous inside)."""
         if not self._columns:

@@ -17,13 +17,19 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
+from ltr_bench import tracking_keys as keys
 from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
 from ltr_bench.tracking import Tracker, flatten_config
 
-TAG_EXPERIMENT = "ltr.experiment"
-TAG_SCALE = "ltr.scale"
-ROLE_EXPERIMENT = "experiment"
+TAG_EXPERIMENT = keys.TAG_EXPERIMENT  # names live in tracking_keys
+TAG_SCALE = keys.TAG_SCALE
+ROLE_EXPERIMENT = keys.ROLE_EXPERIMENT
+# Hash of what decides an experiment's results (invocation_key), on its parent run: the claims
+# ledger re-uses a finished run with the same key instead of running it again.
+TAG_EXPERIMENT_KEY = keys.TAG_EXPERIMENT_KEY
+# Top-level overrides that say where or how fast a run goes, not what it computes.
+NEUTRAL_OVERRIDES = ("threads", "tracking", "experiment_name", "seed")
 SPEC_META_KEYS = ("scales",)
 
 
@@ -46,15 +52,18 @@ def scaled_spec(cfg: DictConfig, scale: str) -> DictConfig:
     return resolved
 
 
-def apply_command_line(spec: DictConfig) -> DictConfig:
+def apply_command_line(spec: DictConfig, overrides: Sequence[str] | None = None) -> DictConfig:
     """Re-apply the command line's ``experiment.<key>=<value>`` overrides over the scaled spec, so
-    they win over ``scales.<scale>`` (yaml < scale < command line)."""
+    they win over ``scales.<scale>`` (yaml < scale < command line). ``overrides``: apply these
+    instead of the running job's (the claims ledger computes a spec it is about to run)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    if not HydraConfig.initialized():
-        return spec
-    mine = [o for o in HydraConfig.get().overrides.task
+    if overrides is None:
+        if not HydraConfig.initialized():
+            return spec
+        overrides = HydraConfig.get().overrides.task
+    mine = [o for o in overrides
             if o.lstrip("+~").startswith("experiment.") and not o.startswith("~")]
     for o in OverridesParser.create().parse_overrides(mine):
         key = o.key_or_group.split(".", 1)[1]
@@ -75,7 +84,7 @@ def compose_run_config(overrides: Sequence[str]) -> DictConfig:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from ltr_bench.cli import config_dir
+    from ltr_bench.config_tree import config_dir
 
     if GlobalHydra.instance().is_initialized():
         return compose(config_name="config", overrides=list(overrides))
@@ -191,7 +200,6 @@ def run_experiment(cfg: DictConfig) -> Any:
     inside an MLflow parent run, print and save the summary it returns."""
     from hydra.utils import get_method
 
-    from ltr_bench import tracking_keys as keys
     from ltr_bench.runner import (
         check_top_level,
         configure_threads,
@@ -217,9 +225,10 @@ def run_experiment(cfg: DictConfig) -> Any:
     tracker = Tracker.from_config(tracking, job_context().cwd)
     configure_threads(cfg)
     seed_everything(int(cfg.seed))
-    tags = {"ltr.role": ROLE_EXPERIMENT, TAG_EXPERIMENT: name, TAG_SCALE: scale,
+    tags = {keys.TAG_ROLE: ROLE_EXPERIMENT, TAG_EXPERIMENT: name, TAG_SCALE: scale,
             keys.TAG_SEED: cfg.seed, keys.TAG_VERSION: package_version(),
-            keys.TAG_GIT_COMMIT: git_commit()}
+            keys.TAG_GIT_COMMIT: git_commit(),
+            TAG_EXPERIMENT_KEY: invocation_key(name, scale, int(cfg.seed), spec, user_overrides())}
     with tracker.run(f"{name} ({scale})", tags) as run_id:
         tracker.log_params(run_id, flatten_config(spec, prefix="experiment"))
         tracker.log_params(run_id, {"seed": cfg.seed, "scale": scale})
@@ -244,3 +253,21 @@ def format_summary(frame: Any) -> str:
     with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 160,
                            "display.float_format", "{:.4f}".format):
         return frame.to_string(index=False)
+
+
+def invocation_key(name: str, scale: str, seed: int, spec: DictConfig,
+                   overrides: Sequence[str]) -> str:
+    """A short hash of an experiment invocation's results-deciding inputs: name, scale, seed, the
+    resolved spec (after ``experiment.*`` overrides) and the other command-line overrides except
+    :data:`NEUTRAL_OVERRIDES` (threads, tracking, ...). Not covered: the data files and the code
+    version (the parent run's tags record the commit)."""
+    import hashlib
+    import json
+
+    other = sorted(o for o in overrides
+                   if override_key(o).split(".")[0] not in NEUTRAL_OVERRIDES
+                   and not override_key(o).startswith("hydra"))
+    blob = json.dumps({"experiment": name, "scale": scale, "seed": seed, "overrides": other,
+                       "spec": OmegaConf.to_container(spec, resolve=True)},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]

@@ -7,7 +7,7 @@
 - :func:`run_sweeps` (Table 1 of both papers): per protocol variant, dataset and model an Optuna
   sweep through the real CLI (``ltr-bench -m search=<model> ...``, one study per outer fold or
   hold-out split), the refit of every study's best config (what ``ltr-bench refit_best=<sweep
-  dir>`` does, run in this process: one tracked ``final`` run per study), then ``ltr-bench-report`` over the variant's MLflow experiment (Table 1, corrected t-test
+  dir>`` does, run in this process: one tracked ``final`` run per study), then the report (``make_report``) over the variant's MLflow experiment (Table 1, corrected t-test
   p-values, Friedman/Nemenyi, run times).
 
 Datasets are named by their config (``mq2008``, ``mq2007``, ``mslr_web10k``, ``letor``); the data
@@ -185,17 +185,16 @@ def _cli(args: list[str], log: Path) -> None:
 
 
 def _report(exp: Experiment, mlflow_experiment: str, subdir: str, args: list[str]) -> None:
-    """``ltr-bench-report`` over ``mlflow_experiment`` into ``<out>/<subdir>``; its files become
-    artifacts of the experiment's parent run."""
+    """The report of ``mlflow_experiment`` (``args``: ``ltr-bench-report`` options from the
+    experiment config) into ``<out>/<subdir>``; its files become artifacts of the experiment's
+    parent run."""
     if not exp.tracker.enabled:
         return
-    from ltr_bench.report.cli import main as report_main
+    from ltr_bench.report.make import make_report, report_options
 
     out = exp.path(subdir)
-    code = report_main(["--tracking-uri", str(exp.tracker.tracking_uri), "--experiment",
-                        mlflow_experiment, "--out", str(out), "--no-mlflow-artifacts", *args])
-    if code not in (0, None):
-        raise RuntimeError(f"ltr-bench-report exited {code} for {mlflow_experiment}")
+    make_report(str(exp.tracker.tracking_uri), mlflow_experiment, out, **report_options(args),
+                log_run=False)
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
         parent = path.parent.relative_to(exp.out_dir).as_posix()
         exp.log_file(path, parent)

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 from omegaconf import DictConfig
 
+from ltr_bench.data.protocol import Dataset
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.data.synthetic import make_synthetic_splits
 from ltr_bench.errors import UserError
@@ -134,9 +135,9 @@ class LetorSource:
         self.metric = str(metric)
         self.seed = int(seed)
         self.relevance_threshold = 1
-        self._dataset: Any = None
+        self._dataset: Dataset | None = None
 
-    def _data(self) -> Any:
+    def _data(self) -> Dataset:
         if self._dataset is None:
             from hydra.utils import instantiate
 

@@ -30,11 +30,13 @@ Degeneracies of plain AdaRank and how they are handled:
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
+from ltr_bench.data.padding import pad_index, sorted_chunks
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.models.base import Ranker
@@ -154,6 +156,27 @@ class AdaRank(Ranker):
             raise RuntimeError("AdaRank.score called before fit")
         return _combined_scores(data.features, self.weights_)
 
+    # ------------------------------------------------------------------ saved model
+    def save_params(self, folder: Path) -> dict[str, Any]:
+        """The combined weight vector and the rounds' chosen features and alphas (``weights.npz``)."""
+        if self.weights_ is None:
+            raise RuntimeError("AdaRank.save_params called before fit")
+        np.savez(Path(folder) / WEIGHTS_FILE, weights=np.asarray(self.weights_, dtype=np.float64),
+                 features=np.asarray(self.features_, dtype=np.int64),
+                 alphas=np.asarray(self.alphas_, dtype=np.float64))
+        return {"weights": WEIGHTS_FILE, "rounds": len(self.features_)}
+
+    def load_params(self, folder: Path, n_features: int) -> None:
+        with np.load(Path(folder) / WEIGHTS_FILE, allow_pickle=False) as npz:
+            weights = npz["weights"]
+            self.features_ = [int(k) for k in npz["features"]]
+            self.alphas_ = [float(a) for a in npz["alphas"]]
+        if weights.shape != (int(n_features),):
+            raise UserError(f"{Path(folder) / WEIGHTS_FILE} holds {weights.shape[0]} weights, "
+                            f"the saved model says {n_features} features")
+        self.weights_ = weights
+        self.best_round_ = len(self.features_)
+
     def weak_ranker_performance(
         self, data: QuerySet, layout: "_PaddedLayout | None" = None
     ) -> np.ndarray:
@@ -240,29 +263,15 @@ class _PaddedLayout:
     """Chunks of queries of similar length, padded: ``(query indices, rows [Qc, L], mask)``.
 
     Built once per data set and reused every round, so a round's evaluation is a few
-    vectorised metric calls rather than a loop over queries.
+    vectorised metric calls rather than a loop over queries. Queries are taken shortest first,
+    so that ``count * longest <= budget`` per chunk (:func:`~ltr_bench.data.padding.sorted_chunks`).
     """
 
     def __init__(self, data: QuerySet, budget: int) -> None:
-        self.chunks = list(_length_sorted_chunks(data.query_lengths, data.offsets, budget))
+        self.chunks = [
+            (idx, *pad_index(data.offsets, idx))
+            for idx in sorted_chunks(data.query_lengths, budget)
+        ]
 
 
-def _length_sorted_chunks(
-    lengths: np.ndarray, offsets: np.ndarray, budget: int
-) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Queries sorted by length, cut so that ``count * longest <= budget`` per chunk."""
-    order = np.argsort(lengths, kind="stable")
-    sorted_len = lengths[order]
-    begin = 0
-    while begin < len(order):
-        # Lengths rise along `order`, so a chunk's padded size count * (its last length) rises
-        # with the count: the largest count within budget is a binary search (at least 1 query).
-        cost = np.arange(1, len(order) - begin + 1) * sorted_len[begin:]
-        end = begin + max(1, int(np.searchsorted(cost, budget, side="right")))
-        idx = order[begin:end]
-        width = int(sorted_len[end - 1])
-        col = np.arange(width)
-        mask = col[None, :] < lengths[idx][:, None]
-        rows = np.where(mask, offsets[idx][:, None] + col[None, :], offsets[idx][:, None])
-        yield idx, rows.astype(np.int64), mask
-        begin = end
+WEIGHTS_FILE = "weights.npz"

@@ -8,6 +8,7 @@ relevant). Protocols, sweeps and reports rely on nothing else.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,3 +47,20 @@ class Ranker(ABC):
     @abstractmethod
     def score(self, data: QuerySet) -> np.ndarray:
         """``[N]`` float scores for the documents of ``data`` (higher = more relevant)."""
+
+    # A saved model (ltr_bench.saved_model) holds the learned parameters only, never data.
+    def save_params(self, folder: Path) -> dict[str, Any] | None:
+        """Write the learned parameters (and nothing else) into the existing ``folder``, for a
+        saved model; return JSON-able facts about them (shown in its pipeline.json) or None.
+
+        A ranker that implements this also implements :meth:`load_params`. Runs of a ranker
+        without them log no model (a warning says so); see README "Your own model".
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} does not implement save_params/load_params, so no model is saved"
+        )
+
+    def load_params(self, folder: Path, n_features: int) -> None:
+        """Restore what :meth:`save_params` wrote into ``folder`` on a ranker built from the same
+        config (unfitted), for data with ``n_features`` columns; afterwards :meth:`score` works."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement load_params")

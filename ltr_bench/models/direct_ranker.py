@@ -36,15 +36,17 @@ from ltr_bench.data.batching import (
     PairBatches,
     PairSampler,
     auto_pair_batch_size,
-    ideal_dcg_per_query,
-    ranks_in_queries,
 )
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
-from ltr_bench.losses import LIST_LOSSES, PAIR_LOSSES, ndcg_swap_delta
+from ltr_bench.losses import (
+    ideal_dcg_per_query,
+    ndcg_swap_delta,
+    ranks_in_queries,
+)
 from ltr_bench.metrics import gains
 from ltr_bench.models.networks import Scorer, check_antisymmetric, make_activation
-from ltr_bench.models.neural import NeuralRanker, RankingModule, resolve_loss
+from ltr_bench.models.neural import NeuralRanker, RankingModule
 
 PairWeighting = Literal["none", "ndcg_swap"]
 PAIR_WEIGHTINGS = ("none", "ndcg_swap")
@@ -138,7 +140,8 @@ class DirectRanker(NeuralRanker):
             sigmoid2 = 2 sigmoid - 1, softsign, hardtanh). Default tanh (journal Table 4).
         output_bias: must be False (Theorem 1 needs an output neuron without bias).
         loss: a pairwise loss: ``l2`` (the papers' ``(1 - r)^2``, optionally label-weighted),
-            ``logistic`` (RankNet), ``hinge`` (RankSVM), or a node with ``_target_``.
+            ``logistic`` (RankNet), ``hinge`` (RankSVM), or any function marked with
+            ``pair_loss`` (a config node with ``_target_``).
         pairs: ``all`` pairs of different labels or only ``neighbours`` (adjacent label classes
             present in the query).
         pair_distribution: ``pairs`` (every eligible pair equally likely) or ``documents``.
@@ -152,6 +155,7 @@ class DirectRanker(NeuralRanker):
             steps (None: once per epoch).
     """
 
+    loss_kind = "pair"
     default_loss = "l2"
 
     def __init__(
@@ -191,7 +195,6 @@ class DirectRanker(NeuralRanker):
                 "model.output_bias must be false for DirectRanker: a bias in the output neuron "
                 "breaks r(x, x) = 0 and antisymmetry (Theorem 1)"
             )
-        resolve_loss(self.loss, PAIR_LOSSES, LIST_LOSSES)
         if self.pairs not in PAIR_MODES:
             raise UserError(f"model.pairs={self.pairs!r} must be one of {PAIR_MODES}")
         if self.pair_distribution not in PAIR_DISTRIBUTIONS:
@@ -212,7 +215,7 @@ class DirectRanker(NeuralRanker):
             )
 
     def build_module(self, scorer: Scorer, train: QuerySet, vali: QuerySet | None) -> PairwiseModule:
-        _, loss_fn = resolve_loss(self.loss, PAIR_LOSSES, LIST_LOSSES)
+        loss_fn, _ = self.resolve_loss()
         return PairwiseModule(
             scorer, train, vali, tau=make_activation(self.output_activation), loss_fn=loss_fn,
             pairs=self.pairs, pair_distribution=self.pair_distribution,
@@ -233,3 +236,9 @@ class DirectRanker(NeuralRanker):
             r = self.module_.tau(gx - gy)  # type: ignore[operator]
         out = r.double().cpu().numpy()
         return out if np.ndim(x) > 1 or np.ndim(y) > 1 else out.reshape(())
+
+    def load_params(self, folder: Any, n_features: int) -> None:
+        """The saved scorer, plus ``tau`` so that :meth:`compare` works on a loaded model."""
+        super().load_params(folder, n_features)
+        assert self.module_ is not None
+        self.module_.tau = make_activation(self.output_activation)  # type: ignore[assignment]

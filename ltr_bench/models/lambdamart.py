@@ -7,6 +7,7 @@ A thin, seeded wrapper around :class:`lightgbm.LGBMRanker`: query groups come fr
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -140,6 +141,30 @@ class LambdaMART(Ranker):
             return np.zeros(0, dtype=np.float64)
         return np.asarray(self.model_.predict(data.features), dtype=np.float64)
 
+    # ------------------------------------------------------------------ saved model
+    def save_params(self, folder: Path) -> dict[str, Any]:
+        """LightGBM's model text (``model.txt``) of the trees used for scoring (the best
+        iteration when early stopping fired)."""
+        if self.model_ is None:
+            raise RuntimeError("LambdaMART.save_params called before fit")
+        booster = self.model_.booster_
+        text = booster.model_to_string(num_iteration=self.best_iteration_ or -1)
+        (Path(folder) / MODEL_TEXT_FILE).write_text(text)
+        return {"model_text": MODEL_TEXT_FILE, "n_trees": self.n_trees_}
+
+    def load_params(self, folder: Path, n_features: int) -> None:
+        """The ensemble from its model text, scored like the fitted one."""
+        import lightgbm as lgb
+
+        booster = lgb.Booster(model_str=(Path(folder) / MODEL_TEXT_FILE).read_text())
+        if booster.num_feature() != int(n_features):
+            raise UserError(
+                f"{Path(folder) / MODEL_TEXT_FILE} has {booster.num_feature()} features, "
+                f"the saved model says {n_features}"
+            )
+        self.model_ = _LoadedBooster(booster)  # type: ignore[assignment]
+        self.best_iteration_ = None
+
     @property
     def n_trees_(self) -> int:
         """Number of trees used for scoring."""
@@ -183,3 +208,16 @@ def _history_from_evals(evals: dict[str, dict[str, list[float]]], k: int) -> lis
         {"round": t + 1, **{key: float(v[t]) for key, v in series.items() if t < len(v)}}
         for t in range(n)
     ]
+
+
+MODEL_TEXT_FILE = "model.txt"
+
+
+class _LoadedBooster:
+    """A Booster read from model text in the place of a fitted ``LGBMRanker``."""
+
+    def __init__(self, booster: Any) -> None:
+        self.booster_ = booster
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        return self.booster_.predict(features)

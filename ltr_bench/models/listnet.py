@@ -17,14 +17,8 @@ from torch import Tensor
 
 from ltr_bench.data.batching import ListBatch, QueryBatches
 from ltr_bench.data.queryset import QuerySet
-from ltr_bench.losses import LIST_LOSSES, PAIR_LOSSES
 from ltr_bench.models.networks import Scorer, make_activation
-from ltr_bench.models.neural import NeuralRanker, RankingModule, resolve_loss
-
-# How a list loss's cost grows with the query length L: ListNet is O(L), the lambda loss forms
-# all L^2 pairs of a query. User-defined list losses are assumed pairwise (the safe bound).
-LIST_LOSS_COST_POWER = {"listnet": 1, "lambda": 2}
-
+from ltr_bench.models.neural import NeuralRanker, RankingModule
 
 class ListwiseModule(RankingModule):
     """Trains the scorer on padded query batches with a list loss ``loss(scores, labels, mask)``."""
@@ -58,7 +52,9 @@ class ListNet(NeuralRanker):
     """ListNet: a neural scorer trained with a list loss on whole queries.
 
     Args (besides those of :class:`~ltr_bench.models.neural.NeuralRanker`):
-        loss: a list loss: ``listnet`` (top-one softmax cross entropy, default) or ``lambda``.
+        loss: a list loss (see :mod:`ltr_bench.losses`): ``listnet`` (top-one softmax cross
+            entropy, default), ``lambda``, or any function marked with ``list_loss``; its cost
+            power sizes the query batches.
         output_activation: applied to ``g`` inside the loss (journal Table 4: sigmoid for ListNet*,
             linear for ListNet); any monotone activation.
         output_bias: bias of the output neuron (list losses are shift-invariant, so it is inert).
@@ -67,6 +63,7 @@ class ListNet(NeuralRanker):
             queries get smaller batches (at least one query).
     """
 
+    loss_kind = "list"
     default_loss = "listnet"
 
     def __init__(
@@ -78,12 +75,11 @@ class ListNet(NeuralRanker):
             **kwargs,
         )
         self.max_batch_cells = int(max_batch_cells)
-        resolve_loss(self.loss, LIST_LOSSES, PAIR_LOSSES)
 
     def build_module(self, scorer: Scorer, train: QuerySet, vali: QuerySet | None) -> ListwiseModule:
-        name, loss_fn = resolve_loss(self.loss, LIST_LOSSES, PAIR_LOSSES)
+        loss_fn, info = self.resolve_loss()
         return ListwiseModule(
             scorer, train, vali, tau=make_activation(self.output_activation), loss_fn=loss_fn,
-            cost_power=LIST_LOSS_COST_POWER.get(name, 2), batch_size=self.batch_size,
+            cost_power=info.cost_power, batch_size=self.batch_size,
             max_batch_cells=self.max_batch_cells, **self.module_kwargs(),
         )

@@ -1,4 +1,4 @@
-"""Building blocks of the neural rankers: activation registry, feature MLP, scorer.
+"""Building blocks of the neural rankers: activation and optimizer registries, feature MLP, scorer.
 
 Every neural ranker here computes a per-document score ``g(x) = w . nn(x) (+ b)``: a feature part
 ``nn`` (an MLP) followed by one output neuron. DirectRanker (ECML Sect. 3, Theorem 1) compares two
@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 from torch import Tensor, nn
 
+from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
 
 
@@ -186,3 +187,52 @@ class Scorer(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.output(self.features(x)).squeeze(-1)
+
+
+# ====================================================================== optimizers
+OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
+    "adam": torch.optim.Adam,
+    "adamw": torch.optim.AdamW,
+    "sgd": torch.optim.SGD,
+}
+DEFAULT_OPTIMIZER: dict[str, Any] = {"name": "adam", "lr": 4e-3}  # as conf/optimizer/adam.yaml
+# Keys of a group option that describe it rather than parametrise the callable.
+_META_KEYS = ("name", "_target_", "_partial_", "_recursive_", "_convert_")
+
+
+def _spec(value: Any, key: str) -> tuple[str, str | None, dict[str, Any]]:
+    """Split a group option (a name, or a node ``{name, _target_?, **params}``) into its parts."""
+    value = plain(value)
+    if isinstance(value, str):
+        return value.strip().lower(), None, {}
+    if isinstance(value, Mapping):
+        params = {k: v for k, v in value.items() if k not in _META_KEYS}
+        name = str(value.get("name", value.get("_target_", ""))).strip().lower()
+        return name, value.get("_target_"), params
+    raise UserError(f"{key} must be a name or a config node with a 'name' key, got {value!r}")
+
+
+def optimizer_class(value: Any, key: str = "optimizer") -> tuple[str, type, dict[str, Any]]:
+    """``(name, optimiser class, parameters)`` of an optimizer group option: a registry name
+    (adam, adamw, sgd) or a node ``{name, _target_, lr, ...}`` (``_target_`` resolves)."""
+    name, target, params = _spec(value if value is not None else DEFAULT_OPTIMIZER, key)
+    if target:
+        from hydra.utils import get_class
+
+        try:
+            return name, get_class(target), params
+        except Exception as err:  # Hydra wraps import errors in its own types
+            raise UserError(f"{key}._target_={target} cannot be imported ({err})") from None
+    if name in OPTIMIZERS:
+        return name, OPTIMIZERS[name], params
+    raise UserError(f"{key}={name!r} is not known; use one of {sorted(OPTIMIZERS)}")
+
+
+def build_optimizer(value: Any, param_groups: Any) -> torch.optim.Optimizer:
+    """A torch optimiser over ``param_groups`` (parameters or groups) from an optimizer group
+    option (see :func:`optimizer_class`)."""
+    name, cls, params = optimizer_class(value)
+    try:
+        return cls(param_groups, **params)
+    except (TypeError, ValueError) as err:
+        raise UserError(f"optimizer={name!r} rejects its parameters {params}: {err}") from err

@@ -17,7 +17,6 @@ iterables that are not DataLoaders).
 from __future__ import annotations
 
 import contextlib
-import inspect
 import logging
 import math
 import tempfile
@@ -25,6 +24,7 @@ import time
 import warnings
 from abc import abstractmethod
 from functools import partial
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import lightning as L
@@ -36,79 +36,22 @@ from ltr_bench.data.batching import QueryBatches
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
+from ltr_bench.losses import LossInfo, LossKind, resolve_loss
 from ltr_bench.metrics import metric_padded, parse_metric
 from ltr_bench.models.base import Ranker
-from ltr_bench.models.networks import FeatureMLP, Scorer, make_activation
-from ltr_bench.tracking_keys import metric_key
+from ltr_bench.models.networks import (
+    DEFAULT_OPTIMIZER,
+    FeatureMLP,
+    Scorer,
+    build_optimizer,
+    make_activation,
+)
 
-OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
-    "adam": torch.optim.Adam,
-    "adamw": torch.optim.AdamW,
-    "sgd": torch.optim.SGD,
-}
-DEFAULT_OPTIMIZER: dict[str, Any] = {"name": "adam", "lr": 4e-3}  # as conf/optimizer/adam.yaml
 # Keys of a group option that describe it rather than parametrise the callable.
 _META_KEYS = ("name", "_target_", "_partial_", "_recursive_", "_convert_")
 
 
 # ====================================================================== config helpers
-def _spec(value: Any, key: str) -> tuple[str, str | None, dict[str, Any]]:
-    """Split a group option (a name, or a node ``{name, _target_?, **params}``) into its parts."""
-    value = plain(value)
-    if isinstance(value, str):
-        return value.strip().lower(), None, {}
-    if isinstance(value, Mapping):
-        params = {k: v for k, v in value.items() if k not in _META_KEYS}
-        name = str(value.get("name", value.get("_target_", ""))).strip().lower()
-        return name, value.get("_target_"), params
-    raise UserError(f"{key} must be a name or a config node with a 'name' key, got {value!r}")
-
-
-def resolve_loss(
-    value: Any, registry: Mapping[str, Callable[..., Tensor]], other_kinds: Iterable[str],
-    key: str = "loss",
-) -> tuple[str, Callable[..., Tensor]]:
-    """A loss function with its config parameters bound, from a registry name or a config node.
-
-    A node with an unknown ``name`` but a ``_target_`` is a user-defined loss of the same kind (it
-    must accept the same arguments as the registry's losses). Losses of another kind (a list loss
-    for a pairwise model, ...) are rejected with one sentence.
-    """
-    name, target, params = _spec(value, key)
-    if name in registry:
-        fn = registry[name]
-    elif target and name not in set(other_kinds):
-        from hydra.utils import get_method
-
-        fn = get_method(target)
-    else:
-        raise UserError(
-            f"{key}={name!r} does not fit this model; use one of {sorted(registry)}"
-        )
-    accepted = inspect.signature(fn).parameters
-    unknown = sorted(p for p in params if p not in accepted)
-    if unknown:
-        raise UserError(f"{key}.{unknown[0]} is not a parameter of the {name!r} loss")
-    return name, partial(fn, **params) if params else fn
-
-
-def build_optimizer(value: Any, param_groups: list[dict[str, Any]]) -> torch.optim.Optimizer:
-    """A torch optimiser from a registry name (adam, adamw, sgd) or a node with ``_target_``."""
-    name, target, params = _spec(value if value is not None else DEFAULT_OPTIMIZER, "optimizer")
-    if target:
-        from hydra.utils import get_class
-
-        cls = get_class(target)
-    elif name in OPTIMIZERS:
-        cls = OPTIMIZERS[name]
-    else:
-        raise UserError(f"optimizer={name!r} is not known; use one of {sorted(OPTIMIZERS)}")
-    try:
-        return cls(param_groups, **params)
-    except (TypeError, ValueError) as err:
-        raise UserError(f"optimizer={name!r} rejects its parameters {params}: {err}") from err
-
-
 def staircase_factor(epoch: int, max_epochs: int, decay_to: float | None, every: int = 1) -> float:
     """Learning-rate multiplier in (0-based) ``epoch``: geometric stairs from 1 to ``decay_to``.
 
@@ -152,7 +95,9 @@ class RankingModule(L.LightningModule):
         self.lr_decay_to, self.lr_decay_every = lr_decay_to, int(lr_decay_every)
         self.max_epochs, self.seed = int(max_epochs), int(seed)
         self.vali_metric = parse_metric(vali_metric).name
-        self.vali_key = metric_key("vali", self.vali_metric)
+        # One name per value, the same in ``history`` and in what Lightning's logger receives
+        # (the runner's tracker maps these names to its own keys).
+        self.vali_key = f"vali_{self.vali_metric}"
         self.vali_batch_cells = int(vali_batch_cells)
         self.history: list[dict[str, float]] = []
         self._tensors: dict[str, Tensor] = {}
@@ -222,9 +167,9 @@ class RankingModule(L.LightningModule):
             "time_epoch_s": seconds,  # plus validation
         }
         if mean is not None:
-            self.log("train/loss", mean, on_epoch=True, sync_dist=True, batch_size=1)
+            self.log("train_loss", mean, on_epoch=True, sync_dist=True, batch_size=1)
             record["train_loss"] = float(mean)
-        self.log("train/lr", self._epoch_lr, on_epoch=True, sync_dist=True, batch_size=1)
+        self.log("lr", self._epoch_lr, on_epoch=True, sync_dist=True, batch_size=1)
         record["lr"] = self._epoch_lr
         if self.vali_set is not None:
             record[f"vali_{self.vali_metric}"] = self._last_vali
@@ -370,7 +315,9 @@ class NeuralRanker(Ranker):
         name, accepts: model-config metadata (kept, not used for training).
     """
 
-    #: default loss of the class (a registry name)
+    #: what the class trains on: a loss of this kind (see :mod:`ltr_bench.losses`)
+    loss_kind: LossKind = "pair"
+    #: default loss of the class (the short name of a built-in loss)
     default_loss: str = "l2"
 
     def __init__(
@@ -439,7 +386,13 @@ class NeuralRanker(Ranker):
         if self.early_stopping_patience is not None and self.early_stopping_patience < 0:
             raise UserError(f"model.early_stopping_patience must be >= 0 or null, got {self.early_stopping_patience}")
         make_activation(self.output_activation, key="model.output_activation")
+        self.resolve_loss()
         FeatureMLP(1, self.hidden_sizes, self.activation, self.dropout, self.bias)
+
+    def resolve_loss(self) -> tuple[Any, LossInfo]:
+        """This ranker's loss function (parameters bound) and its kind and cost; a loss of
+        another kind than :attr:`loss_kind` is a one-sentence :class:`UserError`."""
+        return resolve_loss(self.loss, self.loss_kind)
 
     def build_scorer(self, n_features: int) -> Scorer:
         """A freshly initialised scorer ``g`` for ``n_features`` inputs."""
@@ -540,3 +493,31 @@ class NeuralRanker(Ranker):
         assert self.module_ is not None
         g = self.module_.score_features(self._features(data), self.score_batch_size)
         return g.double().cpu().numpy()
+
+    # ------------------------------------------------------------------ saved model
+    def save_params(self, folder: Path) -> dict[str, Any]:
+        """The scorer's state dict (``scorer.pt``), on the CPU; no training data."""
+        state = {k: v.detach().cpu() for k, v in self.scorer_.state_dict().items()}
+        torch.save(state, Path(folder) / SCORER_FILE)
+        n = sum(int(v.numel()) for v in state.values())
+        return {"weights": SCORER_FILE, "n_parameters": n, "best_epoch": self.best_epoch_}
+
+    def load_params(self, folder: Path, n_features: int) -> None:
+        """A scorer for ``n_features`` inputs with the saved weights (``weights_only=True``)."""
+        scorer = self.build_scorer(int(n_features))
+        state = torch.load(Path(folder) / SCORER_FILE, map_location="cpu", weights_only=True)
+        scorer.load_state_dict(state)
+        self.module_ = ScoringOnly(scorer)  # type: ignore[assignment]
+
+
+SCORER_FILE = "scorer.pt"
+
+
+class ScoringOnly(torch.nn.Module):
+    """A loaded scorer in the place of a trained :class:`RankingModule`: scoring, no training."""
+
+    def __init__(self, scorer: Scorer) -> None:
+        super().__init__()
+        self.scorer = scorer
+
+    score_features = RankingModule.score_features

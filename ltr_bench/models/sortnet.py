@@ -26,17 +26,23 @@ whose margin has the wrong sign (ties count as wrong).
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
 import torch
 from torch import nn
 
+from ltr_bench.data.padding import pad_index, sorted_chunks
 from ltr_bench.data.queryset import QuerySet
+from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
 from ltr_bench.models.base import Ranker
+from ltr_bench.models.networks import build_optimizer, optimizer_class
 
 _ACTIVATIONS = {"sigmoid": torch.sigmoid, "tanh": torch.tanh, "relu": torch.relu}
+# The comparator's optimiser when none is given (conf/model/sortnet.yaml: optimizer=adam, lr 0.003).
+DEFAULT_OPTIMIZER: dict[str, Any] = {"name": "adam", "lr": 3e-3, "weight_decay": 0.0}
 
 
 class CmpNN(nn.Module):
@@ -103,7 +109,9 @@ class SortNet(Ranker):
         hidden_activation: ``sigmoid`` (paper), ``tanh`` or ``relu``.
         max_iter: iterations of the incremental procedure (paper: 20).
         epochs_per_iter: epochs of comparator training on ``TP`` per iteration.
-        optimizer: ``adam`` or ``sgd``; ``lr``, ``weight_decay``, ``batch_size`` as usual.
+        optimizer: the optimizer group's option (``conf/optimizer``: a node ``{name, _target_,
+            lr, weight_decay, ...}``) or a registry name; default Adam with lr 0.003.
+        batch_size: pairs per optimisation step.
         max_new_pairs: at most this many newly mis-compared pairs (a seeded random sample) join
             ``TP`` per iteration (and as many join ``VP``); caps work on large data.
         max_pairs: cap on ``|TP|`` (and ``|VP|``); when exceeded, old pairs are dropped at random
@@ -131,9 +139,7 @@ class SortNet(Ranker):
         hidden_activation: str = "sigmoid",
         max_iter: int = 20,
         epochs_per_iter: int = 5,
-        optimizer: str = "adam",
-        lr: float = 3e-3,
-        weight_decay: float = 0.0,
+        optimizer: Any = None,
         batch_size: int = 512,
         max_new_pairs: int = 20000,
         max_pairs: int = 200000,
@@ -146,8 +152,8 @@ class SortNet(Ranker):
         seed: int = 0,
     ) -> None:
         super().__init__(seed=seed, name=name, accepts=accepts)
-        if optimizer not in ("adam", "sgd"):
-            raise UserError(f"model.optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+        self.optimizer = plain(optimizer) if optimizer is not None else dict(DEFAULT_OPTIMIZER)
+        optimizer_class(self.optimizer)  # a one-sentence error now, not after loading data
         for key, value in (
             ("max_iter", max_iter),
             ("epochs_per_iter", epochs_per_iter),
@@ -165,9 +171,6 @@ class SortNet(Ranker):
         self.hidden_activation = str(hidden_activation)
         self.max_iter = int(max_iter)
         self.epochs_per_iter = int(epochs_per_iter)
-        self.optimizer = optimizer
-        self.lr = float(lr)
-        self.weight_decay = float(weight_decay)
         self.batch_size = int(batch_size)
         self.max_new_pairs = int(max_new_pairs)
         self.max_pairs = int(max_pairs)
@@ -245,6 +248,21 @@ class SortNet(Ranker):
             )
         return gt.numpy(), lt.numpy()
 
+    # ------------------------------------------------------------------ saved model
+    def save_params(self, folder: Path) -> dict[str, Any]:
+        """The comparator's state dict (``cmpnn.pt``)."""
+        if self.net is None:
+            raise RuntimeError("SortNet.save_params called before fit")
+        state = {k: v.detach().cpu() for k, v in self.net.state_dict().items()}
+        torch.save(state, Path(folder) / CMPNN_FILE)
+        return {"weights": CMPNN_FILE, "best_iteration": self.best_iteration_}
+
+    def load_params(self, folder: Path, n_features: int) -> None:
+        """The saved comparator (``weights_only=True``)."""
+        net = self._new_net(int(n_features))
+        net.load_state_dict(torch.load(Path(folder) / CMPNN_FILE, map_location="cpu", weights_only=True))
+        self.net = net
+
     # ------------------------------------------------------------------ training
     def _new_net(self, n_features: int) -> CmpNN:
         return CmpNN(n_features, self.n_hidden, self.hidden_activation)
@@ -261,12 +279,7 @@ class SortNet(Ranker):
         """Train on ``TP`` for ``epochs_per_iter`` epochs; keep the epoch best on ``VP``."""
         n_t = x_train.shape[0]
         left, right = torch.from_numpy(tp // n_t), torch.from_numpy(tp % n_t)
-        if self.optimizer == "adam":
-            opt: torch.optim.Optimizer = torch.optim.Adam(
-                net.parameters(), lr=self.lr, weight_decay=self.weight_decay
-            )
-        else:
-            opt = torch.optim.SGD(net.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        opt = build_optimizer(self.optimizer, net.parameters())
         best_loss, best_state, loss_t = np.inf, None, np.nan
         for _ in range(self.epochs_per_iter):
             perm = torch.from_numpy(rng.permutation(len(tp)))
@@ -376,22 +389,9 @@ def _query_chunks(
     holds as many queries as fit ``Qc * L * min(L, max_opponents) * pairs <= budget``.
     """
     lengths = data.query_lengths
-    order = np.argsort(lengths, kind="stable")
-    starts = data.offsets[:-1]
-    cost = lengths[order] * np.minimum(lengths[order], max_opponents) * pairs
-    begin = 0
-    while begin < len(order):
-        # Costs rise along `order`, so a chunk's cost count * (its last query's cost) rises with
-        # the count: the largest count within budget is a binary search (at least 1 query).
-        total = np.arange(1, len(order) - begin + 1) * cost[begin:]
-        end = begin + max(1, int(np.searchsorted(total, budget, side="right")))
-        idx = order[begin:end]
-        width = int(lengths[idx].max())
-        col = np.arange(width)
-        mask = col[None, :] < lengths[idx][:, None]
-        rows = np.where(mask, starts[idx][:, None] + col[None, :], starts[idx][:, None])
-        yield rows.astype(np.int64), mask
-        begin = end
+    cost = lengths * np.minimum(lengths, max_opponents) * pairs
+    for idx in sorted_chunks(lengths, budget, cost):
+        yield pad_index(data.offsets, idx)
 
 
 def _opponents(
@@ -408,3 +408,6 @@ def _opponents(
     keys = np.where(mask, rng.random(mask.shape), np.inf)
     pos = np.argsort(keys, axis=1, kind="stable")[:, :max_opponents]
     return pos, np.take_along_axis(mask, pos, axis=1)
+
+
+CMPNN_FILE = "cmpnn.pt"

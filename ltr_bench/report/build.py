@@ -3,6 +3,9 @@
 Files (``<slug>`` = ``<protocol>_<eval>_<dataset>_<metric key>``)::
 
     report.md                    everything below in one Markdown page, plus the notes
+    report.html                  the same as one self-contained page (figures embedded), which
+                                 the MLflow UI's artifact view renders
+    table1.png, table3.png       Table 1 chart (mean +- SE per model and dataset) and run times
     table1.{md,csv,tex}          Table 1 layout (models x datasets x metrics, mean(SE))
     table3.{md,csv,tex}          Table 3 layout (run times)
     pvalues/<slug>.{csv,png}     corrected t-test p-values between every pair of models
@@ -38,6 +41,8 @@ class Report:
     table1_markdown: str
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    run_id: str | None = None  # the MLflow report run, when one was logged
+    link: str = ""  # the printed lines that open it in the MLflow UI
 
 
 def check_metrics(runs: FoldRuns, metrics: list[str], split: str) -> None:
@@ -78,6 +83,14 @@ def build_report(
         write(f"{stem}.csv", tables.to_csv(table))
         write(f"{stem}.tex", tables.to_latex(table))
     report.notes += t3.notes
+    charts = []  # (title, file name)
+    if t1.index:
+        plots.table_bars(t1, f"Table 1: {split} mean ± SE over folds", "metric", out / "table1.png")
+        charts.append(("Table 1 chart: mean ± SE per model and dataset", "table1.png"))
+    if t3.index and t3.columns:
+        plots.table_bars(t3, "Run times per fold: mean ± SE", "seconds", out / "table3.png", log_scale=True)
+        charts.append(("Run times (Table 3)", "table3.png"))
+    files += [out / name for _, name in charts]
 
     comparisons = compare(frame, metrics, split, alpha)
     figure_lines = []
@@ -101,6 +114,8 @@ def build_report(
     page = [
         f"# Results report: experiment {runs.experiment_name!r}",
         "",
+        "(In the MLflow UI open `report.html`: the same page with its figures embedded.)",
+        "",
         f"{len(frame)} fold runs ({tk.TAG_ROLE}={tk.ROLE_FOLD}); metrics on the {split} split; "
         f"alpha = {alpha}.",
         "",
@@ -114,6 +129,7 @@ def build_report(
         tables.to_markdown(t3),
         "## Figures",
         "",
+        *[f"- {title}: [{name}]({name})" for title, name in charts],
         *(figure_lines or ["- none (fewer than 2 models everywhere)"]),
         "",
         summary.replace("# Friedman", "## Friedman", 1).replace("\n## ", "\n### "),
@@ -123,4 +139,57 @@ def build_report(
         "",
     ]
     write("report.md", "\n".join(page))
+    figures = [(t, out / n) for t, n in charts] + [(t, p) for t, p in _figure_paths(comparisons, out)]
+    write("report.html", html_page(runs.experiment_name, split, alpha, len(frame), t1, t3, figures,
+                                   summary, report.notes))
     return report
+
+
+def _figure_paths(comparisons, out: Path) -> list[tuple[str, Path]]:
+    found = []
+    for c in comparisons:
+        for kind, folder in (("p-values", "pvalues"), ("CD diagram", "cd")):
+            path = out / folder / f"{c.slug}.png"
+            if path.is_file():
+                found.append((f"{kind}, {c.title}", path))
+    return found
+
+
+def html_page(experiment: str, split: str, alpha: float, n_runs: int, t1: tables.Table,
+              t3: tables.Table, figures: list[tuple[str, Path]], friedman: str, notes: list[str]) -> str:
+    """The report as one HTML page with its PNG figures embedded (data URIs), so it renders
+    wherever it is opened, the MLflow UI's artifact view included (relative links do not)."""
+    import base64
+    import html
+
+    def table_html(table: tables.Table) -> str:
+        head = "".join(f"<th>{html.escape(n)}</th>" for n in table.index_names + table.column_names())
+        body = []
+        for i, labels in enumerate(table.index):
+            cells = "".join(f"<td>{html.escape(str(x))}</td>" for x in labels)
+            for j in range(len(table.columns)):
+                text = html.escape(table.cell(i, j))
+                cells += f"<td class=num>{f'<b>{text}</b>' if table.marks_best and table.best[i, j] else text}</td>"
+            body.append(f"<tr>{cells}</tr>")
+        return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+    imgs = []
+    for title, path in figures:
+        data = base64.b64encode(path.read_bytes()).decode()
+        imgs.append(f"<figure><img alt='{html.escape(title)}' src='data:image/png;base64,{data}'>"
+                    f"<figcaption>{html.escape(title)}</figcaption></figure>")
+    style = ("body{font-family:sans-serif;margin:1.5em;max-width:1100px}table{border-collapse:collapse;"
+             "margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px}td.num{text-align:right}"
+             "img{max-width:100%}figure{margin:1em 0}pre{white-space:pre-wrap}")
+    return "\n".join([
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>Results report: {html.escape(experiment)}</title><style>{style}</style></head><body>",
+        f"<h1>Results report: experiment {html.escape(repr(experiment))}</h1>",
+        f"<p>{n_runs} fold runs ({tk.TAG_ROLE}={tk.ROLE_FOLD}); metrics on the {html.escape(split)} "
+        f"split; alpha = {alpha}.</p>",
+        "<h2>Table 1</h2>", table_html(t1), f"<p>{html.escape(LEGEND)}</p>",
+        "<h2>Table 3: run times</h2>", table_html(t3),
+        "<h2>Figures</h2>", *imgs,
+        "<h2>Friedman test and Nemenyi post-hoc</h2>", f"<pre>{html.escape(friedman)}</pre>",
+        "<h2>Notes</h2>", "<ul>", *[f"<li>{html.escape(n)}</li>" for n in notes or ["none"]], "</ul>",
+        "</body></html>", ""])

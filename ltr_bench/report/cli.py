@@ -10,15 +10,11 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ltr_bench import tracking_keys as tk
 from ltr_bench.errors import UserError
 
-if TYPE_CHECKING:
-    from ltr_bench.report.build import Report
-
-ROLE_REPORT = "report"
+ROLE_REPORT = tk.ROLE_REPORT
 DEFAULT_URI = "sqlite:///mlflow.db"
 
 
@@ -86,60 +82,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def log_report_run(
-    tracking_uri: str, experiment_id: str, args: argparse.Namespace, report: Report, n_runs: int
-) -> str:
-    """Create a finished run tagged ``ltr.role=report`` holding the report's files as artifacts
-    (only the files this report wrote, in the same sub-folders)."""
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri)
-    run = client.create_run(
-        experiment_id,
-        run_name="report",
-        tags={
-            tk.TAG_ROLE: ROLE_REPORT,
-            **({tk.TAG_PROTOCOL: args.protocol} if args.protocol else {}),
-            **({tk.TAG_EVAL: args.eval_name} if args.eval_name else {}),
-        },
-    )
-    run_id = run.info.run_id
-    try:
-        for key, value in {
-            "report.metrics": " ".join(args.metrics),
-            "report.split": args.split,
-            "report.alpha": args.alpha,
-            "report.n_fold_runs": n_runs,
-        }.items():
-            client.log_param(run_id, key, value)
-        for path in report.files:
-            parent = path.parent.relative_to(report.out).as_posix()
-            client.log_artifact(run_id, str(path), artifact_path=None if parent == "." else parent)
-    except BaseException:
-        client.set_terminated(run_id, status="FAILED")
-        raise
-    client.set_terminated(run_id, status="FINISHED")
-    return run_id
-
-
 def run(args: argparse.Namespace) -> int:
-    # Imported here so that --help stays fast.
-    from ltr_bench.report.build import build_report
-    from ltr_bench.report.collect import collect_fold_runs
+    """Build (and log) the report the parsed ``args`` ask for; print Table 1, notes, files, link."""
+    from ltr_bench.report.make import make_report  # imported here so that --help stays fast
 
-    if not 0.0 < args.alpha < 1.0:
-        raise UserError(f"--alpha {args.alpha}: must be between 0 and 1.")
-    runs = collect_fold_runs(args.tracking_uri, args.experiment, args.protocol, args.eval_name)
-    report = build_report(runs, args.out, args.metrics, args.split, args.alpha)
+    report = make_report(args.tracking_uri, args.experiment, args.out, args.metrics,
+                         protocol=args.protocol, eval_name=args.eval_name, split=args.split,
+                         alpha=args.alpha, log_run=args.log_to_mlflow)
     print(report.table1_markdown)
     for note in report.notes:
         print(f"Note: {note}")
-    print(f"\nWrote {len(report.files)} files into {report.out}/:")
+    print(f"\nWrote {len(report.files)} files into {report.out}/ (open report.html):")
     for path in report.files:
         print(f"  {path}")
-    if args.log_to_mlflow:
-        run_id = log_report_run(args.tracking_uri, runs.experiment_id, args, report, len(runs.frame))
-        print(f"Logged them as artifacts of MLflow run {run_id} ({tk.TAG_ROLE}={ROLE_REPORT}).")
+    if report.run_id:
+        print(f"Logged them as artifacts of MLflow run {report.run_id} ({tk.TAG_ROLE}={tk.ROLE_REPORT}).")
+        print(report.link)
     return 0
 
 

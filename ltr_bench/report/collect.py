@@ -11,15 +11,12 @@ one-line note for the report.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import mlflow
 import pandas as pd
-from mlflow.tracking import MlflowClient
 
+from ltr_bench import tracking
 from ltr_bench import tracking_keys as tk
 from ltr_bench.errors import UserError
 
@@ -56,17 +53,6 @@ class FoldRuns:
         return [c for c in self.frame.columns if c not in fixed]
 
 
-@contextlib.contextmanager
-def _tracking_uri(uri: str) -> Iterator[None]:
-    """Point the fluent MLflow API at ``uri`` for the block, then restore the previous URI."""
-    previous = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(uri)
-    try:
-        yield
-    finally:
-        mlflow.set_tracking_uri(previous)
-
-
 def check_store(tracking_uri: str) -> None:
     """Refuse a ``sqlite:///`` URI whose file does not exist (MLflow would silently create it)."""
     if tracking_uri.startswith("sqlite:///"):
@@ -81,15 +67,13 @@ def check_store(tracking_uri: str) -> None:
 def find_experiment(tracking_uri: str, name: str) -> str:
     """Id of the experiment called ``name``; UserError listing the known names if absent."""
     check_store(tracking_uri)
-    client = MlflowClient(tracking_uri)
-    exp = client.get_experiment_by_name(name)
-    if exp is None:
-        known = sorted(e.name for e in client.search_experiments(max_results=50))
+    exp_id, known = tracking.find_experiment(tracking_uri, name)
+    if exp_id is None:
         raise UserError(
             f"--experiment {name!r}: no such MLflow experiment in {tracking_uri} "
             f"(known: {', '.join(known) or 'none'})."
         )
-    return exp.experiment_id
+    return exp_id
 
 
 def _role_filter(role: str) -> str:
@@ -105,10 +89,7 @@ def collect_fold_runs(
     """Read the finished fold runs of ``experiment`` (optionally one protocol / eval) via
     ``mlflow.search_runs``; raise UserError when there are none."""
     exp_id = find_experiment(tracking_uri, experiment)
-    with _tracking_uri(tracking_uri):
-        raw = mlflow.search_runs(
-            experiment_ids=[exp_id], filter_string=_role_filter(tk.ROLE_FOLD), output_format="pandas"
-        )
+    raw = tracking.runs_frame(tracking_uri, exp_id, _role_filter(tk.ROLE_FOLD))
     notes: list[str] = []
     what = f"experiment {experiment!r}"
     if raw.empty:
@@ -199,9 +180,14 @@ def _tidy(raw: pd.DataFrame) -> pd.DataFrame:
     out["eval"] = out["eval"].fillna("?")
     out["seed"] = out["seed"].fillna("?")  # runs tracked without a seed tag count as one seed
     out["fold"] = pd.to_numeric(out["fold"], errors="coerce").astype("Int64")
-    for column, param in (("n_train", tk.PARAM_N_TRAIN_QUERIES), ("n_test", tk.PARAM_N_TEST_QUERIES)):
-        col = raw.get(f"params.{param}")
-        out[column] = pd.to_numeric(col, errors="coerce") if col is not None else float("nan")
+    for column, tag, param in (("n_train", tk.TAG_N_TRAIN_QUERIES, tk.PARAM_N_TRAIN_QUERIES),
+                               ("n_test", tk.TAG_N_TEST_QUERIES, tk.PARAM_N_TEST_QUERIES)):
+        # tags since the params became the run's choices only; params in older stores
+        values = pd.Series(float("nan"), index=raw.index)
+        for col in (raw.get(f"tags.{tag}"), raw.get(f"params.{param}")):
+            if col is not None:
+                values = values.fillna(pd.to_numeric(col, errors="coerce"))
+        out[column] = values
     out["start_time"] = raw["start_time"]
     out["end_time"] = raw["end_time"]
     metric_cols = [c for c in raw.columns if c.startswith("metrics.")]

@@ -169,6 +169,39 @@ def cd_diagram(result: FriedmanResult, title: str, path: str | Path | None = Non
     return _save(fig, path)
 
 
+def table_bars(table, title: str, ylabel: str, path: str | Path | None = None,
+               log_scale: bool = False) -> plt.Figure:
+    """Grouped bars of a :class:`~ltr_bench.report.tables.Table`: x = its columns, one bar per
+    row, height = mean, error bar = +- SE (none for a single fold). The Table 1 chart (mean +- SE
+    per model and dataset) and the run-time chart (Table 3, log scale)."""
+    rows = [" / ".join(str(x) for x in labels if x) for labels in table.index]
+    cols = [f"{g} {c}".strip() for g, c in table.columns]
+    n_rows, n_cols = len(rows), len(cols)
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * n_cols * max(1, n_rows) ** 0.5 + 2), 3.8))
+    width = 0.8 / max(1, n_rows)
+    x = np.arange(n_cols)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, label in enumerate(rows):
+        means = table.mean[i]
+        ses = np.where(np.isnan(table.se[i]), 0.0, table.se[i])
+        ax.bar(x + (i - (n_rows - 1) / 2) * width, np.nan_to_num(means), width,
+               yerr=ses, capsize=3, label=label, color=colors[i % len(colors)])
+    ax.set_xticks(x)
+    ax.set_xticklabels(cols, rotation=15 if n_cols > 3 else 0, fontsize=8)
+    ax.set_ylabel(ylabel)
+    if log_scale:
+        ax.set_yscale("log")
+    else:
+        finite = table.mean[np.isfinite(table.mean)]
+        if finite.size and finite.min() > 0.3 and not log_scale:
+            top = float(np.nanmax(table.mean + np.nan_to_num(table.se)))
+            ax.set_ylim(max(0.0, float(finite.min()) - 0.15), min(1.0, top + 0.05) if top <= 1 else top * 1.05)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, ncol=min(4, max(1, n_rows)), loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
 def _save(fig: plt.Figure, path: str | Path | None) -> plt.Figure:
     if path is not None:
         fig.savefig(path, dpi=120, bbox_inches="tight")

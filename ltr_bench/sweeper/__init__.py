@@ -19,6 +19,8 @@ Config surface (the hydra-optuna-sweeper keys plus resumption/sharing keys)::
         enqueue_trials: []           # points to run first, e.g. [{model.lr: 0.001}]
         reevaluate: {top_k: 0}       # >0: re-run the k best trials (++sweep.reevaluation=true), pick by pooled value
         sampler: {seed: 0}           # any option of the chosen Optuna sampler
+        pruner: ...                  # hydra/sweeper/pruner=none|median|successive_halving|hyperband
+        progress: true               # one live line per study (tqdm on a terminal, log lines otherwise)
         params:                      # Hydra's override grammar
           model.lr: tag(log, interval(1e-4, 1e-1))
           model.n_layers: range(2,6)
@@ -36,8 +38,10 @@ grammar -> Optuna distributions), ``grid`` (exhaustive grid sampler), ``trials``
 interrupted-trial detection, heartbeats), ``storage`` (study names, default SQLite path),
 ``sweeper`` (the Sweeper), ``reevaluation`` (pooling and selecting re-evaluated top trials),
 ``claims`` (claiming re-evaluations through the storage), ``plots`` (history / importance PNGs),
-``objective`` (a float with its standard error), ``refit`` (reading a finished sweep back: the
-refit jobs of ``refit_best=<sweep dir>`` and every refit's results). Heavy imports stay lazy.
+``objective`` (a float with its standard error), ``pruning`` (pruners; a job's
+:class:`~ltr_bench.sweeper.pruning.TrialReporter`), ``progress`` (the per-study progress line),
+``refit`` (reading a finished sweep back: the refit jobs of ``refit_best=<sweep dir>`` and every
+refit's results). Heavy imports stay lazy.
 """
 
 from __future__ import annotations

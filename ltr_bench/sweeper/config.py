@@ -1,7 +1,8 @@
 """Structured configs of the ``ltr_optuna`` Hydra sweeper, registered in Hydra's ConfigStore.
 
 Groups: ``hydra/sweeper`` -> ``ltr_optuna``; ``hydra/sweeper/sampler`` -> ``tpe`` (default),
-``random``, ``grid``. The surface follows hydra-optuna-sweeper (``params``, ``sampler``,
+``random``, ``grid``; ``hydra/sweeper/pruner`` -> ``none`` (default), ``median``,
+``successive_halving``, ``hyperband``. The surface follows hydra-optuna-sweeper (``params``, ``sampler``,
 ``direction``, ``n_trials``, ``n_jobs``, ``storage``, ``study_name``, ``max_failure_rate``) and adds
 the keys this project needs for resumable, shareable sweeps (see ``LtrOptunaSweeperConf``).
 """
@@ -27,7 +28,9 @@ class TPESamplerConf:
     n_ei_candidates: int = 24
     multivariate: bool = False
     group: bool = False
-    constant_liar: bool = False
+    # None: on when trials run in parallel (n_jobs > 1 or a storage shared by workers), so that
+    # workers proposing at the same time do not sample alike; true/false forces it.
+    constant_liar: Optional[bool] = None
 
 
 @dataclass
@@ -48,6 +51,56 @@ class GridSamplerConf:
 
     _target_: str = "ltr_bench.sweeper.grid.GridSearchSampler"
     seed: Optional[int] = None
+
+
+@dataclass
+class NopPrunerConf:
+    """No pruning: every trial runs all its steps (``hydra/sweeper/pruner=none``, the default)."""
+
+    _target_: str = "optuna.pruners.NopPruner"
+
+
+@dataclass
+class MedianPrunerConf:
+    """Stop a trial whose running objective at a step is worse than the median of the completed
+    trials' values at that step (Optuna's MedianPruner)."""
+
+    _target_: str = "optuna.pruners.MedianPruner"
+    n_startup_trials: int = 5
+    n_warmup_steps: int = 0
+    interval_steps: int = 1
+    n_min_trials: int = 1
+
+
+@dataclass
+class SuccessiveHalvingPrunerConf:
+    """Asynchronous successive halving (Optuna's SuccessiveHalvingPruner): at rungs of
+    ``min_resource * reduction_factor**k`` steps only the top ``1/reduction_factor`` go on."""
+
+    _target_: str = "optuna.pruners.SuccessiveHalvingPruner"
+    min_resource: Any = "auto"
+    reduction_factor: int = 4
+    min_early_stopping_rate: int = 0
+    bootstrap_count: int = 0
+
+
+@dataclass
+class HyperbandPrunerConf:
+    """Hyperband (Optuna's HyperbandPruner): several successive-halving brackets."""
+
+    _target_: str = "optuna.pruners.HyperbandPruner"
+    min_resource: int = 1
+    max_resource: Any = "auto"
+    reduction_factor: int = 3
+    bootstrap_count: int = 0
+
+
+PRUNERS = {
+    "none": NopPrunerConf,
+    "median": MedianPrunerConf,
+    "successive_halving": SuccessiveHalvingPrunerConf,
+    "hyperband": HyperbandPrunerConf,
+}
 
 
 @dataclass
@@ -96,6 +149,12 @@ class LtrOptunaSweeperConf:
       with the best value pooled over search and re-evaluation; a less lucky, more reliable choice
       when the objective is noisy. Stored in the study, so resuming does not repeat them.
     Every job gets the overrides ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>``.
+    pruner: ``hydra/sweeper/pruner=none|median|successive_halving|hyperband`` (Optuna's pruners,
+      options as keys, e.g. ``hydra.sweeper.pruner.n_startup_trials=8``); with one, search jobs
+      also get ``++sweep.storage=<url>`` and ``++sweep.pruner={...}`` so that they can report
+      their running objective and stop early (:mod:`ltr_bench.sweeper.pruning`).
+    progress: one updating line per study (trials done, pruned, failed, best with its SE,
+      elapsed, ETA): a tqdm bar on a terminal, plain log lines otherwise.
     heartbeat_interval / grace_period: seconds; a trial of another host whose heartbeat is older
       than ``grace_period`` (default 2 x interval) is marked FAIL; a trial of a dead process on this
       host is marked FAIL at once.
@@ -103,8 +162,10 @@ class LtrOptunaSweeperConf:
 
     _target_: str = SWEEPER_TARGET
     _recursive_: bool = False  # the sweeper builds the sampler itself (seed offset, grid space)
-    defaults: List[Any] = field(default_factory=lambda: [{"sampler": "tpe"}])
+    defaults: List[Any] = field(default_factory=lambda: [{"sampler": "tpe"}, {"pruner": "none"}])
     sampler: Any = MISSING
+    pruner: Any = MISSING
+    progress: bool = True
     direction: str = "maximize"
     n_trials: Optional[int] = None
     n_jobs: int = 1
@@ -135,3 +196,5 @@ def register_configs() -> None:
     cs.store(group="hydra/sweeper", name="ltr_optuna", node=LtrOptunaSweeperConf, provider="ltr_bench")
     for name, node in (("tpe", TPESamplerConf), ("random", RandomSamplerConf), ("grid", GridSamplerConf)):
         cs.store(group="hydra/sweeper/sampler", name=name, node=node, provider="ltr_bench")
+    for name, node in PRUNERS.items():
+        cs.store(group="hydra/sweeper/pruner", name=name, node=node, provider="ltr_bench")

@@ -123,6 +123,8 @@ class OptunaSweeperImpl(Sweeper):
         enqueue_trials: Sequence[Any] = (),
         reevaluate: Any = None,
         params: Any = None,
+        pruner: Any = None,
+        progress: bool = True,
     ) -> None:
         super().__init__()
         self.sampler_cfg = sampler
@@ -144,6 +146,9 @@ class OptunaSweeperImpl(Sweeper):
         self.reevaluate_top_k = reevaluate.get("top_k", 0)
         self.reevaluate_overrides = [str(o) for o in reevaluate.get("overrides") or []]
         self.params = plain(params) or {}
+        self.pruner_cfg = plain(pruner) or {}
+        self.progress = bool(progress)
+        self._url = ""  # the current study's storage URL, told to jobs when a pruner is active
         self.hydra_context: HydraContext | None = None
         self.config: DictConfig | None = None
         self.launcher = None
@@ -288,6 +293,10 @@ class OptunaSweeperImpl(Sweeper):
         cls = get_class(cfg["_target_"])
         if issubclass(cls, (GridSearchSampler, optuna.samplers.GridSampler)):
             return instantiate(cfg, search_space=space.grid_values())
+        if "constant_liar" in cfg and cfg["constant_liar"] is None:
+            # parallel proposals (a batch of n_jobs, or workers sharing a storage) would otherwise
+            # sample alike: the running trials are told to TPE as if they had a bad value
+            cfg["constant_liar"] = self.n_jobs > 1 or self.storage is not None
         if cfg.get("seed") is not None:
             # A resumed study must not replay the first run's random stream (it would re-propose the
             # finished points); a shared storage salts per process so workers explore differently.
@@ -316,6 +325,8 @@ class OptunaSweeperImpl(Sweeper):
         self, study_name: str, space: Any, variant: list[str], sweep_dir: Path, done: list[dict[str, Any]]
     ) -> dict[str, Any]:
         from ltr_bench.sweeper import claims as cl
+        from ltr_bench.sweeper.progress import StudyProgress
+        from ltr_bench.sweeper.pruning import make_pruner
         from ltr_bench.sweeper.storage import default_storage_url, open_storage, open_study, redact
         from ltr_bench.sweeper.trials import Heartbeat, fail_interrupted_trials, needs_enqueueing
 
@@ -338,13 +349,17 @@ class OptunaSweeperImpl(Sweeper):
             if needs_enqueueing(study.get_trials(deepcopy=False), point):
                 study.enqueue_trial(point)
         study.sampler = self._make_sampler(space, n_existing)
+        study.pruner = make_pruner(self.pruner_cfg)
+        self._url = url
         budget = self._budget(study.sampler)
         log.info(
             "Study '%s' in %s: sampler %s, %s, n_trials=%d, %d trial(s) already stored.",
             study_name, redact(url), type(study.sampler).__name__, self.direction, budget, n_existing,
         )
         heartbeat = Heartbeat(rdb, self.heartbeat_interval)
+        progress = StudyProgress(study_name, budget, self.direction, enabled=self.progress)
         try:
+            progress.update(study)
             while True:
                 while True:
                     if fail_interrupted_trials(study, rdb, self.grace_period):
@@ -356,6 +371,7 @@ class OptunaSweeperImpl(Sweeper):
                     if not batch:
                         break
                     self._run_batch(study, space, variant, batch, heartbeat)
+                    progress.update(study)
                     self._write_results(sweep_dir, [*done, self._summary(study, budget, url, space, variant)])
                 if claims is None:
                     break
@@ -367,6 +383,7 @@ class OptunaSweeperImpl(Sweeper):
                 self._reevaluate(study, space, variant, rdb, claims, heartbeat)
                 break
         finally:
+            progress.close()
             heartbeat.close()
         self._report_interrupted(study, claims)  # e.g. of another worker that died meanwhile
         summary = self._summary(study, budget, url, space, variant)
@@ -553,7 +570,10 @@ class OptunaSweeperImpl(Sweeper):
     def _run_batch(self, study: Any, space: Any, variant: list[str], batch: list[Any], heartbeat: Any) -> None:
         from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_INTERRUPTED
 
-        jobs = [self._job_overrides(study, space, variant, t.params, t.number) for t in batch]
+        from ltr_bench.sweeper.pruning import job_overrides
+
+        racing = job_overrides(self._url, self.pruner_cfg)  # [] without a pruner
+        jobs = [self._job_overrides(study, space, variant, t.params, t.number, racing) for t in batch]
         for t, overrides in zip(batch, jobs):
             log.info("Trial %d of study '%s': %s", t.number, study.study_name, " ".join(overrides))
         try:
@@ -590,6 +610,7 @@ class OptunaSweeperImpl(Sweeper):
 
     def _tell(self, study: Any, trial: Any, ret: JobReturn, heartbeat: Any) -> BaseException | None:
         """Tell Optuna one job's outcome; return the exception when it is fatal."""
+        from ltr_bench.sweeper import pruning
         from ltr_bench.sweeper.objective import user_attrs_of
         from ltr_bench.sweeper.trials import ATTR_ERROR, FAIL_CONFIG, FAIL_EXCEPTION, FAIL_NAN
 
@@ -615,6 +636,9 @@ class OptunaSweeperImpl(Sweeper):
             self._reject(study, trial, FAIL_NAN, heartbeat)
             return None
         error = ret._return_value
+        if pruning.is_pruned(error):
+            self._tell_pruned(study, trial, heartbeat)
+            return None
         is_fatal = self._is_fatal(error)
         log.error(
             "Trial %d failed (%s): %s: %s",
@@ -627,6 +651,18 @@ class OptunaSweeperImpl(Sweeper):
         trial.set_user_attr(ATTR_ERROR, f"{type(error).__name__}: {error}"[:2000])
         self._reject(study, trial, FAIL_CONFIG if is_fatal else FAIL_EXCEPTION, heartbeat)
         return error if is_fatal and isinstance(error, BaseException) else None
+
+    def _tell_pruned(self, study: Any, trial: Any, heartbeat: Any) -> None:
+        """Record a job that stopped because the pruner said so: PRUNED, with the last value it
+        reported into the study (Optuna's rule), which the job wrote from its own process."""
+        from optuna.trial import TrialState
+
+        from ltr_bench.sweeper.pruning import last_reported
+
+        step, value = last_reported(study._storage.get_trial(trial._trial_id))
+        frozen = study.tell(trial, state=TrialState.PRUNED, skip_if_finished=True)
+        heartbeat.discard(trial._trial_id)
+        log.info("Trial %d pruned after step %s with value %s (%s).", trial.number, step, value, frozen.state.name)
 
     # ------------------------------------------------------------------ re-evaluation
     def _reevaluate(self, study: Any, space: Any, variant: list[str], rdb: Any, claims: Any, heartbeat: Any) -> None:
@@ -763,6 +799,8 @@ class OptunaSweeperImpl(Sweeper):
                 t.state == TrialState.FAIL and t.user_attrs.get(ATTR_FAIL) in COUNTED_FAIL_REASONS for t in trials
             ),
             "n_running": sum(t.state == TrialState.RUNNING for t in trials),
+            "n_pruned": sum(t.state == TrialState.PRUNED for t in trials),
+            "pruner": type(study.pruner).__name__,
             "best_trial": None,
             "best_value": None,
             "best_params": None,

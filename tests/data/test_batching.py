@@ -14,12 +14,9 @@ from ltr_bench.data.batching import (
     PairBatches,
     PairSampler,
     QueryBatches,
-    ideal_dcg_per_query,
-    ranks_in_queries,
 )
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
-from ltr_bench.metrics import ideal_dcg, ranks_padded
 
 
 def make_set(labels_per_query: list[list[int]], n_features: int = 3) -> QuerySet:
@@ -152,23 +149,6 @@ def test_query_batches_ddp_ranks_take_equal_steps() -> None:
     assert len(b0) == len(b1) == 4 and all(b.rows.shape[0] == 1 for b in b0 + b1)
     seen = torch.cat([b.rows[b.mask] for b in b0 + b1]).unique()
     assert len(seen) == data.n_docs
-
-
-def test_ranks_and_ideal_dcg_match_padded_metrics() -> None:
-    rng = np.random.default_rng(0)
-    data = make_set([list(rng.integers(0, 3, size=n)) for n in (5, 1, 9, 4)])
-    scores = rng.integers(0, 4, size=data.n_docs).astype(np.float64)  # with ties
-    s_pad, mask = data.pad(scores)
-    y_pad, _ = data.pad(data.labels.astype(np.int64))
-    expected = ranks_padded(torch.tensor(s_pad), torch.tensor(mask))[torch.tensor(mask)]
-    qidx = torch.as_tensor(data.query_index())
-    got = ranks_in_queries(torch.tensor(scores), qidx, torch.as_tensor(data.offsets[:-1]))
-    assert torch.equal(got, expected)
-    for k in (None, 3):
-        np.testing.assert_allclose(
-            ideal_dcg_per_query(torch.as_tensor(data.labels), qidx, data.n_queries, k).numpy(),
-            ideal_dcg(torch.tensor(y_pad), torch.tensor(mask), k).numpy(),
-        )
 
 
 def test_auto_pair_batch_size() -> None:

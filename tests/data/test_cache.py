@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ltr_bench.data import letor
-from ltr_bench.data.cache import ArrayCache, file_sha256, resolve_cache_dir, sha256_file
+from ltr_bench.data.cache import ArrayCache, CacheWarning, file_sha256, resolve_cache_dir, sha256_file
 from ltr_bench.data.letor import load_letor
 from ltr_bench.errors import UserError
 
@@ -25,7 +25,7 @@ def test_round_trip_equal_and_memory_mapped(tmp_path, monkeypatch):
     p = random_letor(tmp_path / "data" / "train.txt", n_queries=8)
     cache = tmp_path / "cache"
     first = load_letor(p, n_features=5, with_docids=False, cache_dir=cache)
-    monkeypatch.setattr(letor, "load_svmlight_file", _no_parse)
+    monkeypatch.setattr(letor, "read_letor", _no_parse)
     second = load_letor(p, n_features=5, cache_dir=cache)
     for name in ("features", "labels", "qid", "offsets"):
         a, b = getattr(first, name), getattr(second, name)
@@ -43,7 +43,7 @@ def test_docids_cached_separately(tmp_path, monkeypatch):
     p.write_text("1 qid:1 1:1 #docid = A\n0 qid:1 1:2 #docid = B\n")
     a = load_letor(p, with_docids=True)
     assert load_letor(p).docids is None
-    monkeypatch.setattr(letor, "load_svmlight_file", _no_parse)
+    monkeypatch.setattr(letor, "read_letor", _no_parse)
     assert load_letor(p, with_docids=True).docids.tolist() == ["A", "B"] == a.docids.tolist()
 
 
@@ -53,7 +53,7 @@ def test_key_is_content_not_path(tmp_path, monkeypatch):
     copy = tmp_path / "b" / "copy.txt"
     copy.parent.mkdir()
     shutil.copy(p, copy)
-    monkeypatch.setattr(letor, "load_svmlight_file", _no_parse)
+    monkeypatch.setattr(letor, "read_letor", _no_parse)
     qs = load_letor(copy)  # same bytes elsewhere: a hit, reported under its own path
     assert qs.source["path"] == str(copy.resolve())
 
@@ -133,6 +133,20 @@ def test_broken_entry_is_rebuilt(tmp_path):
     second = load_letor(p)  # read back: knows its entry
     entry = second.source["cache"]
     os.remove(os.path.join(entry, "labels.npy"))
-    third = load_letor(p)
+    with pytest.warns(CacheWarning, match="labels.npy"):
+        third = load_letor(p)
     np.testing.assert_array_equal(third.labels, first.labels)
     assert os.path.exists(os.path.join(entry, "labels.npy"))
+
+
+def test_entry_meta_records_checksums(tmp_path):
+    arr = np.arange(12, dtype=np.float32).reshape(3, 4)
+    cache = ArrayCache(tmp_path, "ns")
+    assert cache.store("k", {"a": arr, "s": np.array(["x", "yz"])}, {})
+    arrays, meta = cache.load("k")
+    assert meta["checksums"]["a"]["shape"] == [3, 4] and meta["checksums"]["a"]["dtype"] == "<f4"
+    np.testing.assert_array_equal(arrays["a"], arr)
+    np.save(tmp_path / "ns" / "k" / "a.npy", arr.T.copy())  # same bytes count, other shape
+    with pytest.warns(CacheWarning, match="shape"):
+        assert cache.load("k") is None
+    assert cache.load("k", verify=False) is not None

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
+from hydra.utils import get_method, instantiate
 
+from ltr_bench.losses import loss_info
 from ltr_bench.models import AdaRank, DirectRanker, LambdaMART, LambdaRank, ListNet, SortNet
 from tests.models.neural_toy import ndcg10, random_ndcg10, toy_splits
 
@@ -43,8 +44,9 @@ def test_config_builds_and_learns(model, cls, loss, optimizer, extra, splits) ->
     cfg = composed(f"model={model}", *TINY, *extra)
     assert cfg.loss.name == loss and cfg.optimizer.name == optimizer
     accepts = cfg.model.accepts
-    assert loss in accepts.loss and optimizer in accepts.optimizer
+    assert "loss" not in accepts and optimizer in accepts.optimizer  # the loss's kind decides
     assert cfg.activation.name in accepts.activation
+    assert loss_info(get_method(cfg.loss._target_)).kind == cls.loss_kind
     ranker = instantiate(cfg.model)
     assert type(ranker) is cls and ranker.name == model
     train, vali, test = splits
@@ -57,13 +59,14 @@ def test_config_of_a_model_without_neural_parts_builds_the_ranker(model, cls) ->
     from omegaconf import OmegaConf
 
     cfg = OmegaConf.load(CONF / "model" / f"{model}.yaml")
-    cfg.seed = 3
-    ranker = instantiate(cfg.model)
+    ranker = instantiate(composed(f"model={model}", "seed=3").model)
     assert isinstance(ranker, cls) and ranker.seed == 3 and ranker.name == model
+    optimizer = "adam" if model == "sortnet" else "none"  # SortNet's optimiser is the group's
     assert OmegaConf.to_container(cfg.defaults) == [
-        {f"override /{g}": "none"} for g in ("loss", "optimizer", "activation")
+        {"override /loss": "none"}, {"override /optimizer": optimizer}, {"override /activation": "none"}
     ]
-    assert ranker.accepts == {"loss": ["none"], "optimizer": ["none"], "activation": ["none"]}
+    accepted = ["adam", "sgd"] if model == "sortnet" else ["none"]
+    assert ranker.accepts == {"loss": ["none"], "optimizer": accepted, "activation": ["none"]}
 
 
 def test_command_line_group_wins_over_model_default() -> None:

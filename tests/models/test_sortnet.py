@@ -104,7 +104,8 @@ def test_opponent_sampling_is_deterministic():
 
 def test_learns_and_keeps_best_iteration():
     train, vali, test = (linear_queries(n, seed, min_len=3) for n, seed in ((50, 0), (25, 1), (40, 2)))
-    model = SortNet(n_hidden=10, max_iter=6, epochs_per_iter=4, lr=3e-3, seed=0).fit(train, vali)
+    adam = {"name": "adam", "lr": 3e-3}
+    model = SortNet(n_hidden=10, max_iter=6, epochs_per_iter=4, optimizer=adam, seed=0).fit(train, vali)
     random = evaluate(np.random.default_rng(0).random(test.n_docs), test, names=("ndcg@10",))
     learned = evaluate(model.score(test), test, names=("ndcg@10",))
     assert learned.means["ndcg@10"] > random.means["ndcg@10"] + 0.25, (learned.means, random.means)
@@ -122,5 +123,18 @@ def test_bad_options():
         CmpNN(4, 3)
     with pytest.raises(UserError, match="optimizer"):
         SortNet(optimizer="rmsprop")
+    with pytest.raises(UserError, match="optimizer._target_"):
+        SortNet(optimizer={"name": "x", "_target_": "torch.optim.NoSuchOptimizer"})
+
+
+def test_optimizer_comes_from_the_optimizer_group_node():
+    import torch
+
+    from ltr_bench.models.networks import build_optimizer
+
+    sgd = {"name": "sgd", "_target_": "torch.optim.SGD", "lr": 0.1, "momentum": 0.5}
+    opt = build_optimizer(SortNet(optimizer=sgd).optimizer, CmpNN(3, 4).parameters())
+    assert isinstance(opt, torch.optim.SGD) and opt.defaults["momentum"] == 0.5
+    assert SortNet().optimizer == {"name": "adam", "lr": 3e-3, "weight_decay": 0.0}
     with pytest.raises(UserError, match="hidden_activation"):
         CmpNN(4, 4, "softplus")

@@ -7,7 +7,9 @@ records in ``calls_file`` write its trial number to ``hang_marker`` and sleep (s
 kill the sweep mid-trial), ``calls_file`` gets one JSON line per executed job (to count runs),
 ``se`` returns the value as an :class:`Objective` with that standard error (and ``n_folds``),
 ``lucky_x`` adds ``lucky_bonus`` to that x's value in search jobs but not in re-evaluations
-(``sweep.reevaluation=true``): a trial that only looks best.
+(``sweep.reevaluation=true``): a trial that only looks best. ``steps`` > 0 makes a job race: it
+reports its value after each of ``steps`` steps through :class:`TrialReporter` (when the sweeper
+passed a pruner) and stops when pruned; ``calls_file`` then also records the steps done.
 """
 
 from __future__ import annotations
@@ -18,21 +20,25 @@ import time
 from pathlib import Path
 
 import hydra
+import optuna
 from omegaconf import DictConfig
 
 from ltr_bench.errors import UserError
 from ltr_bench.sweeper.objective import Objective
+from ltr_bench.sweeper.pruning import TrialReporter
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float:
     trial = cfg.sweep.trial_number
     previous_calls = 0
+    value = -((cfg.x - 1) ** 2) - (cfg.y - 2) ** 2 + (0.5 if cfg.kind == "b" else 0.0)
+    steps_done = _race(cfg, value)
     if cfg.calls_file:
         if Path(cfg.calls_file).exists():
             previous_calls = len(Path(cfg.calls_file).read_text().splitlines())
         record = {"trial": trial, "study": cfg.sweep.study_name, "x": cfg.x, "y": cfg.y, "kind": cfg.kind,
-                  "pid": os.getpid(), "reevaluation": cfg.sweep.reevaluation}
+                  "pid": os.getpid(), "reevaluation": cfg.sweep.reevaluation, "steps": steps_done}
         with open(cfg.calls_file, "a") as f:
             f.write(json.dumps(record) + "\n")
     if cfg.hang_at_call is not None and previous_calls == cfg.hang_at_call:
@@ -46,10 +52,22 @@ def main(cfg: DictConfig) -> float:
         raise RuntimeError(f"toy failure for x={cfg.x}")
     if cfg.nan_x is not None and cfg.x == cfg.nan_x:
         return float("nan")
-    value = -((cfg.x - 1) ** 2) - (cfg.y - 2) ** 2 + (0.5 if cfg.kind == "b" else 0.0)
+    if steps_done < cfg.steps:
+        raise optuna.TrialPruned(f"pruned after {steps_done} steps")
     if cfg.lucky_x is not None and cfg.x == cfg.lucky_x and not cfg.sweep.reevaluation:
         value += cfg.lucky_bonus
     return Objective(value, se=cfg.se, n_folds=cfg.n_folds) if cfg.se is not None else value
+
+
+def _race(cfg: DictConfig, value: float) -> int:
+    """Report ``value`` after each of ``cfg.steps`` steps; the steps done before being pruned."""
+    reporter = TrialReporter.from_config(cfg) if cfg.steps else None
+    if reporter is None:
+        return cfg.steps
+    for step in range(1, cfg.steps + 1):
+        if reporter.report(value, step):
+            return step
+    return cfg.steps
 
 
 if __name__ == "__main__":

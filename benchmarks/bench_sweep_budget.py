@@ -1,0 +1,228 @@
+"""Sweeps at the papers' budget: racing trials over inner folds, and the shared preprocessing cache.
+
+Part ``pruning`` -- the README's MQ2008 DirectRanker sweep (``search=direct_ranker
+protocol=letor_folds``, a study per outer fold, 2 joblib workers) once per pruner (none, median,
+successive halving by default), each in a fresh folder with the same sampler seed, then
+``refit_best=<sweep> seed=<seeds>``. Prints per pruner: sweep wall time (search + re-evaluation),
+trials completed / pruned, and the refit's test NDCG@10 / MAP as the mean over the seeds (and over
+the folds); the speed-up is against ``none`` measured in the same run.
+
+Part ``preprocessing`` -- the time of one sweep trial (5-fold inner CV, in-process
+``ltr_bench.runner.run`` with ``sweep.trial_number=0``, tracking off) before (``LTR_TRANSFORM_CACHE
+=off``: every trial refits the quantile transform on every inner fold) and after (the cache filled
+by an earlier trial), on MQ2008 fold 1 and on an MSLR-WEB10K-shaped generated fold (136 features,
+``--mslr-docs`` training documents, 120 per query, labels 0-4), for which the model is cut to
+``--mslr-epochs`` epochs (the fit is the same before and after; what changes is the preparation).
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_sweep_budget.py --quick   # ~15-30 min on 2 cores
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_sweep_budget.py           # the full sweep: hours
+
+``--quick`` = one outer fold, 16 trials, re-evaluation of the top 2, refit seeds 0-1 (the full
+version: five folds, 30 trials, the search config's top 5, seeds 0-3). Every size is an option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from ltr_bench.data.datasets import resolve_data_root
+
+LTR_BENCH = str(Path(sys.executable).parent / "ltr-bench")
+DEFAULT_DATA = resolve_data_root(os.environ.get("LTR_DATA"))
+
+
+# ------------------------------------------------------------------------------ pruning
+def run_sweep(workdir: Path, pruner: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One pruner's sweep and refit in ``workdir``; wall times and the refit's test metrics."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LTR_DATA": str(args.data)}
+    sweep_dir = workdir / "sweep"
+    folds = ",".join(str(f) for f in args.folds)
+    cmd = [
+        LTR_BENCH, "-m", "search=direct_ranker", "dataset=mq2008", "protocol=letor_folds",
+        f"dataset.fold={folds}", "hydra.sweeper.study_per=[dataset.fold]",
+        "hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}", f"hydra.sweeper.n_jobs={args.jobs}",
+        f"hydra.sweeper.n_trials={args.trials}", f"hydra/sweeper/pruner={pruner}",
+        f"hydra.sweeper.sampler.seed={args.sampler_seed}", f"hydra.sweep.dir={sweep_dir}",
+    ]
+    if args.top_k is not None:
+        cmd.append(f"hydra.sweeper.reevaluate.top_k={args.top_k}")
+    t0 = time.perf_counter()
+    _check(subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True), workdir / "sweep.log")
+    sweep_s = time.perf_counter() - t0
+    seeds = ",".join(str(s) for s in args.seeds)
+    t0 = time.perf_counter()
+    _check(subprocess.run([LTR_BENCH, f"refit_best={sweep_dir}", f"seed={seeds}"], cwd=workdir, env=env,
+                          capture_output=True, text=True), workdir / "refit.log")
+    refit_s = time.perf_counter() - t0
+    results = yaml.safe_load((sweep_dir / "optimization_results.yaml").read_text())
+    studies = results["studies"] if "studies" in results else [results]
+    test = {"ndcg@10": [], "map": []}
+    for path in sorted((sweep_dir / "refit").glob("*/seed*/results.json")):
+        mean = json.loads(path.read_text())["mean"]["test"]
+        for k in test:
+            test[k].append(mean[k])
+    return {
+        "pruner": pruner, "sweep_s": sweep_s, "refit_s": refit_s,
+        "complete": sum(s["n_complete"] for s in studies), "pruned": sum(s.get("n_pruned", 0) for s in studies),
+        "failed": sum(s["n_failed"] for s in studies),
+        "ndcg@10": statistics.fmean(test["ndcg@10"]), "map": statistics.fmean(test["map"]),
+        "n_refits": len(test["ndcg@10"]),
+    }
+
+
+def _check(proc: subprocess.CompletedProcess, log: Path) -> None:
+    log.write_text(proc.stdout + "\n" + proc.stderr)
+    if proc.returncode != 0:
+        raise SystemExit(f"failed ({proc.returncode}); see {log}:\n{proc.stderr[-2000:]}")
+
+
+def bench_pruning(args: argparse.Namespace, root: Path) -> None:
+    rows = []
+    for pruner in args.pruners:
+        print(f"sweep with pruner={pruner} ...", flush=True)
+        rows.append(run_sweep(root / pruner, pruner, args))
+        r = rows[-1]
+        print(f"  {r['sweep_s']:.0f} s sweep, {r['refit_s']:.0f} s refit, {r['complete']} complete, "
+              f"{r['pruned']} pruned", flush=True)
+    base = next((r for r in rows if r["pruner"] == "none"), rows[0])
+    print(f"\nMQ2008 DirectRanker sweep: folds {args.folds}, {args.trials} trials per study, "
+          f"{args.jobs} joblib workers, re-evaluation top_k={args.top_k if args.top_k is not None else 'config'}, "
+          f"refit seeds {args.seeds} (test metrics: mean over seeds and folds)")
+    print(f"{'pruner':<20}{'sweep':>9}{'speed-up':>10}{'complete':>10}{'pruned':>8}{'ndcg@10':>9}{'d ndcg':>8}{'map':>8}")
+    for r in rows:
+        print(f"{r['pruner']:<20}{r['sweep_s']:>8.0f}s{base['sweep_s'] / r['sweep_s']:>9.2f}x{r['complete']:>10}"
+              f"{r['pruned']:>8}{r['ndcg@10']:>9.4f}{r['ndcg@10'] - base['ndcg@10']:>+8.4f}{r['map']:>8.4f}")
+
+
+# ------------------------------------------------------------------------------ preprocessing
+class GeneratedFolds:
+    """An in-memory one-fold dataset of MSLR-WEB10K's shape, with a cache root like a LETOR folder's
+    (so the runner shares its preprocessing). Labels depend on the first features (learnable)."""
+
+    _memo: dict[tuple, Any] = {}
+
+    def __init__(self, n_train_docs: int = 723_000, n_features: int = 136, docs_per_query: int = 120,
+                 cache_dir: str | None = None, relevance_threshold: int = 2, name: str = "mslr_shaped",
+                 **_: Any) -> None:
+        self.n_train_docs, self.n_features, self.dpq = int(n_train_docs), int(n_features), int(docs_per_query)
+        self.cache_dir = cache_dir
+        self.relevance_threshold = int(relevance_threshold)
+        self.name = name
+        self.n_folds = 1
+
+    def _part(self, n_docs: int, seed: int) -> Any:
+        from ltr_bench.data.queryset import QuerySet
+
+        rng = np.random.default_rng(seed)
+        nq = max(n_docs // self.dpq, 2)
+        x = rng.normal(size=(nq * self.dpq, self.n_features)).astype(np.float32)
+        x[:, 40:80] = np.round(x[:, 40:80] * 2)  # many ties, like MSLR's count features
+        score = x[:, :5].sum(1) + rng.normal(size=len(x))
+        labels = np.digitize(score, np.quantile(score, [0.5, 0.75, 0.9, 0.97]))
+        return QuerySet.from_arrays(x, labels, np.repeat(np.arange(nq) + seed * 10**7, self.dpq))
+
+    def load_fold(self, i: int) -> Any:
+        from ltr_bench.data.datasets import FoldData
+
+        key = (self.n_train_docs, self.n_features, self.dpq)
+        if key not in self._memo:
+            n = self.n_train_docs
+            self._memo[key] = FoldData(self._part(n, 1), self._part(n // 3, 2), self._part(n // 3, 3), self.name)
+        return self._memo[key]
+
+    def load_all(self) -> Any:
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "n_train_docs": self.n_train_docs, "n_features": self.n_features}
+
+
+def time_trial(overrides: list[str], cache: str) -> dict[str, float]:
+    """One sweep trial's run times (in-process, tracking off); ``cache`` = on | off."""
+    from hydra import compose, initialize_config_dir
+
+    from ltr_bench.cli import config_dir
+    from ltr_bench.runner import run
+
+    os.environ["LTR_TRANSFORM_CACHE"] = "on" if cache == "on" else "off"
+    with initialize_config_dir(config_dir(), version_base="1.3"):
+        cfg = compose("config", ["tracking=none", "threads=1", "sweep.trial_number=0",
+                                 "sweep.study_name=bench", "protocol=single", *overrides])
+    t0 = time.perf_counter()
+    result = run(cfg, verbose=False)
+    return {"total": time.perf_counter() - t0, "read": result.times["time_read_s"],
+            "fit": result.times["time_fit_s"], "objective": float(result.objective)}
+
+
+def bench_preprocessing(args: argparse.Namespace, root: Path) -> None:
+    cache = root / "cache"
+    cases = [("MQ2008 fold 1", [f"dataset=mq2008", f"dataset.root={args.data}", "dataset.fold=1",
+                                f"dataset.cache_dir={cache}"])]
+    if args.mslr_docs:
+        cases.append((f"MSLR-shaped ({args.mslr_docs} train docs x 136)", [
+            "dataset=mslr_web10k", "dataset._target_=__main__.GeneratedFolds",
+            f"+dataset.n_train_docs={args.mslr_docs}", f"dataset.cache_dir={cache}",
+            f"model.epochs={args.mslr_epochs}"]))
+    print("\ntime per sweep trial (5 inner folds; read = splitting + preprocessing)")
+    print(f"{'data':<38}{'cache':>7}{'total':>9}{'read':>9}{'fit':>9}{'objective':>11}")
+    for i, (label, ov) in enumerate(cases):
+        if i == 0:
+            time_trial(ov, "off")  # warm-up: imports, the parse cache, first-call costs (not shown)
+        else:
+            GeneratedFolds(args.mslr_docs).load_fold(0)  # generate outside the timed trials
+        before = time_trial(ov, "off")
+        time_trial(ov, "on")  # fills the cache (what the first trial of a sweep does)
+        after = time_trial(ov, "on")
+        assert abs(before["objective"] - after["objective"]) < 1e-6, (before, after)
+        for name, t in (("off", before), ("warm", after)):
+            print(f"{label:<38}{name:>7}{t['total']:>8.1f}s{t['read']:>8.1f}s{t['fit']:>8.1f}s{t['objective']:>11.4f}")
+        print(f"{'':<38}{'ratio':>7}{before['total'] / after['total']:>8.2f}x"
+              f"{before['read'] / max(after['read'], 1e-9):>8.1f}x", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="1 fold, 16 trials, top_k 2, seeds 0-1")
+    ap.add_argument("--part", choices=("all", "pruning", "preprocessing"), default="all")
+    ap.add_argument("--folds", type=lambda s: [int(x) for x in s.split(",")], default=None)
+    ap.add_argument("--trials", type=int, default=None)
+    ap.add_argument("--top-k", type=int, default=None, help="re-evaluation top_k (default: the search config's)")
+    ap.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=None)
+    ap.add_argument("--pruners", type=lambda s: s.split(","), default=["none", "median", "successive_halving"])
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--sampler-seed", type=int, default=0)
+    ap.add_argument("--mslr-docs", type=int, default=723_000, help="0 skips the MSLR-shaped fold")
+    ap.add_argument("--mslr-epochs", type=int, default=1)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--workdir", type=Path, default=None)
+    args = ap.parse_args()
+    quick = {"folds": [1], "trials": 16, "top_k": 2, "seeds": [0, 1]}
+    full = {"folds": [1, 2, 3, 4, 5], "trials": 30, "top_k": None, "seeds": [0, 1, 2, 3]}
+    for k, v in (quick if args.quick else full).items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    if not (args.data / "MQ2008" / "Fold1" / "train.txt").is_file():
+        raise SystemExit(f"MQ2008 not found under {args.data} (set LTR_DATA or --data)")
+    root = args.workdir or Path(tempfile.mkdtemp(prefix="bench_sweep_budget-"))
+    print(f"work dir {root} (machine: {os.cpu_count()} cores)", flush=True)
+    if args.part in ("all", "preprocessing"):
+        bench_preprocessing(args, root)
+    if args.part in ("all", "pruning"):
+        bench_pruning(args, root)
+
+
+if __name__ == "__main__":
+    main()

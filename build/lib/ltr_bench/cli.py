@@ -1,0 +1,281 @@
+"""The ``ltr-bench`` command: a Hydra app over the ``conf/`` tree (``pkg://ltr_bench.conf``).
+
+``main()`` is the console script. It wraps Hydra so that every mistake in user input — an
+unknown option or key, a bad value, a missing data folder, a model/loss mismatch — prints one
+sentence naming the config key and the fix on stderr and exits with code 2, without a traceback.
+Bugs keep their traceback. Ctrl-C exits 130, SIGTERM 143, and both leave the MLflow runs KILLED.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import hydra
+from omegaconf import DictConfig
+
+from ltr_bench.config_tree import CONFIG_PATH, config_dir
+from ltr_bench.errors import UserError
+
+
+_deferred: list[BaseException] = []
+
+
+def _task(cfg: DictConfig) -> float | None:
+    """One job: run the composed config (or the experiment it selects); return its objective.
+
+    In a single run, an error in user input is handed to :func:`main` after Hydra returns, so
+    Hydra does not print its "Error executing job" line above our one sentence. In a multirun
+    every exception goes to the sweeper/launcher as usual (a failed trial does not stop a sweep).
+    """
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from ltr_bench.runner import run
+
+    single = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.RUN
+    try:
+        if cfg.get("experiment") is not None:  # a table/figure of the papers: its own driver
+            from ltr_bench.experiments import run_experiment
+
+            run_experiment(cfg)
+            return None
+        return sweep_objective(run(cfg))
+    except Exception as exc:
+        if single and (describe_user_error(exc) is not None or _is_failed_run(exc)):
+            _deferred.append(exc)
+            return None
+        raise
+
+
+EXIT_USER_ERROR = 2
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of ``ltr-bench`` (``argv`` defaults to ``sys.argv[1:]``)."""
+    from ltr_bench.tracking import RunTerminated, install_signal_handlers
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        from ltr_bench.sweeper.refit import plan_refits
+
+        refits = plan_refits(args)
+        config_dir()  # a missing tree is one sentence, not Hydra's report
+        app = hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="config")(_task)
+    except UserError as exc:
+        _fail(str(exc))
+    if refits is not None and len(refits) > 1:
+        sys.exit(_run_refits(refits))
+    if refits is not None:
+        args = refits[0].overrides
+    sys.argv = [sys.argv[0] if sys.argv else "ltr-bench"] + args
+    # Make Hydra re-raise instead of printing its own multi-line report, so errors are ours to word.
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    install_signal_handlers()
+    try:
+        app()
+        if _deferred:
+            raise _deferred.pop()
+    except KeyboardInterrupt:
+        _interrupted()
+    except SystemExit as exc:
+        # Lightning answers Ctrl-C during fit with sys.exit(1) from inside its handler.
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            _interrupted()
+        raise
+    except RunTerminated:
+        print("ltr-bench: terminated; the MLflow runs are marked KILLED", file=sys.stderr)
+        sys.exit(143)
+    except Exception as exc:  # noqa: BLE001 - sorted into user errors and bugs below
+        message = describe_user_error(exc)
+        if message is not None:
+            _fail(message)
+        if _is_failed_run(exc):
+            print(f"ltr-bench: run failed: {exc}", file=sys.stderr)
+            sys.exit(1)
+        raise
+
+
+def sweep_objective(result: Any) -> float | None:
+    """A run's objective for the sweeper: with its standard error over the (inner) folds when
+    there is one (:class:`~ltr_bench.sweeper.objective.Objective`, a float to any sweeper)."""
+    from ltr_bench.sweeper.objective import Objective
+
+    if result.objective is None:
+        return None
+    return Objective(result.objective, se=result.objective_se, n_folds=len(result.folds))
+
+
+def _is_failed_run(exc: BaseException) -> bool:
+    from ltr_bench.runner import TrialFailed
+
+    return isinstance(exc, TrialFailed)
+
+
+def _run_refits(refits: Sequence[Any]) -> int:
+    """Refit several studies (e.g. one per outer fold, maybe each with several seeds), one
+    ``ltr-bench`` process each, then print their test metrics side by side with the mean (SE);
+    returns the worst exit code."""
+    import json
+    import subprocess
+
+    codes, rows = [], []
+    for i, r in enumerate(refits, 1):
+        seed = f" seed={r.seed}" if r.seed is not None else ""
+        print(f"[refit {i}/{len(refits)}] {r.label}{seed} (study {r.study_name})", flush=True)
+        code = subprocess.call([sys.executable, "-m", "ltr_bench.cli", *r.overrides])
+        codes.append(code)
+        res = Path(r.output_dir or "") / "results.json"
+        if code == 0 and r.output_dir and res.is_file():
+            rows.append((r.label, r.seed, json.loads(res.read_text())["mean"].get("test", {})))
+    if rows:
+        print("\n" + refit_summary(rows))
+    return max(codes)
+
+
+def refit_summary(rows: Sequence[tuple[str, int | None, dict[str, float]]]) -> str:
+    """The refits' test metrics as a text table: a row per study and their mean(SE) over the
+    studies. With several seeds per study a row is the study's mean over its seeds, and a last
+    block shows the mean over studies for each seed and the standard deviation of that figure
+    across seeds (how far a single-seed result can move)."""
+    import numpy as np
+
+    from ltr_bench.stats import format_mean_se, mean_se
+
+    names = list(rows[0][2])
+    labels = list(dict.fromkeys(label for label, _, _ in rows))
+    seeds = list(dict.fromkeys(seed for _, seed, _ in rows if seed is not None))
+    by_label = {lab: [m for label, _, m in rows if label == lab] for lab in labels}
+
+    def mean_of(ms: Sequence[dict[str, float]], n: str) -> float:
+        return float(np.mean([m.get(n, float("nan")) for m in ms]))
+
+    width = max(12, *(len(label) + 2 for label in labels))
+    head = f"{'':<{width}}" + "".join(f"{n:>11}" for n in names)
+    title = "refit test metrics per study"
+    if len(seeds) > 1:
+        title += f" (mean over seeds {', '.join(map(str, seeds))})"
+    lines = [title, head]
+    for lab in labels:
+        lines.append(f"{lab:<{width}}" + "".join(f"{mean_of(by_label[lab], n):>11.4f}" for n in names))
+    stats = [mean_se([mean_of(by_label[lab], n) for lab in labels]) for n in names]
+    lines.append(f"{'mean(SE)':<{width}}" + "".join(f"{format_mean_se(mu, se):>11}" for mu, se, _ in stats))
+    if len(seeds) > 1:
+        lines += ["", "mean over studies per seed", head]
+        per_seed = []
+        for seed in seeds:
+            ms = [m for _, s, m in rows if s == seed]
+            values = [mean_of(ms, n) for n in names]
+            per_seed.append(values)
+            lines.append(f"{f'seed={seed}':<{width}}" + "".join(f"{v:>11.4f}" for v in values))
+        sd = np.std(np.asarray(per_seed), axis=0, ddof=1)
+        lines.append(f"{'SD(seeds)':<{width}}" + "".join(f"{v:>11.4f}" for v in sd))
+    return "\n".join(lines)
+
+
+def _interrupted() -> None:
+    print("ltr-bench: interrupted; the MLflow runs are marked KILLED", file=sys.stderr)
+    sys.exit(130)
+
+
+def _fail(message: str) -> None:
+    print(f"ltr-bench: error: {message}", file=sys.stderr)
+    sys.exit(EXIT_USER_ERROR)
+
+
+# ------------------------------------------------------------------------------ error wording
+def describe_user_error(exc: BaseException) -> str | None:
+    """One sentence for an error in user input, or None if ``exc`` is a bug.
+
+    Covers :class:`UserError`, Hydra's composition/override errors and OmegaConf's key, value
+    and interpolation errors (possibly chained as the cause of a Hydra error).
+    """
+    from hydra.errors import (
+        ConfigCompositionException,
+        MissingConfigException,
+        OverrideParseException,
+    )
+    from omegaconf.errors import OmegaConfBaseException
+
+    if isinstance(exc, UserError):
+        return _one_line(str(exc))
+    if isinstance(exc, MissingConfigException):
+        return _missing_config(exc)
+    if isinstance(exc, OverrideParseException):
+        return _one_line(f"cannot parse the override {exc.override!r}: {exc.message}") + (
+            "; write overrides as key=value or group=option"
+        )
+    if isinstance(exc, ConfigCompositionException):
+        cause = exc.__cause__
+        if isinstance(cause, UserError):
+            return _one_line(str(cause))
+        return _composition(str(exc), cause)
+    if isinstance(exc, OmegaConfBaseException):
+        return _omegaconf(exc)
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(cause, (UserError, OmegaConfBaseException)):
+        # e.g. hydra.utils.instantiate wraps a constructor's UserError in InstantiationException
+        return describe_user_error(cause)
+    return None
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(part.strip() for part in str(text).strip().splitlines() if part.strip())
+    return text.rstrip(".")
+
+
+def _missing_config(exc: Any) -> str:
+    text = str(exc)
+    m = re.search(r"Could not find '([^']+)/([^']+)'", text)
+    options = list(getattr(exc, "options", None) or [])
+    if not options:
+        block = text.split("Available options in", 1)
+        if len(block) == 2:
+            options = [o.strip() for o in block[1].splitlines()[1:] if o.strip()]
+    if m:
+        group, option = m.group(1), m.group(2)
+        choice = ", ".join(sorted(options)) if options else "see `ltr-bench --help`"
+        return f"{group}={option} is not an option of the config group '{group}'; choose one of [{choice}]"
+    m = re.search(r"Cannot find primary config '([^']+)'", text)
+    if m:
+        return f"the config '{m.group(1)}' was not found; reinstall ltr_bench or check --config-name"
+    return _one_line(text)
+
+
+def _composition(text: str, cause: BaseException | None) -> str:
+    m = re.search(r"Could not override '([^']+)'", text)
+    if m:
+        key = m.group(1)
+        value = re.search(r"\+\S+", text)
+        plus = f" or add a new key with {value.group(0)}" if value else ""
+        detail = _omegaconf(cause) if cause is not None else ""
+        if "not in struct" in str(cause) or "Key '" in str(cause):
+            return f"{key} is not a config key; check the spelling (`ltr-bench --cfg job` lists every key){plus}"
+        return f"cannot set {key}: {detail}"
+    m = re.search(r"Could not append to config\. An item is already at '([^']+)'", text)
+    if m:
+        return f"{m.group(1)} already exists; set it without the leading '+'"
+    m = re.search(r"Could not delete from config\. '([^']+)' does not exist", text)
+    if m:
+        return f"{m.group(1)} is not a config key, so it cannot be deleted with '~'"
+    m = re.search(r"Multiple values for (\S+)", text)
+    if m:
+        return f"{m.group(1)} is chosen twice; give each config group once on the command line"
+    return _one_line(text)
+
+
+def _omegaconf(exc: BaseException | None) -> str:
+    if exc is None:
+        return ""
+    msg = str(exc).split("\n")[0].strip()
+    key = getattr(exc, "full_key", None)
+    if key:
+        return f"config key {key}: {msg}; fix it on the command line or in its YAML file"
+    return _one_line(msg)
+
+
+if __name__ == "__main__":  # python -m ltr_bench.cli
+    main()

@@ -1,0 +1,1 @@
+"""The Hydra config tree, installed as the package ``ltr_bench.conf`` (see pyproject.toml)."""

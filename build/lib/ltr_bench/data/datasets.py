@@ -1,0 +1,292 @@
+"""Dataset objects built from ``conf/dataset/*.yaml`` (``hydra.utils.instantiate``).
+
+All share one interface: ``n_folds``, ``load_fold(i) -> FoldData(train, vali, test)`` for
+``i in range(n_folds)``, ``load_all() -> QuerySet`` (every query once, for hold-out splits),
+``relevance_threshold`` and ``describe() -> dict`` for tracking.
+
+Fold numbering: ``dataset.fold`` in configs speaks the **1-based** numbers of the files
+(``fold: 3`` is ``Fold3/``); in code ``load_fold(i)`` takes a **0-based position** in the
+selected folds and ``fold_numbers[i]`` is its file number. With ``fold: null`` all five folds are
+selected, so ``load_fold(0)`` is Fold1.
+
+Data root: ``dataset.root`` (configs: ``${oc.env:LTR_DATA,null}``); when null, the repository's
+sibling ``<repo>/../shared/data/letor`` in a source checkout (``<repo>`` holds the ``ltr_bench``
+package and pyproject.toml); an installed wheel has no default: set ``LTR_DATA``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from ltr_bench.data.letor import check_same_n_features, load_letor
+from ltr_bench.data.queryset import QuerySet
+from ltr_bench.data.synthetic import make_synthetic_splits
+from ltr_bench.errors import UserError
+
+DATA_ENV = "LTR_DATA"
+SPLIT_FILES = ("train", "vali", "test")
+N_LETOR_FOLDS = 5
+
+
+def default_data_root() -> Path | None:
+    """``<repo>/../shared/data/letor`` in a source checkout (the repo = the folder holding the
+    package and pyproject.toml); None for an installed wheel, which has no such sibling."""
+    repo = Path(__file__).resolve().parents[2]
+    if not (repo / "pyproject.toml").is_file():
+        return None
+    return repo.parent / "shared" / "data" / "letor"
+
+
+def resolve_data_root(root: str | os.PathLike | None = None) -> Path:
+    """``root``, else ``$LTR_DATA``, else :func:`default_data_root` (a one-sentence
+    :class:`UserError` when there is none)."""
+    if root is None or str(root).strip() in ("", "None", "null"):
+        root = os.environ.get(DATA_ENV) or default_data_root()
+    if root is None:
+        raise UserError(
+            f"no data root is set; set the environment variable {DATA_ENV} (or dataset.root=...) "
+            "to the folder holding the dataset folders (e.g. MQ2008/), or give dataset.path"
+        )
+    return Path(root).expanduser()
+
+
+@dataclass(frozen=True)
+class FoldData:
+    """One train/vali/test split, split by query."""
+
+    train: QuerySet
+    vali: QuerySet
+    test: QuerySet
+    name: str = ""
+
+    def describe(self) -> dict[str, Any]:
+        """Sizes and provenance (file hash or generator) of the three parts."""
+        out: dict[str, Any] = {"name": self.name}
+        for split in SPLIT_FILES:
+            qs: QuerySet = getattr(self, split)
+            out[split] = {
+                "n_queries": qs.n_queries,
+                "n_docs": qs.n_docs,
+                "fingerprint": qs.fingerprint(),
+                **{k: qs.source[k] for k in ("path", "sha256") if k in qs.source},
+            }
+        return out
+
+
+class LetorFolds:
+    """A folder in the LETOR layout ``Fold{k}/{train,vali,test}.txt`` (k = 1..5).
+
+    Args:
+        root: data root holding ``folder`` (null: ``$LTR_DATA`` or the repo's sibling data).
+        folder: sub-folder name, e.g. ``MQ2008``, ``MSLR-WEB10K``.
+        path: the dataset folder itself (overrides root/folder; ``dataset=letor``).
+        n_features: feature count (46 for MQ2007/8, 136 for MSLR); null infers it.
+        relevance_threshold: labels ``>=`` this are relevant (MQ: 1, MSLR: 2).
+        fold: 1-based fold number(s) to run; null = all five.
+        cache_dir: parse cache root (null: ``$LTR_CACHE`` or ``~/.cache/ltr_bench``).
+        with_docids: keep the ``#docid`` comments.
+        name: dataset name for logs.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike | None = None,
+        folder: str | None = None,
+        path: str | os.PathLike | None = None,
+        n_features: int | None = None,
+        relevance_threshold: int = 1,
+        fold: int | Iterable[int] | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        with_docids: bool = False,
+        name: str = "letor",
+    ) -> None:
+        self.name = str(name)
+        self.n_features = None if n_features is None else int(n_features)
+        self.relevance_threshold = int(relevance_threshold)
+        self.cache_dir = cache_dir
+        self.with_docids = bool(with_docids)
+        self.fold_numbers = _fold_numbers(fold)
+        if path is not None and str(path).strip():
+            self.path = Path(str(path)).expanduser()
+            key = "dataset.path"
+        elif folder is None:
+            raise UserError(
+                "dataset.path is not set: give the folder holding Fold1..Fold5, "
+                "e.g. dataset.path=/data/MQ2007"
+            )
+        else:
+            self.path = resolve_data_root(root) / str(folder)
+            key = "dataset.root"
+        if not self.path.is_dir():
+            raise UserError(
+                f"dataset folder {self.path} does not exist; set {key} (or the environment "
+                f"variable {DATA_ENV} for the data root) to where the data lives"
+            )
+        missing = [str(p) for k in self.fold_numbers for p in self._files(k).values()
+                   if not p.is_file()]
+        if missing:
+            raise UserError(
+                f"dataset file {missing[0]} does not exist"
+                + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+                + f"; set {key} (or {DATA_ENV}) to a folder with Fold1..Fold5/"
+                "{train,vali,test}.txt, or dataset.fold to the folds present"
+            )
+
+    @property
+    def n_folds(self) -> int:
+        return len(self.fold_numbers)
+
+    def _files(self, number: int) -> dict[str, Path]:
+        return {s: self.path / f"Fold{number}" / f"{s}.txt" for s in SPLIT_FILES}
+
+    def _load(self, p: Path) -> QuerySet:
+        return load_letor(p, self.n_features, self.with_docids, self.cache_dir)
+
+    def load_fold(self, i: int) -> FoldData:
+        """The ``i``-th selected fold (0-based position; file number ``fold_numbers[i]``)."""
+        if not 0 <= int(i) < self.n_folds:
+            raise IndexError(f"fold position {i} out of range(0, {self.n_folds})")
+        number = self.fold_numbers[int(i)]
+        parts = {s: self._load(p) for s, p in self._files(number).items()}
+        check_same_n_features(parts["train"], parts["vali"], parts["test"])
+        return FoldData(**parts, name=f"{self.name}/Fold{number}")
+
+    def load_all(self) -> QuerySet:
+        """Every query once: the five ``test.txt`` files (LETOR folds rotate their test part)."""
+        parts = [self._load(self.path / f"Fold{k}" / "test.txt")
+                 for k in range(1, N_LETOR_FOLDS + 1)]
+        check_same_n_features(*parts)
+        out = QuerySet.concat(parts)
+        if len(np.unique(out.query_ids)) != out.n_queries:
+            raise UserError(
+                f"the test.txt files under {self.path} share query ids, so they are not the "
+                "five parts of one dataset"
+            )
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": "letor_folds",
+            "path": str(self.path),
+            "folds": list(self.fold_numbers),
+            "n_features": self.n_features,
+            "relevance_threshold": self.relevance_threshold,
+        }
+
+
+class SyntheticDataset:
+    """The papers' synthetic data (Sect. 4.5) behind the dataset interface.
+
+    Fold ``i`` is an independent repetition of the experiment (step (4) of Sect. 4.5): class
+    parameters from ``(seed, i)`` and train/vali/test sampled independently from them.
+
+    Args:
+        n_train, n_vali, n_test: documents per split.
+        n_features, n_classes, sigma, docs_per_query, class_probs: see ``make_synthetic``.
+        relevance_threshold: labels ``>=`` this are relevant (must be in 1..n_classes-1).
+        n_folds: number of repetitions.
+        seed: data seed (separate from the run's model seed, so models see the same data).
+    """
+
+    def __init__(
+        self,
+        n_train: int = 2000,
+        n_vali: int = 500,
+        n_test: int = 1000,
+        n_features: int = 70,
+        n_classes: int = 5,
+        sigma: float = 0.0,
+        docs_per_query: int | None = 100,
+        class_probs: Iterable[float] | None = None,
+        relevance_threshold: int = 2,
+        n_folds: int = 1,
+        seed: int = 0,
+        name: str = "synthetic",
+    ) -> None:
+        self.name = str(name)
+        self.n_train, self.n_vali, self.n_test = int(n_train), int(n_vali), int(n_test)
+        if min(self.n_train, self.n_vali, self.n_test) < 1:
+            raise UserError("dataset.n_train, n_vali and n_test must all be >= 1")
+        self.n_features, self.n_classes = int(n_features), int(n_classes)
+        self.sigma = float(sigma)
+        self.docs_per_query = None if docs_per_query is None else int(docs_per_query)
+        self.class_probs = None if class_probs is None else [float(p) for p in class_probs]
+        self.relevance_threshold = int(relevance_threshold)
+        if not 1 <= self.relevance_threshold <= self.n_classes - 1:
+            raise UserError(
+                f"dataset.relevance_threshold must be between 1 and n_classes - 1 = "
+                f"{self.n_classes - 1}, got {relevance_threshold}"
+            )
+        self._n_folds = int(n_folds)
+        if self._n_folds < 1:
+            raise UserError(f"dataset.n_folds must be >= 1, got {n_folds}")
+        self.seed = int(seed)
+
+    @property
+    def n_folds(self) -> int:
+        return self._n_folds
+
+    def load_fold(self, i: int) -> FoldData:
+        if not 0 <= int(i) < self.n_folds:
+            raise IndexError(f"fold position {i} out of range(0, {self.n_folds})")
+        train, vali, test = make_synthetic_splits(
+            self.n_train,
+            self.n_test,
+            self.n_vali,
+            n_features=self.n_features,
+            n_classes=self.n_classes,
+            sigma=self.sigma,
+            docs_per_query=self.docs_per_query,
+            class_probs=self.class_probs,
+            seed=_fold_seed(self.seed, int(i)),
+        )
+        assert vali is not None
+        return FoldData(train, vali, test, name=f"{self.name}/{i}")
+
+    def load_all(self) -> QuerySet:
+        """Train, vali and test of fold 0 together (disjoint query ids)."""
+        f = self.load_fold(0)
+        return QuerySet.concat([f.train, f.vali, f.test])
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": "synthetic",
+            "n_train": self.n_train,
+            "n_vali": self.n_vali,
+            "n_test": self.n_test,
+            "n_features": self.n_features,
+            "n_classes": self.n_classes,
+            "sigma": self.sigma,
+            "docs_per_query": self.docs_per_query,
+            "class_probs": self.class_probs,
+            "relevance_threshold": self.relevance_threshold,
+            "n_folds": self.n_folds,
+            "seed": self.seed,
+        }
+
+
+def _fold_seed(seed: int, i: int) -> int:
+    return seed if i == 0 else int(np.random.SeedSequence([seed, i]).generate_state(1)[0])
+
+
+def _fold_numbers(fold: int | Iterable[int] | None) -> tuple[int, ...]:
+    if fold is None:
+        return tuple(range(1, N_LETOR_FOLDS + 1))
+    items = [fold] if isinstance(fold, (int, str, np.integer)) else list(fold)
+    try:
+        numbers = tuple(int(k) for k in items)
+    except (TypeError, ValueError):
+        numbers = ()
+    if not numbers or any(not 1 <= k <= N_LETOR_FOLDS for k in numbers):
+        raise UserError(
+            f"dataset.fold must be null (all folds) or fold numbers 1..{N_LETOR_FOLDS} "
+            f"(like the Fold1..Fold5 folders), got {fold!r}"
+        )
+    return numbers

@@ -1,0 +1,246 @@
+"""What every experiment driver needs: its spec at the chosen scale, an output folder, one MLflow
+parent run holding the outputs as artifacts, CSV/PNG/text writing, progress bars, and run configs
+composed from the project's ``conf/`` tree.
+
+An experiment (``conf/experiment/<name>.yaml``, package ``experiment``) holds its choices; the
+values under ``scales.<scale>`` replace the top-level ones for ``scale=<scale>``. Drivers get an
+:class:`Experiment` and return a summary ``DataFrame`` (printed and saved as ``summary.csv``).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from omegaconf import DictConfig, OmegaConf
+
+from ltr_bench.confutil import plain
+from ltr_bench.errors import UserError
+from ltr_bench.tracking import Tracker, flatten_config
+
+TAG_EXPERIMENT = "ltr.experiment"
+TAG_SCALE = "ltr.scale"
+ROLE_EXPERIMENT = "experiment"
+SPEC_META_KEYS = ("scales",)
+
+
+def scaled_spec(cfg: DictConfig, scale: str) -> DictConfig:
+    """``cfg.experiment`` with ``scales[scale]`` merged over its top-level values, then resolved
+    (so ``${experiment.n_trials}`` sees the scale's value and ``${scale}`` the whole config)."""
+    data = OmegaConf.to_container(cfg.experiment, resolve=False)
+    assert isinstance(data, dict)
+    scales = data.get("scales") or {}
+    if scale not in scales:
+        known = ", ".join(sorted(scales)) or "none"
+        raise UserError(f"scale={scale} is not a scale of this experiment; choose one of [{known}]")
+    base = {k: v for k, v in data.items() if k not in SPEC_META_KEYS}
+    merged = OmegaConf.merge(base, scales[scale] or {})
+    root = OmegaConf.create({k: v for k, v in OmegaConf.to_container(cfg, resolve=False).items()
+                             if k not in ("experiment", "hydra")})
+    root.experiment = merged
+    resolved = OmegaConf.create(OmegaConf.to_container(root.experiment, resolve=True))
+    assert isinstance(resolved, DictConfig)
+    return resolved
+
+
+def apply_command_line(spec: DictConfig) -> DictConfig:
+    """Re-apply the command line's ``experiment.<key>=<value>`` overrides over the scaled spec, so
+    they win over ``scales.<scale>`` (yaml < scale < command line)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if not HydraConfig.initialized():
+        return spec
+    mine = [o for o in HydraConfig.get().overrides.task
+            if o.lstrip("+~").startswith("experiment.") and not o.startswith("~")]
+    for o in OverridesParser.create().parse_overrides(mine):
+        key = o.key_or_group.split(".", 1)[1]
+        if key.split(".")[0] in SPEC_META_KEYS:
+            continue
+        value = o.value()
+        OmegaConf.update(spec, key, plain(value) if not isinstance(value, (str, int, float, bool))
+                         else value, merge=False, force_add=True)
+    return spec
+
+
+def compose_run_config(overrides: Sequence[str]) -> DictConfig:
+    """The project's run config composed with ``overrides`` (Hydra's compose API).
+
+    Inside a running ``ltr-bench`` the app's Hydra instance is reused; elsewhere (tests,
+    notebooks) the ``conf/`` tree is initialised for the call.
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from ltr_bench.config_tree import config_dir
+
+    if GlobalHydra.instance().is_initialized():
+        return compose(config_name="config", overrides=list(overrides))
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+def user_overrides(exclude_keys: Iterable[str] = ()) -> list[str]:
+    """The command line's overrides minus the experiment's own (``experiment``, ``scale``) and any
+    of ``exclude_keys``: passed on to the runs an experiment starts (threads, tracking, seed ...)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return []
+    skip = {k.lstrip("+~") for k in exclude_keys}
+    out = []
+    for o in HydraConfig.get().overrides.task:
+        key = o.split("=", 1)[0].lstrip("+~")
+        if key in ("experiment", "scale") or key.startswith("experiment.") or key in skip:
+            continue
+        out.append(o)
+    return out
+
+
+def override_key(override: str) -> str:
+    """``"a.b=1" -> "a.b"``, ``"+x=1" -> "x"``."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+@dataclass
+class Experiment:
+    """One experiment run: config, spec at its scale, output folder, MLflow parent run."""
+
+    cfg: DictConfig
+    spec: DictConfig
+    out_dir: Path
+    tracker: Tracker
+    run_id: str
+    files: list[Path] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return str(self.spec.name)
+
+    def path(self, name: str) -> Path:
+        p = self.out_dir / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def _logged(self, path: Path) -> Path:
+        self.files.append(path)
+        if self.tracker.enabled:
+            parent = path.parent.relative_to(self.out_dir).as_posix()
+            self.tracker.log_artifact(self.run_id, path, None if parent == "." else parent)
+        return path
+
+    def write_csv(self, frame: Any, name: str) -> Path:
+        """``frame`` as ``<out>/<name>``, logged as an artifact."""
+        path = self.path(name)
+        frame.to_csv(path, index=False)
+        return self._logged(path)
+
+    def write_text(self, text: str, name: str) -> Path:
+        path = self.path(name)
+        path.write_text(text, encoding="utf-8")
+        return self._logged(path)
+
+    def save_figure(self, fig: Any, name: str) -> Path:
+        """A matplotlib figure as PNG (closed afterwards), logged as an artifact."""
+        import matplotlib.pyplot as plt
+
+        path = self.path(name)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return self._logged(path)
+
+    def log_file(self, path: Path, artifact_dir: str | None = None) -> None:
+        """A file written elsewhere (e.g. by a report) as an artifact of the parent run."""
+        self.files.append(path)
+        if self.tracker.enabled:
+            self.tracker.log_artifact(self.run_id, path, artifact_dir)
+
+    def log_metrics(self, metrics: Mapping[str, float]) -> None:
+        self.tracker.log_metrics(self.run_id, {k: v for k, v in metrics.items()
+                                               if v is not None and math.isfinite(float(v))})
+
+    def progress(self, total: int, desc: str | None = None) -> Any:
+        """A tqdm progress bar on stderr (one line, updated per cell)."""
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc=desc or self.name, file=sys.stderr, dynamic_ncols=True,
+                    mininterval=0.5, leave=True)
+
+
+def _choice(group: str) -> str:
+    from ltr_bench.runner import job_context
+
+    return job_context().choices.get(group, "?")
+
+
+def _output_dir(cfg: DictConfig, name: str) -> Path:
+    from ltr_bench.runner import job_context
+
+    ctx = job_context()
+    if ctx.output_dir is not None:
+        return ctx.output_dir
+    return ctx.cwd / "outputs" / "experiments" / name
+
+
+def run_experiment(cfg: DictConfig) -> Any:
+    """Run the experiment ``cfg.experiment`` at ``cfg.scale``: call its driver (``_target_``)
+    inside an MLflow parent run, print and save the summary it returns."""
+    from hydra.utils import get_method
+
+    from ltr_bench import tracking_keys as keys
+    from ltr_bench.runner import (
+        check_top_level,
+        configure_threads,
+        job_context,
+        package_version,
+        seed_everything,
+    )
+    from ltr_bench.tracking import git_commit
+
+    check_top_level(cfg)
+    scale = str(cfg.get("scale", "full"))
+    if not cfg.experiment.get("_target_") or not cfg.experiment.get("name"):
+        raise UserError(
+            f"experiment={_choice('experiment')} is a part shared by experiments, not one itself; "
+            "choose a table or figure (ltr-bench --help lists the experiment options)"
+        )
+    spec = apply_command_line(scaled_spec(cfg, scale))
+    driver = get_method(str(spec._target_))
+    name = str(spec.get("name") or "experiment")
+    out_dir = _output_dir(cfg, name)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tracking = OmegaConf.merge(cfg.tracking, {"experiment_name": str(spec.mlflow_experiment)})
+    tracker = Tracker.from_config(tracking, job_context().cwd)
+    configure_threads(cfg)
+    seed_everything(int(cfg.seed))
+    tags = {"ltr.role": ROLE_EXPERIMENT, TAG_EXPERIMENT: name, TAG_SCALE: scale,
+            keys.TAG_SEED: cfg.seed, keys.TAG_VERSION: package_version(),
+            keys.TAG_GIT_COMMIT: git_commit()}
+    with tracker.run(f"{name} ({scale})", tags) as run_id:
+        tracker.log_params(run_id, flatten_config(spec, prefix="experiment"))
+        tracker.log_params(run_id, {"seed": cfg.seed, "scale": scale})
+        exp = Experiment(cfg, spec, out_dir, tracker, run_id)
+        exp.write_text(OmegaConf.to_yaml(spec, resolve=True), "experiment.yaml")
+        print(f"{name} (scale={scale}): {spec.get('title', '')}", flush=True)
+        summary = driver(exp)
+        if summary is not None:
+            exp.write_csv(summary, "summary.csv")
+            print(format_summary(summary), flush=True)
+    print(f"outputs: {out_dir}", flush=True)
+    if tracker.enabled:
+        print(f"MLflow run {run_id} in {tracker.tracking_uri} (experiment "
+              f"'{tracker.experiment_name}')", flush=True)
+    return summary
+
+
+def format_summary(frame: Any) -> str:
+    """The summary table as aligned text (floats with 4 decimals)."""
+    import pandas as pd
+
+    with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 160,
+                           "display.float_format", "{:.4f}".format):
+        return frame.to_string(index=False)

@@ -1,0 +1,11 @@
+"""Rankers. Each has ``fit(train, vali)`` and ``score(data)``; see :mod:`ltr_bench.models.base`."""
+
+from ltr_bench.models.adarank import AdaRank
+from ltr_bench.models.base import Ranker
+from ltr_bench.models.direct_ranker import DirectRanker
+from ltr_bench.models.lambdamart import LambdaMART
+from ltr_bench.models.lambdarank import LambdaRank
+from ltr_bench.models.listnet import ListNet
+from ltr_bench.models.sortnet import SortNet
+
+__all__ = ["Ranker", "AdaRank", "DirectRanker", "LambdaMART", "LambdaRank", "ListNet", "SortNet"]

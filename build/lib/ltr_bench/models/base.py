@@ -1,0 +1,48 @@
+"""The contract every ranker follows.
+
+A ranker is built from its config by ``hydra.utils.instantiate`` (keyword arguments only, one of
+them ``seed``), learns with ``fit(train, vali)`` and scores with ``score(data)`` (higher = more
+relevant). Protocols, sweeps and reports rely on nothing else.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+
+from ltr_bench.confutil import plain
+from ltr_bench.data.queryset import QuerySet
+
+
+class Ranker(ABC):
+    """Base class of all rankers.
+
+    Attributes:
+        history: per-epoch (or per-round) records filled by ``fit``, e.g.
+            ``{"epoch": 3, "train_loss": 0.41, "vali_ndcg@10": 0.71}``; used for learning-curve
+            plots and logged to MLflow. Empty for rankers without epochs.
+    """
+
+    history: list[dict[str, float]]
+
+    def __init__(self, seed: int = 0, name: str | None = None, accepts: Any = None) -> None:
+        """``name`` and ``accepts`` are the model config's metadata (its option name and the
+        loss/optimizer/activation options it works with), kept for tracking, unused in training."""
+        self.seed = int(seed)
+        self.name = name
+        self.accepts = plain(accepts)
+        self.history = []
+
+    @abstractmethod
+    def fit(self, train: QuerySet, vali: QuerySet | None = None, *, logger: Any = None) -> "Ranker":
+        """Learn from ``train``; ``vali`` (optional) drives early stopping.
+
+        ``logger`` is an optional Lightning logger (e.g. ``MLFlowLogger``) that neural rankers pass
+        to their ``Trainer``; other rankers may ignore it.
+        """
+
+    @abstractmethod
+    def score(self, data: QuerySet) -> np.ndarray:
+        """``[N]`` float scores for the documents of ``data`` (higher = more relevant)."""

@@ -1,0 +1,81 @@
+"""The project's Hydra sweeper on Optuna's ask/tell API (``hydra/sweeper=ltr_optuna``).
+
+Config surface (the hydra-optuna-sweeper keys plus resumption/sharing keys)::
+
+    defaults:
+      - override hydra/sweeper: ltr_optuna
+      - override hydra/sweeper/sampler: tpe     # tpe (default) | random | grid
+    hydra:
+      sweeper:
+        direction: maximize          # or minimize
+        n_trials: 30                 # per study, over all processes/resumptions; null: grid size or 20
+        n_jobs: 1                    # trials per batch, run in parallel by the launcher (joblib)
+        storage: null                # null: sqlite:///<cwd>/<storage_dir>/<study_name>.db; or postgresql://...
+        storage_dir: multirun/optuna
+        study_name: null             # null: <hydra.job.name>[-<cli override>...]-<sampler>
+        study_per: []                # e.g. [dataset.fold]: one study per value of fold=0,1,2,3,4
+        max_failure_rate: 0.5        # abort when more than 50% of n_trials failed
+        enqueue_defaults: false      # true: trial 0 = the composed config's values of the params
+        enqueue_trials: []           # points to run first, e.g. [{model.lr: 0.001}]
+        reevaluate: {top_k: 0}       # >0: re-run the k best trials (++sweep.reevaluation=true), pick by pooled value
+        sampler: {seed: 0}           # any option of the chosen Optuna sampler
+        params:                      # Hydra's override grammar
+          model.lr: tag(log, interval(1e-4, 1e-1))
+          model.n_layers: range(2,6)
+          activation: choice(tanh, sigmoid, linear)
+          model.dropout: 0,0.2,0.5
+
+Each job receives ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>``; the job's return
+value is the objective (an exception, NaN or None marks the trial FAIL and the sweep goes on). A
+job may return ``objective.Objective(value, se=...)`` (a float subclass): its attributes become the
+trial's user attributes and the summary counts the trials within one SE of the best.
+``<hydra.sweep.dir>/optimization_results.yaml`` holds best value/params/overrides and the storage.
+
+Modules: ``config`` (structured configs in Hydra's ConfigStore), ``search_space`` (override
+grammar -> Optuna distributions), ``grid`` (exhaustive grid sampler), ``trials`` (budget counting,
+interrupted-trial detection, heartbeats), ``storage`` (study names, default SQLite path),
+``sweeper`` (the Sweeper), ``reevaluation`` (pooling and selecting re-evaluated top trials),
+``plots`` (history / importance PNGs), ``objective`` (a float with its standard error). Heavy
+imports stay lazy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ltr_bench.sweeper.config import LtrOptunaSweeperConf, register_configs
+from ltr_bench.sweeper.sweeper import RESULTS_FILE, STUDY_NAME_KEY, TRIAL_NUMBER_KEY, TooManyFailures
+
+__all__ = [
+    "LtrOptunaSweeperConf",
+    "register_configs",
+    "RESULTS_FILE",
+    "STUDY_NAME_KEY",
+    "TRIAL_NUMBER_KEY",
+    "TooManyFailures",
+    "write_study_plots",
+    "parse_search_space",
+    "SearchSpace",
+    "GridSearchSampler",
+    "counts_toward_budget",
+    "default_study_name",
+]
+
+
+_LAZY = {
+    "write_study_plots": "ltr_bench.sweeper.plots",
+    "parse_search_space": "ltr_bench.sweeper.search_space",
+    "SearchSpace": "ltr_bench.sweeper.search_space",
+    "GridSearchSampler": "ltr_bench.sweeper.grid",
+    "counts_toward_budget": "ltr_bench.sweeper.trials",
+    "default_study_name": "ltr_bench.sweeper.storage",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import Optuna-dependent helpers on first use (keeps Hydra's plugin scan fast)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ltr_bench.sweeper' has no attribute '{name}'")

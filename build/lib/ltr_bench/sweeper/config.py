@@ -1,0 +1,199 @@
+"""Structured configs of the ``ltr_optuna`` Hydra sweeper, registered in Hydra's ConfigStore.
+
+Groups: ``hydra/sweeper`` -> ``ltr_optuna``; ``hydra/sweeper/sampler`` -> ``tpe`` (default),
+``random``, ``grid``; ``hydra/sweeper/pruner`` -> ``none`` (default), ``median``,
+``successive_halving``, ``hyperband``. The surface follows hydra-optuna-sweeper (``params``, ``sampler``,
+``direction``, ``n_trials``, ``n_jobs``, ``storage``, ``study_name``, ``max_failure_rate``) and adds
+the keys this project needs for resumable, shareable sweeps (see ``LtrOptunaSweeperConf``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+SWEEPER_TARGET = "hydra_plugins.ltr_bench_sweeper.LtrOptunaSweeper"
+
+
+@dataclass
+class TPESamplerConf:
+    """Optuna's TPE sampler (the default). ``seed`` makes a fresh sweep reproducible."""
+
+    _target_: str = "optuna.samplers.TPESampler"
+    seed: Optional[int] = 0
+    n_startup_trials: int = 10
+    n_ei_candidates: int = 24
+    multivariate: bool = False
+    group: bool = False
+    # None: on when trials run in parallel (n_jobs > 1 or a storage shared by workers), so that
+    # workers proposing at the same time do not sample alike; true/false forces it.
+    constant_liar: Optional[bool] = None
+
+
+@dataclass
+class RandomSamplerConf:
+    """Optuna's random sampler."""
+
+    _target_: str = "optuna.samplers.RandomSampler"
+    seed: Optional[int] = 0
+
+
+@dataclass
+class GridSamplerConf:
+    """Exhaustive grid over the product of all (discrete) params, each point exactly once.
+
+    ``seed: null`` walks the grid in product order (params in declaration order); an integer seed
+    walks it in a shuffled order (useful when ``n_trials`` is smaller than the grid).
+    """
+
+    _target_: str = "ltr_bench.sweeper.grid.GridSearchSampler"
+    seed: Optional[int] = None
+
+
+@dataclass
+class NopPrunerConf:
+    """No pruning: every trial runs all its steps (``hydra/sweeper/pruner=none``, the default)."""
+
+    _target_: str = "optuna.pruners.NopPruner"
+
+
+@dataclass
+class MedianPrunerConf:
+    """Stop a trial whose running objective at a step is worse than the median of the completed
+    trials' values at that step (Optuna's MedianPruner)."""
+
+    _target_: str = "optuna.pruners.MedianPruner"
+    n_startup_trials: int = 5
+    n_warmup_steps: int = 0
+    interval_steps: int = 1
+    n_min_trials: int = 1
+
+
+@dataclass
+class SuccessiveHalvingPrunerConf:
+    """Asynchronous successive halving (Optuna's SuccessiveHalvingPruner): at rungs of
+    ``min_resource * reduction_factor**k`` steps only the top ``1/reduction_factor`` go on."""
+
+    _target_: str = "optuna.pruners.SuccessiveHalvingPruner"
+    min_resource: Any = "auto"
+    reduction_factor: int = 4
+    min_early_stopping_rate: int = 0
+    bootstrap_count: int = 0
+
+
+@dataclass
+class HyperbandPrunerConf:
+    """Hyperband (Optuna's HyperbandPruner): several successive-halving brackets."""
+
+    _target_: str = "optuna.pruners.HyperbandPruner"
+    min_resource: int = 1
+    max_resource: Any = "auto"
+    reduction_factor: int = 3
+    bootstrap_count: int = 0
+
+
+PRUNERS = {
+    "none": NopPrunerConf,
+    "median": MedianPrunerConf,
+    "successive_halving": SuccessiveHalvingPrunerConf,
+    "hyperband": HyperbandPrunerConf,
+}
+
+
+@dataclass
+class ReevaluateConf:
+    """Re-evaluation of a study's best trials after the search (off with ``top_k: 0``).
+
+    The ``top_k`` best trials run once more with ``++sweep.reevaluation=true`` plus ``overrides``;
+    the app scores the same config on fresh splits/seeds (ltr_bench: ``protocol.reevaluation_repeats``
+    new inner-CV repeats) and the sweeper selects the trial with the best value pooled over the
+    search's and the re-evaluation's folds (see :mod:`ltr_bench.sweeper.reevaluation`).
+    """
+
+    top_k: int = 0
+    overrides: List[str] = field(default_factory=list)
+
+
+@dataclass
+class LtrOptunaSweeperConf:
+    """Config of the project's Optuna sweeper (``hydra/sweeper=ltr_optuna``).
+
+    storage: ``null`` -> SQLite file ``<storage_dir>/<study_name>.db`` (``storage_dir`` relative to
+      the directory the command was started in), so re-running the same command resumes the study;
+      any SQLAlchemy URL (``postgresql://...``, ``sqlite:///abs/path.db``) shares one study between
+      processes and machines.
+    study_name: ``null`` -> ``<job name>[-<task override>...]-<sampler>`` built from the sorted
+      non-sweep command-line overrides (``hydra.*``/``sweep.*`` excluded), so the same command maps
+      to the same study. Interpolations such as ``${model.name}-${dataset.name}`` also work.
+    n_trials: trials of the study in total (over all processes and resumptions); ``null`` -> the
+      grid size for ``sampler=grid``, 20 otherwise.
+    study_per: override keys whose values (``key=0,1,2`` / ``range(5)``) each get their own study
+      (run one after another, name suffixed ``-key=value``) instead of being optimised.
+    max_failure_rate: abort once more than this fraction of ``n_trials`` failed (raised / NaN).
+    fatal_errors: exception classes (dotted paths) that abort the sweep at once (config errors).
+    sampler.seed: a fresh study is reproducible; a resumed study uses seed + (trials stored), so it
+      does not replay its first proposals; with an explicit ``storage`` the seed is also salted per
+      process, so that workers sharing a study explore differently.
+    enqueue_defaults: evaluate the composed config's own values of the swept parameters first (the
+      option chosen for a group such as ``activation``; a default outside the space is left to the
+      sampler), so the search starts from a known-good point -- Optuna's ``enqueue_trial``.
+    enqueue_trials: further points to evaluate first, each a mapping parameter -> value (e.g. a
+      published config); values must lie in the search space. Both are enqueued once per study
+      (``skip_if_exists``), count toward ``n_trials``, and are chosen as best only on their merit.
+    reevaluate: ``top_k`` (0 = off) best trials are re-run after the search as re-evaluation jobs
+      (``++sweep.reevaluation=true`` plus ``reevaluate.overrides``) and the best trial is the one
+      with the best value pooled over search and re-evaluation; a less lucky, more reliable choice
+      when the objective is noisy. Stored in the study, so resuming does not repeat them.
+    Every job gets the overrides ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>``.
+    pruner: ``hydra/sweeper/pruner=none|median|successive_halving|hyperband`` (Optuna's pruners,
+      options as keys, e.g. ``hydra.sweeper.pruner.n_startup_trials=8``); with one, search jobs
+      also get ``++sweep.storage=<url>`` and ``++sweep.pruner={...}`` so that they can report
+      their running objective and stop early (:mod:`ltr_bench.sweeper.pruning`).
+    progress: one updating line per study (trials done, pruned, failed, best with its SE,
+      elapsed, ETA): a tqdm bar on a terminal, plain log lines otherwise.
+    heartbeat_interval / grace_period: seconds; a trial of another host whose heartbeat is older
+      than ``grace_period`` (default 2 x interval) is marked FAIL; a trial of a dead process on this
+      host is marked FAIL at once.
+    """
+
+    _target_: str = SWEEPER_TARGET
+    _recursive_: bool = False  # the sweeper builds the sampler itself (seed offset, grid space)
+    defaults: List[Any] = field(default_factory=lambda: [{"sampler": "tpe"}, {"pruner": "none"}])
+    sampler: Any = MISSING
+    pruner: Any = MISSING
+    progress: bool = True
+    direction: str = "maximize"
+    n_trials: Optional[int] = None
+    n_jobs: int = 1
+    storage: Optional[str] = None
+    storage_dir: str = "multirun/optuna"
+    study_name: Optional[str] = None
+    study_per: List[str] = field(default_factory=list)
+    max_failure_rate: float = 0.5
+    fatal_errors: List[str] = field(
+        default_factory=lambda: [
+            "ltr_bench.errors.UserError",
+            "omegaconf.errors.OmegaConfBaseException",
+            "hydra.errors.ConfigCompositionException",
+        ]
+    )
+    max_duplicate_retries: int = 10
+    heartbeat_interval: int = 30
+    grace_period: Optional[int] = None
+    enqueue_defaults: bool = False
+    enqueue_trials: List[Any] = field(default_factory=list)
+    reevaluate: ReevaluateConf = field(default_factory=ReevaluateConf)
+    params: Dict[str, Any] = field(default_factory=dict)
+
+
+def register_configs() -> None:
+    """Store the sweeper and sampler configs in Hydra's ConfigStore (idempotent)."""
+    cs = ConfigStore.instance()
+    cs.store(group="hydra/sweeper", name="ltr_optuna", node=LtrOptunaSweeperConf, provider="ltr_bench")
+    for name, node in (("tpe", TPESamplerConf), ("random", RandomSamplerConf), ("grid", GridSamplerConf)):
+        cs.store(group="hydra/sweeper/sampler", name=name, node=node, provider="ltr_bench")
+    for name, node in PRUNERS.items():
+        cs.store(group="hydra/sweeper/pruner", name=name, node=node, provider="ltr_bench")

@@ -1,0 +1,106 @@
+"""Re-evaluating a study's top trials, so that the winner is not chosen on the noise that made it win.
+
+With a noisy objective (an inner-CV mean over a few hundred queries), the best of many trials is
+mostly the luckiest: its value is biased upwards and a different, slightly worse-looking config
+is often the better one (the "winner's curse"). After the search, the sweeper runs the ``top_k``
+trials once more as *re-evaluation* jobs (``++sweep.reevaluation=true``; the app scores the same
+config on fresh data splits / seeds, for ltr_bench ``protocol.reevaluation_repeats`` new inner-CV
+repeats) and selects the trial with the best **pooled** value: the mean over all the folds the
+search and the re-evaluation scored, weighted by their counts (the ``n_folds`` attribute of an
+:class:`~ltr_bench.sweeper.objective.Objective`; 1 each for a plain float).
+
+Records live in the study's user attributes (``reevaluation:<trial number>``), so a resumed or
+shared sweep neither repeats a re-evaluation nor loses one; Optuna's trials keep their search
+values untouched (the sampler's view of the space is the search's).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ltr_bench.sweeper.objective import ATTR_PREFIX, ATTR_SE
+
+ATTR_KEY_PREFIX = "reevaluation:"
+ATTR_N_FOLDS = ATTR_PREFIX + "n_folds"
+
+
+@dataclass(frozen=True)
+class Reevaluation:
+    """One top trial's search value, its re-evaluation and the two pooled."""
+
+    trial: int
+    search_value: float
+    search_se: float | None
+    search_n: int
+    reevaluation_value: float
+    reevaluation_se: float | None
+    reevaluation_n: int
+    value: float  # pooled mean over search_n + reevaluation_n folds
+    se: float | None  # SE of the pooled mean (None when either part has no SE)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def top_trials(trials: Sequence[Any], k: int, maximize: bool) -> list[Any]:
+    """The ``k`` best COMPLETE trials by search value (ties: the earlier trial first)."""
+    done = [t for t in trials if t.state.name == "COMPLETE" and t.value is not None]
+    done.sort(key=lambda t: ((-t.value if maximize else t.value), t.number))
+    return done[: max(int(k), 0)]
+
+
+def pooled_mean_se(parts: Sequence[tuple[float, float | None, int]]) -> tuple[float, float | None]:
+    """Mean and standard error of the union of samples given as ``(mean, se, n)`` parts.
+
+    The pooled mean weights each part by ``n``; its SE is that of the mean of all ``sum(n)``
+    values (within-part spread recovered as ``se * sqrt(n)``, plus the spread between part
+    means). SE is None when a part lacks one or fewer than two values are pooled.
+    """
+    total = sum(n for _, _, n in parts)
+    if total <= 0:
+        raise ValueError("pooled_mean_se needs at least one value")
+    mean = sum(m * n for m, _, n in parts) / total
+    if total < 2 or any(se is None or not math.isfinite(se) for _, se, _ in parts):
+        return mean, None
+    # sum of squared deviations from the pooled mean = within-part + between-part
+    ss = sum((n - 1) * (se * math.sqrt(n)) ** 2 + n * (m - mean) ** 2 for m, se, n in parts)  # type: ignore[operator]
+    return mean, math.sqrt(ss / (total - 1) / total)
+
+
+def make_record(trial: Any, value: float, attrs: Mapping[str, float]) -> Reevaluation:
+    """Pool ``trial``'s search value (user attributes ``objective_se``/``objective_n_folds``)
+    with a re-evaluation ``value`` whose attributes are ``attrs`` (same keys)."""
+    s_se, s_n = _se_n(trial.user_attrs)
+    r_se, r_n = _se_n(attrs)
+    mean, se = pooled_mean_se([(float(trial.value), s_se, s_n), (float(value), r_se, r_n)])
+    return Reevaluation(trial.number, float(trial.value), s_se, s_n, float(value), r_se, r_n, mean, se)
+
+
+def _se_n(attrs: Mapping[str, Any]) -> tuple[float | None, int]:
+    se = attrs.get(ATTR_SE)
+    n = attrs.get(ATTR_N_FOLDS)
+    return (None if se is None else float(se)), (int(n) if n is not None and n >= 1 else 1)
+
+
+def stored(study: Any) -> dict[int, Reevaluation]:
+    """The re-evaluations recorded in ``study`` so far, by trial number."""
+    out: dict[int, Reevaluation] = {}
+    for key, value in study.user_attrs.items():
+        if key.startswith(ATTR_KEY_PREFIX) and isinstance(value, Mapping):
+            rec = Reevaluation(**value)
+            out[rec.trial] = rec
+    return out
+
+
+def store(study: Any, record: Reevaluation) -> None:
+    study.set_user_attr(f"{ATTR_KEY_PREFIX}{record.trial}", record.to_dict())
+
+
+def select(records: Mapping[int, Reevaluation], maximize: bool) -> Reevaluation | None:
+    """The re-evaluated trial with the best pooled value (ties: the earlier trial)."""
+    if not records:
+        return None
+    return min(records.values(), key=lambda r: ((-r.value if maximize else r.value), r.trial))

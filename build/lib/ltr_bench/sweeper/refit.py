@@ -1,0 +1,230 @@
+"""Reading a finished sweep back: the refit jobs of ``refit_best=<sweep dir>``.
+
+After a sweep, ``ltr-bench refit_best=<sweep dir>`` refits each study's best config
+(:func:`plan_refits`): the sweeper's ``optimization_results.yaml`` gives each study's best
+parameters and own overrides, ``multirun.yaml`` beside it the sweep command's fixed overrides;
+together they become the overrides of an ordinary ``final`` run on the whole training part,
+evaluated once on test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from ltr_bench.errors import UserError
+from ltr_bench.sweeper.sweeper import RESULTS_FILE
+
+REFIT_KEY = "refit_best"
+
+
+@dataclass(frozen=True)
+class Refit:
+    """One refit job: the command-line overrides of an ordinary ``final`` run."""
+
+    study_name: str | None
+    overrides: list[str]
+    output_dir: str | None  # None when the user set hydra.run.dir
+    label: str = ""  # the study's own overrides (e.g. dataset.fold=3), for summaries
+    seed: int | None = None  # set when the refit repeats over several seeds (seed=0,1,2)
+
+
+def plan_refits(args: Sequence[str]) -> list[Refit] | None:
+    """The refit jobs for ``refit_best=<results>`` on a command line, or None without it.
+
+    ``<results>`` is the sweeper's ``optimization_results.yaml`` or the sweep folder holding it.
+    For each study in it (one, or one per ``study_per`` value such as each outer fold) the
+    overrides are, in order:
+
+    1. the sweep's own fixed command-line overrides (from ``multirun.yaml`` beside the results:
+       sweep ranges and ``hydra`` keys left out), then the user's arguments, so a bare
+       ``ltr-bench refit_best=<dir>`` repeats the sweep's model/dataset/protocol;
+    2. the study's own overrides (e.g. ``dataset.fold=3``) and its best parameters, replacing
+       any earlier value of the same keys;
+    3. ``protocol.objective=final``, ``sweep.study_name=<study>`` (nests the run under the
+       study's MLflow sweep run), ``refit_best=<file>`` (tags it ``ltr.refit``) and, unless the
+       user gave one, ``hydra.run.dir=<sweep dir>/refit/<study>``.
+
+    When the user's arguments already pin a study's overrides (``dataset.fold=3``), only the
+    studies that match are refit. A seed list (``seed=0,1,2,3`` or ``seed=range(0,4)``) refits
+    every study once per seed, into ``<sweep dir>/refit/<study>/seed<k>``: the seed alone moves a
+    small dataset's test metric, and the mean over seeds separates that noise from the folds'.
+    """
+    args = list(args)
+    idx = [i for i, a in enumerate(args) if a.lstrip("+").startswith(REFIT_KEY + "=")]
+    if not idx:
+        return None
+    if len(idx) > 1:
+        raise UserError(f"{REFIT_KEY} is given {len(idx)} times; give it once")
+    raw = args.pop(idx[0]).lstrip("+").split("=", 1)[1]
+    if raw in ("", "null", "None"):
+        return [Refit(None, args, None)]
+    seeds, seed_pos = _seed_list(args)
+
+    def seed_args(seed: int | None) -> list[str]:
+        if seed is None or seed_pos is None:
+            return args
+        return args[:seed_pos] + [f"seed={seed}"] + args[seed_pos + 1:]
+
+    path = _results_path(raw)
+    studies = load_studies(path)
+    sweep_fixed = _sweep_fixed_overrides(path.parent / "multirun.yaml")
+    user_keys = {_key(a): a for a in args if _key(a)}
+    chosen = [
+        st for st in studies
+        if all(user_keys.get(_key(o), o) == o for o in st["study_overrides"])
+    ]
+    if not chosen:
+        have = "; ".join(" ".join(st["study_overrides"]) or "(none)" for st in studies)
+        raise UserError(
+            f"{REFIT_KEY}={raw}: no study matches the given overrides; its studies are: {have}"
+        )
+    for st in chosen:
+        if not st["best_overrides"]:
+            raise UserError(
+                f"{REFIT_KEY}={raw}: study '{st['study_name']}' has no completed trial to refit"
+            )
+    refits = []
+    for st in chosen:
+        for seed in seeds or [None]:
+            refits.append(_refit_of_study(st, path, sweep_fixed, seed_args(seed), seed))
+    return refits
+
+
+def _refit_of_study(
+    st: dict[str, Any], path: Path, sweep_fixed: list[str], args: list[str], seed: int | None
+) -> Refit:
+    """The overrides of one study's refit (see :func:`plan_refits` for their order)."""
+    late = st["study_overrides"] + st["best_overrides"]
+    late_keys = {_key(o) for o in late}
+    forced = ["protocol.objective=final"]
+    early = [a for a in sweep_fixed + args if _key(a) not in late_keys | {_key(forced[0])}]
+    early = _dedupe_last_wins(early)
+    out = early + late + forced
+    if st["study_name"]:
+        out = [a for a in out if _key(a) != "sweep.study_name"]
+        out.append(f"sweep.study_name={_value(str(st['study_name']))}")
+    out.append(f"{REFIT_KEY}={_value(str(path))}")
+    run_dir = None
+    if not any(_key(a) == "hydra.run.dir" for a in out):
+        run_dir = path.parent / "refit" / _folder_name(str(st["study_name"] or "best"))
+        run_dir = str(run_dir / f"seed{seed}" if seed is not None else run_dir)
+        out.append(f"hydra.run.dir={_value(run_dir)}")
+    label = " ".join(st["study_overrides"]) or str(st["study_name"] or "best")
+    return Refit(st["study_name"], out, run_dir, label, seed)
+
+
+def _seed_list(args: list[str]) -> tuple[list[int] | None, int | None]:
+    """The seeds of a ``seed=a,b,...`` / ``seed=range(a,b)`` argument and its position, or
+    ``(None, None)`` when the seed is a single value or not given."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    pos = [i for i, a in enumerate(args) if _key(a) == "seed"]
+    if not pos:
+        return None, None
+    text = args[pos[-1]]
+    try:
+        ov = OverridesParser.create().parse_override(text)
+    except Exception:  # noqa: BLE001 - Hydra reports the bad override itself
+        return None, None
+    if not ov.is_sweep_override():
+        return None, None
+    try:
+        seeds = list(ov.sweep_iterator())
+    except Exception:  # noqa: BLE001 - e.g. interval(): not a list of values
+        seeds = []
+    if not seeds or not all(isinstance(v, int) and not isinstance(v, bool) for v in seeds):
+        raise UserError(
+            f"{text}: refit seeds must be a list of integers, e.g. seed=0,1,2,3 or seed=range(0,4)"
+        )
+    if len(set(seeds)) != len(seeds):
+        raise UserError(f"{text}: a refit seed is repeated")
+    return seeds, pos[-1]
+
+
+def _results_path(raw: str) -> Path:
+    p = Path(raw).expanduser()
+    if p.is_dir():
+        p = p / RESULTS_FILE
+    if not p.is_file():
+        raise UserError(
+            f"{REFIT_KEY}={raw}: no such file; give the sweep's {RESULTS_FILE} or its output folder"
+        )
+    return p.resolve()
+
+
+def load_studies(path: Path) -> list[dict[str, Any]]:
+    """The studies of a sweeper results file: name, study overrides and best overrides."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise UserError(f"{REFIT_KEY}={path}: not valid YAML ({exc.__class__.__name__})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{REFIT_KEY}={path}: not a sweep results file")
+    entries = data.get("studies") if isinstance(data.get("studies"), list) else [data]
+    studies = []
+    for e in entries:
+        best = e.get("best_overrides")
+        if not best and isinstance(e.get("best_params"), dict):
+            best = [f"{k}={_value(v)}" for k, v in e["best_params"].items()]
+        if best is None and "best_params" not in e:
+            raise UserError(f"{REFIT_KEY}={path}: the file has no 'best_params' of a sweep")
+        studies.append({
+            "study_name": e.get("study_name"),
+            "study_overrides": [str(o) for o in e.get("study_overrides") or []],
+            "best_overrides": [str(o) for o in best or []],
+        })
+    return studies
+
+
+def _sweep_fixed_overrides(multirun_yaml: Path) -> list[str]:
+    """The sweep command's fixed task overrides (no ranges/choices, no hydra keys)."""
+    if not multirun_yaml.is_file():
+        return []
+    import yaml
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    data = yaml.safe_load(multirun_yaml.read_text()) or {}
+    task = (((data.get("hydra") or {}).get("overrides") or {}).get("task")) or []
+    parser = OverridesParser.create()
+    out = []
+    for o in task:
+        try:
+            ov = parser.parse_override(str(o))
+        except Exception:  # noqa: BLE001 - an unparsable entry is skipped, the user can add it
+            continue
+        key = ov.get_key_element().lstrip("+~")
+        if ov.is_sweep_override() or key.startswith("hydra") or key.startswith("sweep."):
+            continue
+        out.append(str(o))
+    return out
+
+
+def _key(arg: str) -> str | None:
+    """The config key of an override ``[+~]key=value`` (None for flags like ``--cfg``)."""
+    if arg.startswith("-") or "=" not in arg:
+        return None
+    return arg.split("=", 1)[0].lstrip("+~").strip()
+
+
+def _dedupe_last_wins(args: list[str]) -> list[str]:
+    last = {(_key(a) or a): i for i, a in enumerate(args)}
+    return [a for i, a in enumerate(args) if last[_key(a) or a] == i]
+
+
+def _value(value: Any) -> str:
+    """``value`` in Hydra's override grammar, parsing back to exactly ``value`` (one function for
+    the sweeper's job overrides and the refit's; imported lazily: it needs Optuna)."""
+    from ltr_bench.sweeper.search_space import format_value
+
+    return format_value(value)
+
+
+def _folder_name(study_name: str) -> str:
+    """The study's file-name-safe stem, as for its default SQLite file."""
+    from ltr_bench.sweeper.storage import file_stem
+
+    return file_stem(study_name)

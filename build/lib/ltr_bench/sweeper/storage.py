@@ -1,0 +1,137 @@
+"""Where a study lives: default study names, the default SQLite path, opening RDB storages."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import re
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import optuna
+
+from ltr_bench.errors import UserError
+
+log = logging.getLogger(__name__)
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=,+@-]+")
+
+
+def default_study_name(job_name: str, task_overrides: Sequence[str], sampler_name: str) -> str:
+    """``<job>[-<override>...]-<sampler>``, overrides sorted so that their order does not matter.
+
+    ``task_overrides`` are the non-sweep command-line overrides; ``hydra.*`` and ``sweep.*`` keys
+    are left out (they do not change what is optimised), so the same command names the same study.
+    """
+    kept = sorted(o for o in task_overrides if not o.lstrip("+~").startswith(("hydra.", "sweep.")))
+    return "-".join([job_name, *kept, sampler_name])
+
+
+def file_stem(study_name: str, max_len: int = 120) -> str:
+    """A file-name-safe stem for ``study_name``; a short hash keeps altered names unique."""
+    safe = _UNSAFE.sub("_", study_name).strip("._") or "study"
+    if safe == study_name and len(safe) <= max_len:
+        return safe
+    digest = hashlib.sha1(study_name.encode()).hexdigest()[:8]
+    return f"{safe[: max_len - 9]}-{digest}"
+
+
+def default_storage_url(storage_dir: str | Path, study_name: str, base_dir: str | Path) -> str:
+    """``sqlite:///<base_dir>/<storage_dir>/<stem>.db`` (``storage_dir`` may be absolute)."""
+    directory = Path(base_dir) / Path(storage_dir).expanduser()
+    directory.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{(directory / f'{file_stem(study_name)}.db').resolve()}"
+
+
+def redact(url: str) -> str:
+    """The URL with any password hidden, for logs and result files."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        parsed = make_url(url)
+        return url if parsed.password is None else parsed.render_as_string(hide_password=True)
+    except Exception:
+        return url
+
+
+def with_installed_driver(url: str) -> str:
+    """``postgresql://`` -> ``postgresql+psycopg2://`` when only psycopg2 is installed.
+
+    SQLAlchemy 2.1 maps a bare ``postgresql://`` to psycopg 3, while the dev extra installs
+    psycopg2-binary; an explicit ``+driver`` in the URL is left alone.
+    """
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme in ("postgresql", "postgres"):
+        if importlib.util.find_spec("psycopg") is None and importlib.util.find_spec("psycopg2") is not None:
+            return f"postgresql+psycopg2://{rest}"
+    return url
+
+
+def open_storage(url: str, heartbeat_interval: int | None, grace_period: int | None) -> optuna.storages.RDBStorage:
+    """Open (and create if needed) an Optuna RDB storage, retrying briefly on lock/race errors.
+
+    SQLite gets a 60 s busy timeout so that several processes can share one file. Workers that
+    start together on a fresh database race to create Optuna's tables; the losers see "relation
+    ... already exists" (PostgreSQL's DuplicateTable) and retry once the winner is done.
+    """
+    import sqlalchemy.exc
+
+    url = with_installed_driver(url)
+    if url.startswith("sqlite:///"):
+        Path(url[len("sqlite:///") :]).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+    for attempt in range(5):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.storages.RDBStorage(
+                    url,
+                    engine_kwargs=engine_kwargs,
+                    heartbeat_interval=heartbeat_interval,
+                    grace_period=grace_period,
+                )
+        except sqlalchemy.exc.ArgumentError as e:
+            raise UserError(f"hydra.sweeper.storage: '{redact(url)}' is not a database URL ({e}).") from e
+        except ImportError as e:
+            raise UserError(f"hydra.sweeper.storage: no database driver installed for '{redact(url)}' ({e}).") from e
+        except (sqlalchemy.exc.OperationalError, sqlalchemy.exc.IntegrityError,
+                sqlalchemy.exc.ProgrammingError) as e:
+            if isinstance(e, sqlalchemy.exc.ProgrammingError) and "already exists" not in str(e.orig):
+                raise UserError(f"hydra.sweeper.storage: cannot open '{redact(url)}': {e.orig}.") from e
+            if attempt == 4:
+                raise UserError(f"hydra.sweeper.storage: cannot open '{redact(url)}': {e.orig}.") from e
+            log.info("Storage busy (%s); retrying.", e.orig)
+            time.sleep(0.5 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def open_study(
+    storage: optuna.storages.RDBStorage, study_name: str, direction: str
+) -> optuna.Study:
+    """Create the study or load it; a stored study with another direction is a UserError."""
+    import sqlalchemy.exc
+
+    for attempt in range(5):
+        try:
+            study = optuna.create_study(
+                storage=storage,
+                study_name=study_name,
+                direction=direction,
+                load_if_exists=True,
+                sampler=optuna.samplers.RandomSampler(),  # replaced by the sweeper
+            )
+            break
+        except (sqlalchemy.exc.OperationalError, sqlalchemy.exc.IntegrityError):
+            if attempt == 4:
+                raise
+            time.sleep(0.5 * (attempt + 1))
+    stored = study.direction.name.lower()
+    if stored != direction:
+        raise UserError(
+            f"hydra.sweeper.direction is {direction} but study '{study_name}' was created with "
+            f"{stored}; set hydra.sweeper.study_name to start a new study."
+        )
+    return study

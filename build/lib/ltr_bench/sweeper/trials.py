@@ -1,0 +1,198 @@
+"""Trial bookkeeping shared by the sweeper and the grid sampler.
+
+Which trials use up the budget (``n_trials``): COMPLETE, PRUNED, RUNNING, and FAIL when the job
+itself failed (raised or returned NaN/None) -- those parameters were evaluated. A FAIL caused by
+an interrupted sweep, a configuration error, a duplicate proposal or a surplus trial does not
+count, so a resumed sweep runs the trial again. The reason is kept in the trial's user attribute
+``ltr_sweeper.fail_reason``.
+
+Who owns a RUNNING trial: user attribute ``ltr_sweeper.worker`` = host, pid namespace, pid and
+process start time of the sweeper process. A trial of a dead process on this host is failed
+at once on resume; a trial of another host is failed once its Optuna heartbeat is older than the
+grace period.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import socket
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+log = logging.getLogger(__name__)
+
+ATTR_WORKER = "ltr_sweeper.worker"
+ATTR_FAIL = "ltr_sweeper.fail_reason"
+ATTR_ERROR = "ltr_sweeper.error"
+
+# Fail reasons. Only the first two count toward n_trials.
+FAIL_EXCEPTION = "exception"
+FAIL_NAN = "nan"
+FAIL_INTERRUPTED = "interrupted"
+FAIL_CONFIG = "config_error"
+FAIL_DUPLICATE = "duplicate"
+FAIL_SURPLUS = "surplus"
+COUNTED_FAIL_REASONS = frozenset({FAIL_EXCEPTION, FAIL_NAN})
+
+
+def counts_toward_budget(trial: FrozenTrial) -> bool:
+    """True when ``trial`` uses up one of the study's ``n_trials`` (see module docstring)."""
+    if trial.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING):
+        return True
+    return trial.state == TrialState.FAIL and trial.user_attrs.get(ATTR_FAIL) in COUNTED_FAIL_REASONS
+
+
+def params_key(params: Mapping[str, Any], names: Sequence[str]) -> tuple[Any, ...] | None:
+    """Hashable identity of a parameter set over ``names``; None when a name is missing."""
+    if any(n not in params for n in names):
+        return None
+    return tuple(params[n] for n in names)
+
+
+def taken_points(trials: Iterable[FrozenTrial], names: Sequence[str], exclude: int | None = None) -> set:
+    """Parameter sets already evaluated or being evaluated (counted trials), except ``exclude``."""
+    taken = set()
+    for t in trials:
+        if t.number != exclude and counts_toward_budget(t):
+            key = params_key(t.params, names)
+            if key is not None:
+                taken.add(key)
+    return taken
+
+
+def _proc_start_time(pid: int) -> str | None:
+    """Start time (clock ticks since boot) of a live process, None if gone or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # fields from 3 on; the command name may hold spaces
+    if fields[0] in ("Z", "X"):
+        return None
+    return fields[19]
+
+
+def _pid_namespace() -> str:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+def worker_identity() -> dict[str, Any]:
+    """Identity of this process, stored on every trial it runs."""
+    pid = os.getpid()
+    return {"host": socket.gethostname(), "pidns": _pid_namespace(), "pid": pid, "start": _proc_start_time(pid)}
+
+
+def is_local_worker(worker: Mapping[str, Any]) -> bool:
+    """True when ``worker`` ran on this host in this pid namespace (so its pid can be checked)."""
+    me = worker_identity()
+    return worker.get("host") == me["host"] and worker.get("pidns", "") == me["pidns"]
+
+
+def is_dead_local_worker(worker: Mapping[str, Any]) -> bool:
+    """True when ``worker`` ran on this host (same pid namespace) and that process is gone."""
+    if not is_local_worker(worker):
+        return False
+    pid = int(worker.get("pid", -1))
+    if Path("/proc").is_dir():
+        current = _proc_start_time(pid)
+        return current is None or current != worker.get("start")
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def _mark_failed(storage: optuna.storages.BaseStorage, trial: FrozenTrial, reason: str) -> bool:
+    try:
+        storage.set_trial_user_attr(trial._trial_id, ATTR_FAIL, reason)
+        return storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
+    except optuna.exceptions.UpdateFinishedTrialError:
+        return False  # its owner finished it meanwhile
+
+
+def fail_interrupted_trials(
+    study: optuna.Study, rdb: optuna.storages.RDBStorage, grace_period_s: float
+) -> list[int]:
+    """Mark RUNNING trials whose sweeper is gone as FAIL (reason ``interrupted``); return numbers.
+
+    Gone means: for a trial of this host, its sweeper process is dead; of another host, its
+    heartbeat is older than the grace period; without owner attribute (not started by this
+    sweeper), its heartbeat is stale or it started more than the grace period ago.
+    """
+    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    if not running:
+        return []
+    stale_ids: set[int] = set()
+    if rdb.get_heartbeat_interval() is not None:
+        try:  # Optuna's own staleness query (what optuna.storages.fail_stale_trials uses)
+            stale_ids = set(rdb._get_stale_trial_ids(study._study_id))
+        except AttributeError:
+            log.warning("This Optuna version has no heartbeat query; only local trials are checked.")
+    now = dt.datetime.now()
+    failed = []
+    for t in running:
+        worker = t.user_attrs.get(ATTR_WORKER)
+        if isinstance(worker, Mapping) and is_local_worker(worker):
+            gone = is_dead_local_worker(worker)
+        elif isinstance(worker, Mapping):
+            gone = t._trial_id in stale_ids
+        else:
+            started = t.datetime_start or now
+            gone = t._trial_id in stale_ids or (now - started).total_seconds() > grace_period_s
+        if gone and _mark_failed(study._storage, t, FAIL_INTERRUPTED):
+            failed.append(t.number)
+    if failed:
+        log.warning("Marked interrupted trials %s of study '%s' as FAIL.", failed, study.study_name)
+    return failed
+
+
+class Heartbeat:
+    """Background thread recording Optuna heartbeats for this process's running trials."""
+
+    def __init__(self, rdb: optuna.storages.RDBStorage, interval_s: float) -> None:
+        self._rdb = rdb
+        self._interval = interval_s
+        self._trial_ids: set[int] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ltr-sweeper-heartbeat", daemon=True)
+        self._thread.start()
+
+    def add(self, trial_id: int) -> None:
+        self._beat(trial_id)
+        with self._lock:
+            self._trial_ids.add(trial_id)
+
+    def discard(self, trial_id: int) -> None:
+        with self._lock:
+            self._trial_ids.discard(trial_id)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _beat(self, trial_id: int) -> None:
+        try:
+            self._rdb.record_heartbeat(trial_id)
+        except Exception as e:  # a missed beat must not kill the sweep
+            log.warning("Could not record the heartbeat of trial id %s: %s", trial_id, e)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            with self._lock:
+                ids = list(self._trial_ids)
+            for trial_id in ids:
+                self._beat(trial_id)

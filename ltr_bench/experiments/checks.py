@@ -1,0 +1,373 @@
+"""Verdict rules of the claims ledger: a few generic checks over an experiment's output tables.
+
+A claim in ``conf/experiment/claims.yaml`` names one of these functions as ``_target_`` with its
+arguments; the ledger calls it with ``tables`` (the experiment's CSVs by file name, loaded on
+first use) and gets an :class:`Outcome`: whether the statement holds (``None`` when the tables
+hold no rows to judge, e.g. a grid point a ``scale=quick`` run leaves out), the measured value
+as text, and how the verdict was reached.
+
+Every check selects rows with ``where`` (``{column: value}``, ``{column: [v1, v2]}`` or
+``{column: {min: a, max: b}}``) and estimates a value as mean and standard error over the selected
+rows (folds, repetitions); a single row of a pre-aggregated table (``summary.csv``) keeps its own
+``<column>_se``. Differences are measured in the papers' sigma: the combined standard error of two
+means, ``sqrt(se_a^2 + se_b^2)`` (ECML Sect. 5.1's "0.54 sigma" is that). ``column`` may be a
+list: the claim then holds only if it holds for every column.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ltr_bench.stats import format_mean_se, mean_se
+
+Tables = Mapping[str, pd.DataFrame]
+Where = Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A check's result: ``holds`` (None = nothing to judge), the measured value, the reasoning."""
+
+    holds: bool | None
+    ours: str
+    detail: str = ""
+
+
+class CheckError(ValueError):
+    """A check that cannot be evaluated as written (a file or column the experiment does not write)."""
+
+
+# ------------------------------------------------------------------------------ selection helpers
+def table(tables: Tables, file: str) -> pd.DataFrame:
+    try:
+        return tables[file]
+    except KeyError:
+        raise CheckError(f"the experiment wrote no {file}") from None
+
+
+def select(frame: pd.DataFrame, where: Where) -> pd.DataFrame:
+    """Rows matching every condition of ``where`` (numbers compared with ``np.isclose``)."""
+    mask = np.ones(len(frame), dtype=bool)
+    for column, cond in (where or {}).items():
+        if column not in frame:
+            raise CheckError(f"no column {column!r} (columns: {', '.join(map(str, frame.columns))})")
+        values = frame[column]
+        if isinstance(cond, Mapping):
+            num = pd.to_numeric(values, errors="coerce")
+            if cond.get("min") is not None:
+                mask &= (num >= float(cond["min"])).to_numpy()
+            if cond.get("max") is not None:
+                mask &= (num <= float(cond["max"])).to_numpy()
+        else:
+            wanted = list(cond) if isinstance(cond, (list, tuple)) else [cond]
+            mask &= np.logical_or.reduce([_equal(values, w) for w in wanted])
+    return frame[mask]
+
+
+def _equal(values: pd.Series, wanted: Any) -> np.ndarray:
+    if isinstance(wanted, (int, float)) and not isinstance(wanted, bool):
+        num = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+        return np.isclose(num, float(wanted), rtol=1e-9, atol=1e-12)
+    return (values.astype(str) == str(wanted)).to_numpy()
+
+
+def estimate(frame: pd.DataFrame, column: str) -> tuple[float, float, int]:
+    """Mean, SE and count of ``column`` over the rows; one row with ``<column>_se`` keeps that SE."""
+    if column not in frame:
+        raise CheckError(f"no column {column!r} (columns: {', '.join(map(str, frame.columns))})")
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+    if len(frame) == 1 and f"{column}_se" in frame:
+        se = float(pd.to_numeric(frame[f"{column}_se"], errors="coerce").iloc[0])
+        return float(values[0]), se, 1
+    return mean_se(values)
+
+
+def group_estimates(frame: pd.DataFrame, column: str, by: str) -> dict[str, tuple[float, float, int]]:
+    """:func:`estimate` per value of ``by`` (labels as strings, in order of appearance)."""
+    if by not in frame:
+        raise CheckError(f"no column {by!r} (columns: {', '.join(map(str, frame.columns))})")
+    return {str(k): estimate(g, column) for k, g in frame.groupby(by, sort=False)}
+
+
+def groups(frame: pd.DataFrame, per: str | None) -> list[tuple[str, pd.DataFrame]]:
+    """``[(label, rows)]`` per value of ``per`` (sorted), or the whole frame as one group."""
+    if per is None:
+        return [("", frame)]
+    if per not in frame:
+        raise CheckError(f"no column {per!r} (columns: {', '.join(map(str, frame.columns))})")
+    return [(f"{per}={_fmt_x(k)}", g) for k, g in frame.groupby(per, sort=True)]
+
+
+def sigma(a: tuple[float, float, int], b: tuple[float, float, int]) -> float:
+    """``(a - b)`` in units of the combined SE (NaN SEs count as 0; inf when both are 0)."""
+    se = math.sqrt(_se0(a[1]) ** 2 + _se0(b[1]) ** 2)
+    diff = a[0] - b[0]
+    if se == 0:
+        return 0.0 if diff == 0 else math.copysign(math.inf, diff)
+    return diff / se
+
+
+def _se0(se: float) -> float:
+    return 0.0 if se is None or math.isnan(se) else float(se)
+
+
+def fmt(est: tuple[float, float, int]) -> str:
+    """An estimate in the papers' notation, ``0.720(12)``."""
+    return format_mean_se(est[0], est[1])
+
+
+def _fmt_x(x: Any) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+_MEAN_SE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(?:\(\s*(\d+)\s*\))?\s*$")
+
+
+def parse_mean_se(text: str | float) -> tuple[float, float]:
+    """The papers' ``0.720(12)`` as ``(0.720, 0.012)``; ``2215(351)`` as ``(2215, 351)``; a bare
+    number has SE NaN."""
+    if isinstance(text, (int, float)):
+        return float(text), math.nan
+    m = _MEAN_SE.match(str(text))
+    if not m:
+        raise CheckError(f"{text!r} is not a value in the papers' notation such as 0.720(12)")
+    mean_text, se_digits = m.groups()
+    decimals = len(mean_text.split(".")[1]) if "." in mean_text else 0
+    se = int(se_digits) * 10.0 ** (-decimals) if se_digits is not None else math.nan
+    return float(mean_text), se
+
+
+def _bounds(value: float, at_least: float | None, at_most: float | None) -> tuple[bool, str]:
+    ok, parts = True, []
+    if at_least is not None:
+        ok &= value >= at_least
+        parts.append(f">= {at_least:g}")
+    if at_most is not None:
+        ok &= value <= at_most
+        parts.append(f"<= {at_most:g}")
+    return bool(ok), " and ".join(parts)
+
+
+def _nothing(file: str, where: Where, what: str = "rows") -> Outcome:
+    cond = ", ".join(f"{k}={v}" for k, v in (where or {}).items())
+    return Outcome(None, "–", f"no {what} in {file}" + (f" where {cond}" if cond else ""))
+
+
+def per_column(check: Callable[..., Outcome]) -> Callable[..., Outcome]:
+    """Let ``column`` be a list: evaluate per column; holds only if every column holds."""
+
+    @functools.wraps(check)
+    def wrapper(tables: Tables, *args: Any, column: str | Sequence[str], **kwargs: Any) -> Outcome:
+        if isinstance(column, str):
+            return check(tables, *args, column=column, **kwargs)
+        outs = [check(tables, *args, column=c, **kwargs) for c in column]
+        holds = None if any(o.holds is None for o in outs) else all(o.holds for o in outs)
+        return Outcome(holds, "; ".join(f"{c}: {o.ours}" for c, o in zip(column, outs)),
+                       "; ".join(f"{c}: {o.detail}" for c, o in zip(column, outs) if o.detail))
+
+    return wrapper
+
+
+# ------------------------------------------------------------------------------ the checks
+@per_column
+def threshold(tables: Tables, file: str, column: str, where: Where = None,
+              at_least: float | None = None, at_most: float | None = None) -> Outcome:
+    """The mean of ``column`` over the selected rows is ``>= at_least`` (and/or ``<= at_most``)."""
+    rows = select(table(tables, file), where)
+    est = estimate(rows, column) if len(rows) else (math.nan, math.nan, 0)
+    if not len(rows) or math.isnan(est[0]):
+        return _nothing(file, where)
+    ok, rule = _bounds(est[0], at_least, at_most)
+    return Outcome(ok, fmt(est), f"{column} {est[0]:.4f} {rule}")
+
+
+def within_se(tables: Tables, file: str, paper: Mapping[str, Any], where: Where = None,
+              by: str | None = None, n_se: float = 1.0) -> Outcome:
+    """Our value lies within ``n_se`` combined standard errors of the paper's.
+
+    ``paper``: ``{column: "0.720(12)"}``, or with ``by`` ``{label: {column: "0.720(12)"}}`` (one
+    entry per model, say). Holds if every (label, column) is within.
+    """
+    rows = select(table(tables, file), where)
+    wanted = paper if by else {"": paper}
+    shown, worst, ok, missing = [], 0.0, True, []
+    for label, values in wanted.items():
+        part = select(rows, {by: label}) if by else rows
+        for column, text in values.items():
+            ref = parse_mean_se(text)
+            est = estimate(part, column) if len(part) else (math.nan, math.nan, 0)
+            if math.isnan(est[0]):
+                missing.append(f"{label} {column}".strip())
+                continue
+            z = abs(sigma(est, (ref[0], ref[1], 0)))
+            worst = max(worst, z)
+            ok &= z <= n_se
+            shown.append(f"{label + ' ' if label else ''}{column} {fmt(est)} ({z:.1f}σ)")
+    if missing:
+        return Outcome(None, "; ".join(shown) or "–", f"no rows for {', '.join(missing)} in {file}")
+    return Outcome(bool(ok), "; ".join(shown), f"largest distance {worst:.2f}σ, allowed {n_se:g}σ")
+
+
+def _above(tables: Tables, file: str, column: str, by: str, top: Sequence[str],
+           others: Sequence[str] | None, where: Where, per: str | None, tolerance: float,
+           min_share: float, lower: bool) -> Outcome:
+    rows = select(table(tables, file), where)
+    top = [str(t) for t in top]
+    passed, judged, closest = 0, 0, None
+    notes = []
+    for label, g in groups(rows, per):
+        est = group_estimates(g, column, by)
+        rest = [str(o) for o in others] if others is not None else [k for k in est if k not in top]
+        if not all(k in est for k in [*top, *rest]) or not rest:
+            continue
+        judged += 1
+        ok = True
+        for t in top:
+            for o in rest:
+                margin = (est[o][0] - est[t][0]) if lower else (est[t][0] - est[o][0])
+                ok &= margin > -tolerance
+                if closest is None or margin < closest[0]:
+                    closest = (margin, t, o, label)
+        passed += ok
+        if len(notes) < 3 and not ok:
+            notes.append(f"not at {label or 'all'}: " + ", ".join(f"{k} {est[k][0]:.4f}" for k in [*top, *rest]))
+    if judged == 0:
+        return _nothing(file, where, f"rows with {by} in {[*top, *(others or [])]}")
+    share = passed / judged
+    where_txt = f" at {passed}/{judged} {per}" if per else ""
+    word = "below" if lower else "above"
+    ours = f"{'/'.join(top)} {word}{where_txt}"
+    if closest is not None:
+        m, t, o, lab = closest
+        ours += f"; closest: {t} vs {o} {'+' if m >= 0 else ''}{m:.4f}{' at ' + lab if lab else ''}"
+    detail = f"needs {min_share:.0%} of {per or 'the table'}" + (f"; {'; '.join(notes)}" if notes else "")
+    return Outcome(share >= min_share, ours, detail)
+
+
+@per_column
+def above(tables: Tables, file: str, column: str, by: str, top: Sequence[str],
+          others: Sequence[str] | None = None, where: Where = None, per: str | None = None,
+          tolerance: float = 0.0, min_share: float = 1.0) -> Outcome:
+    """Every label in ``top`` has a higher mean than every label in ``others`` (default: all other
+    labels of ``by``) — in each group of ``per`` (at least ``min_share`` of them) or overall.
+    ``tolerance``: a deficit smaller than this still counts (ties at a ceiling)."""
+    return _above(tables, file, column, by, top, others, where, per, tolerance, min_share, False)
+
+
+@per_column
+def below(tables: Tables, file: str, column: str, by: str, top: Sequence[str],
+          others: Sequence[str] | None = None, where: Where = None, per: str | None = None,
+          tolerance: float = 0.0, min_share: float = 1.0) -> Outcome:
+    """As :func:`above` with lower values winning (run times)."""
+    return _above(tables, file, column, by, top, others, where, per, tolerance, min_share, True)
+
+
+@per_column
+def trend(tables: Tables, file: str, column: str, x: str, direction: str, where: Where = None,
+          per: str | None = None, min_rho: float = 0.8) -> Outcome:
+    """The mean of ``column`` rises (``direction: increasing``) or falls (``decreasing``) with
+    ``x``: Spearman's rho over the points at least ``min_rho`` in that direction and the last
+    point beyond the first, in every group of ``per``."""
+    from scipy.stats import spearmanr
+
+    if direction not in ("increasing", "decreasing"):
+        raise CheckError(f"direction must be increasing or decreasing, got {direction!r}")
+    sign = 1.0 if direction == "increasing" else -1.0
+    rows = select(table(tables, file), where)
+    shown, ok, judged = [], True, 0
+    for label, g in groups(rows, per):
+        est = group_estimates(g, column, x)
+        if len(est) < 2:
+            continue
+        xs = np.array([float(k) for k in est])
+        order = np.argsort(xs)
+        means = np.array([v[0] for v in est.values()])[order]
+        rho = float(spearmanr(xs[order], means).statistic) if len(est) > 2 else float(np.sign(means[-1] - means[0]))
+        good = sign * rho >= min_rho and sign * (means[-1] - means[0]) > 0
+        ok &= good
+        judged += 1
+        shown.append(f"{label + ': ' if label else ''}rho {rho:+.2f}, {means[0]:.4f} -> {means[-1]:.4f} "
+                     f"({_fmt_x(xs[order][0])} -> {_fmt_x(xs[order][-1])})")
+    if not judged:
+        return _nothing(file, where, f"two or more values of {x}")
+    return Outcome(bool(ok), "; ".join(shown), f"{direction}: rho {'>=' if sign > 0 else '<='} "
+                   f"{sign * min_rho:+g} and last point beyond the first")
+
+
+@per_column
+def change(tables: Tables, file: str, column: str, x: str, start: Any, end: Any,
+           where: Where = None, at_least: float | None = None, at_most: float | None = None) -> Outcome:
+    """``value(x = end) - value(x = start)`` is within the bounds (e.g. a drop of at most 0.02:
+    ``at_least: -0.02``)."""
+    rows = select(table(tables, file), where)
+    a, b = select(rows, {x: start}), select(rows, {x: end})
+    if not len(a) or not len(b):
+        return _nothing(file, {**(where or {}), x: [start, end]})
+    ea, eb = estimate(a, column), estimate(b, column)
+    diff = eb[0] - ea[0]
+    ok, rule = _bounds(diff, at_least, at_most)
+    return Outcome(ok, f"{fmt(ea)} -> {fmt(eb)} ({diff:+.4f}, {sigma(eb, ea):+.1f}σ)",
+                   f"change from {x}={_fmt_x(start)} to {_fmt_x(end)} {rule}")
+
+
+@per_column
+def ratio(tables: Tables, file: str, column: str, by: str, numerator: str | None = None,
+          denominator: str | None = None, where: Where = None, at_least: float | None = None,
+          at_most: float | None = None) -> Outcome:
+    """``mean(numerator) / mean(denominator)`` over the labels of ``by`` is within the bounds;
+    a missing numerator is the largest mean, a missing denominator the smallest (the spread)."""
+    est = group_estimates(select(table(tables, file), where), column, by)
+    if not est:
+        return _nothing(file, where)
+    num = str(numerator) if numerator is not None else max(est, key=lambda k: est[k][0])
+    den = str(denominator) if denominator is not None else min(est, key=lambda k: est[k][0])
+    if num not in est or den not in est:
+        return _nothing(file, where, f"rows with {by} in {[num, den]}")
+    value = est[num][0] / est[den][0]
+    ok, rule = _bounds(value, at_least, at_most)
+    return Outcome(ok, f"{num} {fmt(est[num])} / {den} {fmt(est[den])} = {value:.3g}", f"ratio {rule}")
+
+
+@per_column
+def gap(tables: Tables, file: str, column: str, by: str, a: str | None = None, b: str | None = None,
+        where: Where = None, per: str | None = None, at_least: float | None = None,
+        at_most: float | None = None) -> Outcome:
+    """``(mean(a) - mean(b))`` in combined SEs (sigma) is within the bounds; a missing ``a`` is the
+    best label, a missing ``b`` the worst (ECML's "0.54 sigma between best and worst")."""
+    rows = select(table(tables, file), where)
+    shown, ok, judged = [], True, 0
+    for label, g in groups(rows, per):
+        est = group_estimates(g, column, by)
+        hi = str(a) if a is not None else max(est, key=lambda k: est[k][0]) if est else None
+        lo = str(b) if b is not None else min(est, key=lambda k: est[k][0]) if est else None
+        if hi not in est or lo not in est:
+            continue
+        z = sigma(est[hi], est[lo])
+        good, rule = _bounds(z, at_least, at_most)
+        ok &= good
+        judged += 1
+        shown.append(f"{label + ': ' if label else ''}{z:.2f}σ ({hi} {fmt(est[hi])} vs {lo} {fmt(est[lo])})")
+    if not judged:
+        return _nothing(file, where, f"rows with {by} in {[a, b]}")
+    return Outcome(bool(ok), "; ".join(shown), f"gap in sigma {rule}")
+
+
+@per_column
+def exceeds(tables: Tables, file: str, column: str, other: str, where: Where = None,
+            margin: float = 0.0) -> Outcome:
+    """``mean(column) - mean(other)`` over the same rows is at least ``margin`` (negative: within
+    that much below)."""
+    rows = select(table(tables, file), where)
+    if not len(rows):
+        return _nothing(file, where)
+    ea, eb = estimate(rows, column), estimate(rows, other)
+    diff = ea[0] - eb[0]
+    return Outcome(bool(diff >= margin), f"{column} {fmt(ea)} vs {other} {fmt(eb)} ({diff:+.4f})",
+                   f"difference >= {margin:g}")

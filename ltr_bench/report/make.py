@@ -1,0 +1,86 @@
+"""The report as a function: collect the fold runs, build the files, log the ``report`` run.
+
+What ``ltr-bench-report`` does, callable from code (an experiment driver) without going through
+a command line or exit codes: :func:`make_report`. MLflow is reached only through
+:mod:`ltr_bench.tracking`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ltr_bench import tracking_keys as tk
+from ltr_bench.errors import UserError
+
+if TYPE_CHECKING:
+    from ltr_bench.report.build import Report
+
+DEFAULT_METRICS = ("ndcg@10", "map")
+
+
+def make_report(
+    tracking_uri: str,
+    experiment: str,
+    out: str | Path,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    *,
+    protocol: str | None = None,
+    eval_name: str | None = None,
+    split: str = "test",
+    alpha: float = 0.05,
+    log_run: bool = True,
+) -> "Report":
+    """Build the report of ``experiment``'s fold runs into ``out``; with ``log_run`` also log its
+    files as artifacts of a new run ``report <experiment>`` (``ltr.role=report``), whose id and
+    UI link are set on the returned report. Raises :class:`UserError` on bad input."""
+    from ltr_bench.report.build import build_report
+    from ltr_bench.report.collect import collect_fold_runs
+
+    if not 0.0 < alpha < 1.0:
+        raise UserError(f"--alpha {alpha}: must be between 0 and 1.")
+    if split not in ("test", "vali"):
+        raise UserError(f"--split {split}: must be test or vali.")
+    runs = collect_fold_runs(tracking_uri, experiment, protocol, eval_name)
+    report = build_report(runs, out, list(metrics), split, alpha)
+    if log_run:
+        options = {"report.metrics": " ".join(metrics), "report.split": split, "report.alpha": alpha,
+                   "report.protocol": protocol, "report.eval": eval_name}
+        report.run_id, report.link = _log_report_run(tracking_uri, experiment, report, options,
+                                                     len(runs.frame))
+    return report
+
+
+def _log_report_run(tracking_uri: str, experiment: str, report: "Report",
+                    options: dict[str, Any], n_runs: int) -> tuple[str, str]:
+    """A finished run ``report <experiment>`` holding the report's files (same sub-folders)."""
+    from ltr_bench.tracking import Tracker, filter_eq
+
+    tracker = Tracker(tracking_uri, experiment)
+    tags = {tk.TAG_ROLE: tk.ROLE_REPORT, tk.TAG_PROTOCOL: options.get("report.protocol"),
+            tk.TAG_EVAL: options.get("report.eval")}
+    with tracker.run(tk.report_run_name(experiment), tags) as run_id:
+        tracker.log_params(run_id, {k: v for k, v in options.items() if v is not None})
+        tracker.log_metrics(run_id, {"n_fold_runs": n_runs})
+        for path in report.files:
+            parent = path.parent.relative_to(report.out).as_posix()
+            tracker.log_artifact(run_id, path, None if parent == "." else parent)
+    link = tracker.experiment_link(filter_eq(tk.TAG_ROLE, tk.ROLE_REPORT), "report runs", run_id)
+    return run_id, link
+
+
+def report_options(args: Sequence[str]) -> dict[str, Any]:
+    """Keyword arguments of :func:`make_report` from ``ltr-bench-report``-style options
+    (``["--metrics", "ndcg@10", "map", "--split", "vali"]``, as experiment configs hold them)."""
+    from ltr_bench.report.cli import build_parser
+
+    parser = build_parser()
+    known = ["--experiment", "_", *args]
+    try:
+        ns = parser.parse_args(known)
+    except SystemExit:
+        raise UserError(f"report_args {list(args)}: not options of ltr-bench-report "
+                        "(see ltr-bench-report --help)") from None
+    return {"metrics": ns.metrics, "protocol": ns.protocol, "eval_name": ns.eval_name,
+            "split": ns.split, "alpha": ns.alpha}

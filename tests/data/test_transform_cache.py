@@ -1,0 +1,118 @@
+"""The shared preprocessing cache: a miss computes and stores, a hit reads the same numbers back
+memory-mapped, anything else (other data, other options, a tampered entry) recomputes."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ltr_bench.data.queryset import QuerySet
+from ltr_bench.data.transform_cache import NAMESPACE, cached_preprocessing
+from ltr_bench.data.transforms import Preprocessing
+
+
+def _data(seed: int, n_queries: int = 12) -> QuerySet:
+    rng = np.random.default_rng(seed)
+    n = n_queries * 8
+    return QuerySet.from_arrays(
+        rng.normal(size=(n, 5)).astype(np.float32), rng.integers(0, 3, n), np.repeat(np.arange(n_queries), 8),
+        source={"generator": "test", "seed": seed},
+    )
+
+
+CONFIG = {"preprocessing": {"feature_transform": "quantile_normal", "n_quantiles": 50}, "test_role": "test"}
+
+
+class Counter:
+    """``compute`` for the cache that counts its calls."""
+
+    def __init__(self, train: QuerySet, test: QuerySet, n_quantiles: int = 50) -> None:
+        self.train, self.test, self.n_quantiles, self.calls = train, test, n_quantiles, 0
+
+    def __call__(self):
+        self.calls += 1
+        pre = Preprocessing(n_quantiles=self.n_quantiles, binarize_at=1, binarize_splits=["test"])
+        pre.fit(self.train)
+        return [pre.apply(self.train, "train"), None, pre.apply(self.test, "test")], pre
+
+
+def _same(a: QuerySet, b: QuerySet) -> None:
+    for name in ("features", "labels", "qid", "offsets"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+def test_miss_then_hit_returns_the_same_numbers_memory_mapped(tmp_path: Path) -> None:
+    train, test = _data(0), _data(1)
+    compute = Counter(train, test)
+    parts = [("train", train), ("vali", None), ("test", test)]
+    (tr, va, te), pre, status = cached_preprocessing(CONFIG, parts, compute, tmp_path)
+    assert (status, compute.calls, va) == ("miss", 1, None)
+    (tr2, va2, te2), pre2, status2 = cached_preprocessing(CONFIG, parts, compute, tmp_path)
+    assert (status2, compute.calls, va2) == ("hit", 1, None)
+    _same(tr, tr2)
+    _same(te, te2)
+    assert isinstance(tr2.features, np.memmap) and tr2.features.mode == "c"  # copy-on-write map
+    assert te2.source == te.source and set(te2.labels.tolist()) <= {0, 1}
+    # The fitted preprocessing comes back too (a refit's saved model needs it): same numbers on new data.
+    other = _data(2)
+    _same(pre.apply(other, "vali"), pre2.apply(other, "vali"))
+    assert pre2.describe() == pre.describe()
+    # A copy of the same data (another worker, another trial) hits the same entry.
+    copy = QuerySet(train.features.copy(), train.labels.copy(), train.qid.copy(), train.offsets.copy())
+    assert cached_preprocessing(CONFIG, [("train", copy), ("vali", None), ("test", test)], compute, tmp_path)[2] == "hit"
+
+
+def test_other_data_or_options_miss(tmp_path: Path) -> None:
+    train, test = _data(0), _data(1)
+    compute = Counter(train, test)
+    cached_preprocessing(CONFIG, [("train", train), ("vali", None), ("test", test)], compute, tmp_path)
+    changed = QuerySet(train.features.copy(), train.labels.copy(), train.qid, train.offsets)
+    changed.features[0, 0] += 1.0
+    assert cached_preprocessing(CONFIG, [("train", changed), ("vali", None), ("test", test)], compute, tmp_path)[2] == "miss"
+    other_cfg = {**CONFIG, "preprocessing": {**CONFIG["preprocessing"], "n_quantiles": 20}}
+    assert cached_preprocessing(other_cfg, [("train", train), ("vali", None), ("test", test)], compute, tmp_path)[2] == "miss"
+    # the same input in another slot (e.g. vali instead of test) is another entry
+    assert cached_preprocessing(CONFIG, [("train", train), ("vali", test), ("test", None)], compute, tmp_path)[2] == "miss"
+    assert compute.calls == 4
+    assert len(list((tmp_path / NAMESPACE).iterdir())) == 4
+
+
+@pytest.mark.parametrize("damage", ["flip a feature", "truncate", "checksum"])
+def test_a_tampered_entry_warns_and_is_recomputed(tmp_path: Path, damage: str) -> None:
+    train, test = _data(0), _data(1)
+    compute = Counter(train, test)
+    parts = [("train", train), ("vali", None), ("test", test)]
+    (tr, _, _), _, _ = cached_preprocessing(CONFIG, parts, compute, tmp_path)
+    (entry,) = (tmp_path / NAMESPACE).iterdir()
+    target = entry / "train.features.npy"
+    if damage == "flip a feature":
+        raw = bytearray(target.read_bytes())
+        raw[-3] ^= 0xFF
+        target.write_bytes(bytes(raw))
+    elif damage == "truncate":
+        target.write_bytes(target.read_bytes()[:-40])
+    else:
+        meta = json.loads((entry / "meta.json").read_text())
+        meta["sha256"]["test.labels"] = "0" * 64
+        (entry / "meta.json").write_text(json.dumps(meta))
+    with pytest.warns(UserWarning, match="preprocessing cache entry .* recomputing"):
+        (tr2, _, _), _, status = cached_preprocessing(CONFIG, parts, compute, tmp_path)
+    assert (status, compute.calls) == ("miss", 2)
+    _same(tr, tr2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the rewritten entry verifies again
+        assert cached_preprocessing(CONFIG, parts, compute, tmp_path)[2] == "hit"
+
+
+def test_switched_off_by_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    train, test = _data(0), _data(1)
+    compute = Counter(train, test)
+    parts = [("train", train), ("vali", None), ("test", test)]
+    monkeypatch.setenv("LTR_TRANSFORM_CACHE", "off")
+    assert cached_preprocessing(CONFIG, parts, compute, tmp_path)[2] == "off"
+    assert cached_preprocessing(CONFIG, parts, compute, tmp_path)[2] == "off"
+    assert compute.calls == 2 and not (tmp_path / NAMESPACE).exists()

@@ -1,0 +1,83 @@
+"""The import-linter contracts of pyproject.toml hold for the code, and each catches the wrong
+arrows issue 18 found (put back into a copy of the package).
+
+``make test`` runs ``lint-imports`` before pytest; this test shows what it would say.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LINT = Path(sys.executable).with_name("lint-imports")
+
+pytestmark = pytest.mark.skipif(not LINT.exists(), reason="import-linter is not installed (dev extra)")
+
+# (file to append an import to, or None when the arrow is still in the code and only ignored,
+#  the import, the contract that must break, and the arrow it reports)
+WRONG_ARROWS = [
+    (None, None, "layers", "ltr_bench.experiments.common -> ltr_bench.cli"),  # cli <-> experiments
+    (None, None, "entry-points", "ltr_bench.experiments.common -> ltr_bench.cli"),
+    ("metrics.py", "from ltr_bench.data.queryset import QuerySet",
+     "pure-numbers", "ltr_bench.metrics -> ltr_bench.data.queryset"),
+    ("data/batching.py", "from ltr_bench.metrics import gains",
+     "layers", "ltr_bench.data.batching -> ltr_bench.metrics"),
+    (None, None, "no-tracking-below-runner", "ltr_bench.models.neural -> ltr_bench.tracking_keys"),
+    (None, None, "protocols-split-data", "ltr_bench.protocols -> yaml"),  # refit planning
+    (None, None, "entry-points", "ltr_bench.experiments.letor_tables -> ltr_bench.report.cli"),
+    ("models/direct_ranker.py", "from ltr_bench.tracking import Tracker",
+     "no-tracking-below-runner", "ltr_bench.models.direct_ranker -> ltr_bench.tracking"),
+    ("sweeper/grid.py", "from ltr_bench.runner import run",
+     "sweeper-generic", "ltr_bench.sweeper.grid -> ltr_bench.runner"),
+]
+
+
+def lint(root: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([str(LINT), "--no-cache", "--no-logo", str(root / "pyproject.toml")],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_the_code_keeps_every_contract() -> None:
+    proc = lint(REPO)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert "0 broken" in proc.stdout
+
+
+def test_each_wrong_arrow_breaks_its_contract(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "ltr_bench", tmp_path / "ltr_bench",
+                    ignore=shutil.ignore_patterns("__pycache__", "conf"))
+    # without the entries other branches remove, their arrows count again
+    config = "\n".join(line for line in (REPO / "pyproject.toml").read_text().splitlines()
+                       if "removed when branch" not in line)
+    (tmp_path / "pyproject.toml").write_text(config)
+    for file, line, _, _ in WRONG_ARROWS:
+        if file is not None:
+            with open(tmp_path / "ltr_bench" / file, "a") as f:
+                f.write(f"\n{line}  # a wrong arrow\n")
+    proc = lint(tmp_path)
+    assert proc.returncode == 1, proc.stdout[-4000:]
+    report = proc.stdout
+    for _, _, contract, arrow in WRONG_ARROWS:
+        section = _broken_section(report, contract)
+        assert arrow in section, f"{contract} does not report {arrow}:\n{section}"
+
+
+def _broken_section(report: str, contract: str) -> str:
+    """The part of lint-imports' report that lists the broken contract ``contract``."""
+    names = {"layers": "Layers:", "entry-points": "Nothing imports a command",
+             "pure-numbers": "metrics and losses take", "no-tracking-below-runner": "Rankers and data",
+             "protocols-split-data": "Protocols split data", "sweeper-generic": "The sweeper is generic"}
+    broken = report.split("Broken contracts", 1)[-1]
+    starts = sorted((broken.find(n), c) for c, n in names.items() if broken.find(n) >= 0)
+    for i, (pos, c) in enumerate(starts):
+        if c == contract:
+            end = starts[i + 1][0] if i + 1 < len(starts) else len(broken)
+            return broken[pos:end]
+    raise AssertionError(f"contract {contract} is not broken:\n{report[-4000:]}")
