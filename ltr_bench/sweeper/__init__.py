@@ -37,9 +37,11 @@ Modules: ``config`` (structured configs in Hydra's ConfigStore), ``search_space`
 grammar -> Optuna distributions), ``grid`` (exhaustive grid sampler), ``trials`` (budget counting,
 interrupted-trial detection, heartbeats), ``storage`` (study names, default SQLite path),
 ``sweeper`` (the Sweeper), ``reevaluation`` (pooling and selecting re-evaluated top trials),
-``plots`` (history / importance PNGs), ``objective`` (a float with its standard error),
-``pruning`` (pruners; a job's :class:`~ltr_bench.sweeper.pruning.TrialReporter`), ``progress``
-(the per-study progress line). Heavy imports stay lazy.
+``claims`` (claiming re-evaluations through the storage), ``plots`` (history / importance PNGs),
+``objective`` (a float with its standard error), ``pruning`` (pruners; a job's
+:class:`~ltr_bench.sweeper.pruning.TrialReporter`), ``progress`` (the per-study progress line),
+``refit`` (reading a finished sweep back: the refit jobs of ``refit_best=<sweep dir>`` and every
+refit's results). Heavy imports stay lazy.
 """
 
 from __future__ import annotations

@@ -124,7 +124,8 @@ class LtrOptunaSweeperConf:
     storage: ``null`` -> SQLite file ``<storage_dir>/<study_name>.db`` (``storage_dir`` relative to
       the directory the command was started in), so re-running the same command resumes the study;
       any SQLAlchemy URL (``postgresql://...``, ``sqlite:///abs/path.db``) shares one study between
-      processes and machines.
+      processes and machines. The folder of a ``sqlite:///`` URL must exist (as for
+      ``tracking.tracking_uri``; only the default ``storage_dir`` is created).
     study_name: ``null`` -> ``<job name>[-<task override>...]-<sampler>`` built from the sorted
       non-sweep command-line overrides (``hydra.*``/``sweep.*`` excluded), so the same command maps
       to the same study. Interpolations such as ``${model.name}-${dataset.name}`` also work.

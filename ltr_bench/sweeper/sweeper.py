@@ -11,8 +11,16 @@ Per study (one, or one per value of the ``study_per`` keys) the sweeper
    ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>``, and tell Optuna each job's
    return value -- or FAIL when the job raised or returned NaN/None;
 4. optionally re-evaluates the ``reevaluate.top_k`` best trials (``++sweep.reevaluation=true``
-   jobs) and selects by the pooled value (:mod:`ltr_bench.sweeper.reevaluation`);
+   jobs) and selects by the pooled value (:mod:`ltr_bench.sweeper.reevaluation`): once the
+   search's last trials of every worker are told, each re-evaluation claimed through the storage
+   (:mod:`ltr_bench.sweeper.claims`), so workers sharing the study run each once;
 5. writes ``optimization_results.yaml`` (best params/value, counts, storage) into the sweep dir.
+
+Interrupted trials and re-evaluations (their process is gone) are handed to the app's
+``sweep.on_interrupted`` hook, if any (ltr-bench marks their MLflow runs KILLED). SIGTERM keeps
+an app's own handler; without one it ends the process by SIGTERM once the running trials are
+marked. An enqueued point whose trial was interrupted or stopped by a config error is enqueued
+again on resume.
 
 Config errors (``fatal_errors``) and more failures than ``max_failure_rate`` abort the sweep.
 """

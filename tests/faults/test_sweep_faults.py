@@ -290,6 +290,13 @@ def _running(db: Path) -> list[str]:
         return []
 
 
+def _name(trial: int, reevaluation: bool = False) -> str:
+    """The MLflow run name of a DirectRanker trial (``direct_ranker · trial 1``)."""
+    from ltr_bench.tracking_keys import trial_run_name
+
+    return trial_run_name("direct_ranker", trial, reevaluation)
+
+
 def _signal_when_running(proc: subprocess.Popen, db: Path, wanted: str, sig: signal.Signals) -> None:
     deadline = time.monotonic() + 150
     while wanted not in _running(db):
@@ -297,6 +304,25 @@ def _signal_when_running(proc: subprocess.Popen, db: Path, wanted: str, sig: sig
         assert time.monotonic() < deadline, f"no RUNNING run '{wanted}'"
         time.sleep(0.05)
     proc.send_signal(sig)
+
+
+def test_sigterm_on_an_ltr_bench_sweep_exits_143(tmp_path: Path) -> None:
+    """The README's promise (was: exit 130 and "interrupted"): the sweeper keeps ltr-bench's own
+    SIGTERM handler, so the trial is marked interrupted, its MLflow run KILLED, and the exit is 143."""
+    from tests.test_e2e import LTR_BENCH, _env
+
+    cmd = [LTR_BENCH, "-m", "hydra/sweeper=ltr_optuna", "hydra.sweeper.study_name=t", "hydra.sweeper.n_trials=2",
+           "optimizer.lr=choice(0.004,0.002)", f"hydra.sweep.dir={tmp_path / 'sweep'}", *TINY, "model.epochs=10"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _signal_when_running(proc, tmp_path / "mlflow.db", _name(0), signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err[-3000:]
+    assert "Traceback" not in out + err and "interrupted; the MLflow runs" not in err
+    assert err.strip().splitlines()[-1] == "ltr-bench: terminated; the MLflow runs are marked KILLED"
+    trials = load(f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 't.db'}", "t")
+    assert reasons(trials) == {0: "interrupted"} and not complete(trials)
+    with sqlite3.connect(tmp_path / "mlflow.db") as con:
+        assert list(con.execute("select name, status from runs where name like '%trial%'")) == [(_name(0), "KILLED")]
 
 
 @pytest.mark.slow  # three ltr-bench processes (~1-2 min here); the hook itself is tested below
@@ -319,16 +345,16 @@ def test_killed_trials_and_reevaluations_leave_no_running_mlflow_run(tmp_path: P
                                 stderr=open(tmp_path / f"{name}.err", "w"), text=True)
 
     first = start("first")
-    _signal_when_running(first, db, "trial 1", signal.SIGTERM)
+    _signal_when_running(first, db, _name(1), signal.SIGTERM)
     assert first.wait(timeout=60) == 143
     err = (tmp_path / "first.err").read_text()
     assert "Traceback" not in err and "ltr-bench: terminated; the MLflow runs are marked KILLED" in err
     assert _running(db) == []  # the process ended its own run
 
     second = start("second")
-    _signal_when_running(second, db, "trial 0 re-evaluation", signal.SIGKILL)
+    _signal_when_running(second, db, _name(0, True), signal.SIGKILL)
     second.wait(timeout=60)
-    assert _running(db) == ["trial 0 re-evaluation"]  # left behind by the killed process
+    assert _running(db) == [_name(0, True)]  # left behind by the killed process
 
     third = start("third")
     assert third.wait(timeout=240) == 0, (tmp_path / "third.err").read_text()[-3000:]

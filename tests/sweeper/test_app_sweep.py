@@ -86,7 +86,7 @@ def test_sweep_per_fold_then_refit_best(tmp_path: Path) -> None:
         # is fixed by the command line here).
         (first,) = [t for t in trials if t.data.tags.get(TAG_TRIAL) == "0"]
         p = first.data.params
-        assert (p["activation.name"], p["model.hidden_sizes"].replace(" ", ""), float(p["optimizer.lr"]),
+        assert (p["activation"], p["model.hidden_sizes"].replace(" ", ""), float(p["optimizer.lr"]),
                 float(p["model.dropout"]), p["model.epochs"]) == ("tanh", "[64,32]", 0.004, 0.2, "2")
         best = max(trials, key=lambda r: r.data.metrics["objective"])
         assert best.data.metrics["objective"] == pytest.approx(study["best_value"])
