@@ -306,6 +306,8 @@ def unpack_knots(arrays: Mapping[str, np.ndarray]) -> np.ndarray:
     """The inverse of :func:`pack_knots`: ``[n_q, F]`` float64 knots."""
     import lzma
 
+    if "quantiles" in arrays:  # stored plain (float64 [n_q, F])
+        return np.asarray(arrays["quantiles"], dtype=np.float64)
     n_features, n_q = (int(v) for v in arrays["knots_shape"])
     steps = np.frombuffer(lzma.decompress(arrays["knots_xz"].tobytes()), dtype="<i8")
     cols = np.cumsum(steps.reshape(n_features, n_q), axis=1, dtype=np.int64)
