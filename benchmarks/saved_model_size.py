@@ -49,8 +49,8 @@ def measure(model: str, tmp: Path) -> tuple[int, int, tuple[int, int], float]:
     before = len(pickle.dumps(ranker))
     tracker = Tracker(f"sqlite:///{tmp}/mlflow.db", "sizes")
     with tracker.run(model, {}) as run_id:
-        tracker.log_model(run_id, runner.scoring_pipeline(cfg, data, ranker, dataset.relevance_threshold,
-                                                          {"model": model}))
+        runner.log_model(tracker, run_id, runner.scoring_pipeline(cfg, data, ranker, dataset.relevance_threshold,
+                                                                  {"model": model}))
     (logged,) = tracker.client.search_logged_models([tracker.experiment_id],
                                                     filter_string=f"source_run_id = '{run_id}'")
     root = Path(logged.artifact_location.replace("file://", ""))

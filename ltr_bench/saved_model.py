@@ -38,11 +38,19 @@ PIPELINE_FILE = "pipeline.json"
 ARRAYS_FILE = "preprocessing.npz"
 RANKER_DIR = "ranker"
 QID_COLUMN = "qid"  # the optional query-id column of a pyfunc input frame
+LOADER_MODULE = __name__  # MLflow's pyfunc loader_module: this module's _load_pyfunc
+PYFUNC_OUTPUTS = (("score", "double", True),)  # the signature's output: one score per row
 
 
 def feature_columns(n_features: int) -> list[str]:
     """Column names of the pyfunc input: ``f1`` .. ``f<F>`` (LETOR feature ids are 1-based)."""
     return [f"f{i}" for i in range(1, n_features + 1)]
+
+
+def pyfunc_inputs(n_features: int) -> list[tuple[str, str, bool]]:
+    """The signature's input columns ``(name, MLflow type, required)``: an optional ``qid`` and
+    the raw feature values ``f1`` .. ``f<F>``."""
+    return [(QID_COLUMN, "long", False)] + [(c, "float", True) for c in feature_columns(n_features)]
 
 
 # ------------------------------------------------------------------------------- the pipeline

@@ -199,3 +199,15 @@ def test_standard_and_per_query_preprocessing_round_trip(tmp_path: Path) -> None
                                                  "relevance_threshold": 2})
         loaded = load_pipeline(save_pipeline(p, tmp_path / transform))
         np.testing.assert_array_equal(loaded.score(test), p.score(test))
+
+
+def test_a_ranker_without_save_params_logs_no_model(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from ltr_bench.tracking import Tracker
+
+    tracker = Tracker(f"sqlite:///{tmp_path}/mlflow.db", "t")
+    pipeline = ScoringPipeline(None, object(), 3, 1, {"_target_": "x.Y"})
+    with tracker.run("m", {}) as rid:
+        runner.log_model(tracker, rid, pipeline)
+    assert tracker.client.list_artifacts(rid) == []
+    assert tracker.client.search_logged_models([tracker.experiment_id]) == []
+    assert "no model logged" in caplog.text and "save_params" in caplog.text
