@@ -49,8 +49,9 @@ def feature_columns(n_features: int) -> list[str]:
 
 def pyfunc_inputs(n_features: int) -> list[tuple[str, str, bool]]:
     """The signature's input columns ``(name, MLflow type, required)``: an optional ``qid`` and
-    the raw feature values ``f1`` .. ``f<F>``."""
-    return [(QID_COLUMN, "long", False)] + [(c, "float", True) for c in feature_columns(n_features)]
+    the raw feature values ``f1`` .. ``f<F>`` (double, so float32 and float64 frames both pass
+    MLflow's type check; scoring reads them as float32, as LETOR files are read)."""
+    return [(QID_COLUMN, "long", False)] + [(c, "double", True) for c in feature_columns(n_features)]
 
 
 # ------------------------------------------------------------------------------- the pipeline

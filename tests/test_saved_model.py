@@ -103,6 +103,8 @@ def test_pyfunc_scores_raw_features_as_the_run_scored_test(
     assert kept.n_docs == len(run_scores)
     scores = model.predict(frame(kept))
     np.testing.assert_allclose(scores, run_scores, rtol=0, atol=1e-6)
+    wide = frame(kept).astype({c: np.float64 for c in feature_columns(8)})  # float64 frames pass too
+    np.testing.assert_allclose(model.predict(wide), run_scores, rtol=0, atol=1e-6)
     assert model.metadata.signature.inputs.input_names()[:2] == ["qid", "f1"]
     assert logged.source_run_id == fold_run and logged.name == "model"  # the UI's "Logged models"
     # nothing but the pipeline: no pickle, no training data
