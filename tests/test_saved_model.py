@@ -152,6 +152,8 @@ def test_saved_pipeline_round_trip_and_no_overwrite(tmp_path: Path) -> None:
     loaded = load_pipeline(folder)
     data = make_synthetic(n_docs=100, n_features=8, docs_per_query=20, seed=5)
     np.testing.assert_allclose(loaded.score(data), pipeline.score(data), rtol=0, atol=1e-6)
+    x, y = data.features[:5], data.features[5:10]  # DirectRanker's r(x, y) works when loaded
+    np.testing.assert_allclose(loaded.ranker.compare(x, y), pipeline.ranker.compare(x, y), atol=1e-6)
     with pytest.raises(FileExistsError):
         save_pipeline(pipeline, folder)
     with pytest.raises(UserError, match="has 5 features but the model was trained on 8"):
