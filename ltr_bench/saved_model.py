@@ -83,7 +83,7 @@ class ScoringPipeline:
         if int(n_features) != self.n_features:
             raise UserError(
                 f"{where} has {n_features} features but the model was trained on "
-                f"{self.n_features}; give data of the model's dataset (or dataset.n_features)"
+                f"{self.n_features}; give data with the features of the model's dataset"
             )
 
     def transform(self, data: QuerySet) -> QuerySet:
