@@ -571,7 +571,7 @@ def _run_fold(
             info = {"run_id": run_id, "fold": split.name, "model": tags.get(keys.TAG_MODEL),
                     "dataset": tags.get(keys.TAG_DATASET), "eval": tags.get(keys.TAG_EVAL),
                     "seed": tags.get(keys.TAG_SEED), "ltr_bench_version": tags.get(keys.TAG_VERSION)}
-            tracker.log_model(run_id, scoring_pipeline(cfg, data, ranker, dataset.relevance_threshold, info))
+            log_model(tracker, run_id, scoring_pipeline(cfg, data, ranker, dataset.relevance_threshold, info))
     fr = FoldResult(split.fold, split.name, metrics, times, data.train.n_queries,
                     data.test.n_queries, run_id or None)
     return fr, fingerprint, inputs
@@ -610,6 +610,26 @@ def scoring_pipeline(cfg: DictConfig, data: Prepared, ranker: Any, relevance_thr
                "no_relevant": m.get("no_relevant", "drop")}
     return ScoringPipeline(data.preprocessing, ranker, data.train.n_features, int(relevance_threshold),
                            spec, metrics, {k: v for k, v in info.items() if v is not None})
+
+
+def log_model(tracker: Tracker, run_id: str, pipeline: Any) -> None:
+    """Save ``pipeline`` and log it as the run's MLflow model (a ranker without
+    ``save_params`` logs a warning instead)."""
+    import logging
+
+    from ltr_bench.saved_model import LOADER_MODULE, PYFUNC_OUTPUTS, pyfunc_inputs, save_pipeline
+    from ltr_bench.tracking import PyfuncModel
+
+    if not tracker.log_model_enabled:
+        return
+    with tempfile.TemporaryDirectory(prefix="ltr_bench_model_") as tmp:
+        try:
+            folder = save_pipeline(pipeline, Path(tmp) / "pipeline")
+        except NotImplementedError as exc:
+            logging.getLogger(__name__).warning("no model logged: %s", exc)
+            return
+        tracker.log_model(run_id, PyfuncModel(folder, LOADER_MODULE, pyfunc_inputs(pipeline.n_features),
+                                              PYFUNC_OUTPUTS, pipeline.info))
 
 
 def _run_inner_cv(

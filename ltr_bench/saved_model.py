@@ -38,11 +38,20 @@ PIPELINE_FILE = "pipeline.json"
 ARRAYS_FILE = "preprocessing.npz"
 RANKER_DIR = "ranker"
 QID_COLUMN = "qid"  # the optional query-id column of a pyfunc input frame
+LOADER_MODULE = __name__  # MLflow's pyfunc loader_module: this module's _load_pyfunc
+PYFUNC_OUTPUTS = (("score", "double", True),)  # the signature's output: one score per row
 
 
 def feature_columns(n_features: int) -> list[str]:
     """Column names of the pyfunc input: ``f1`` .. ``f<F>`` (LETOR feature ids are 1-based)."""
     return [f"f{i}" for i in range(1, n_features + 1)]
+
+
+def pyfunc_inputs(n_features: int) -> list[tuple[str, str, bool]]:
+    """The signature's input columns ``(name, MLflow type, required)``: an optional ``qid`` and
+    the raw feature values ``f1`` .. ``f<F>`` (double, so float32 and float64 frames both pass
+    MLflow's type check; scoring reads them as float32, as LETOR files are read)."""
+    return [(QID_COLUMN, "long", False)] + [(c, "double", True) for c in feature_columns(n_features)]
 
 
 # ------------------------------------------------------------------------------- the pipeline
@@ -69,24 +78,12 @@ class ScoringPipeline:
     metrics: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
 
-    # -------------------------------------------------------------- saving (for the tracking gateway)
-    qid_column = QID_COLUMN
-
-    def feature_columns(self) -> list[str]:
-        """Input columns of the logged model besides ``qid``: ``f1`` .. ``f<F>``."""
-        return feature_columns(self.n_features)
-
-    def save(self, folder: str | Path) -> Path:
-        """Write the pipeline into ``folder`` (see :func:`save_pipeline`); the tracking gateway
-        calls this, so it needs no import of the data or model layers."""
-        return save_pipeline(self, folder)
-
     # -------------------------------------------------------------- scoring
     def check_features(self, n_features: int, where: str = "the input") -> None:
         if int(n_features) != self.n_features:
             raise UserError(
                 f"{where} has {n_features} features but the model was trained on "
-                f"{self.n_features}; give data of the model's dataset (or dataset.n_features)"
+                f"{self.n_features}; give data with the features of the model's dataset"
             )
 
     def transform(self, data: QuerySet) -> QuerySet:
@@ -318,6 +315,8 @@ def unpack_knots(arrays: Mapping[str, np.ndarray]) -> np.ndarray:
     """The inverse of :func:`pack_knots`: ``[n_q, F]`` float64 knots."""
     import lzma
 
+    if "quantiles" in arrays:  # stored plain (float64 [n_q, F])
+        return np.asarray(arrays["quantiles"], dtype=np.float64)
     n_features, n_q = (int(v) for v in arrays["knots_shape"])
     steps = np.frombuffer(lzma.decompress(arrays["knots_xz"].tobytes()), dtype="<i8")
     cols = np.cumsum(steps.reshape(n_features, n_q), axis=1, dtype=np.int64)

@@ -21,6 +21,7 @@ fail with ``duplicate column name: step``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -30,7 +31,7 @@ import signal
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -760,16 +761,15 @@ class Tracker:
     def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
         self.client.log_text(run_id, text, artifact_file)
 
-    def log_model(self, run_id: str, pipeline: Any) -> str | None:
-        """The fold's scoring pipeline (:class:`~ltr_bench.saved_model.ScoringPipeline`) as an
-        MLflow ``pyfunc`` model named ``model`` of the run, registered under
-        ``tracking.register_model`` when set; returns the logged model's id (None if not saved)."""
+    def log_model(self, run_id: str, model: "PyfuncModel") -> str | None:
+        """A saved model as the MLflow ``pyfunc`` model ``model`` of the run (registered under
+        ``tracking.register_model`` when set); returns its model id, None if it could not be
+        logged (a warning; the run keeps its results)."""
         if not self.log_model_enabled:
             return None
         try:
-            return log_scoring_model(self.client, self.experiment_id, run_id, pipeline,
-                                     self.register_model)
-        except NotImplementedError as exc:  # a user's ranker without save_params: run stays
+            return log_pyfunc_model(self.client, self.experiment_id, run_id, model, self.register_model)
+        except Exception as exc:  # noqa: BLE001 - a model that cannot be logged keeps its run
             log.warning("no model logged: %s", exc)
             return None
 
@@ -837,7 +837,7 @@ class NullTracker(Tracker):
     def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
         pass
 
-    def log_model(self, run_id: str, pipeline: Any) -> str | None:
+    def log_model(self, run_id: str, model: "PyfuncModel") -> str | None:
         return None
 
     def lightning_logger(self, run_id: str) -> Any:
@@ -847,14 +847,28 @@ class NullTracker(Tracker):
 MODEL_NAME = "model"  # the logged model's name: runs:/<run id>/model
 
 
-def log_scoring_model(
-    client: Any, experiment_id: str, run_id: str, pipeline: Any, register_as: str | None = None
-) -> str:
-    """Log ``pipeline`` as the MLflow model ``model`` of run ``run_id`` and return its model id.
+@dataclasses.dataclass(frozen=True)
+class PyfuncModel:
+    """What :func:`log_pyfunc_model` logs: a folder that ``loader_module._load_pyfunc`` reads,
+    and the signature's columns as ``(name, MLflow type, required)``."""
 
-    A ``pyfunc`` model (loader :mod:`ltr_bench.saved_model`, no pickle) with a signature: input
-    columns ``f1`` .. ``f<F>`` (raw feature values) and an optional ``qid``, output one ``score``
-    per row. It appears under the run's and the experiment's "Logged models" and loads with
+    data_dir: Path
+    loader_module: str
+    inputs: Sequence[tuple[str, str, bool]]
+    outputs: Sequence[tuple[str, str, bool]]
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+_EXAMPLE_DTYPES = {"long": "int64", "integer": "int32", "float": "float32", "double": "float64"}
+
+
+def log_pyfunc_model(
+    client: Any, experiment_id: str, run_id: str, model: PyfuncModel, register_as: str | None = None
+) -> str:
+    """Log ``model`` as the MLflow model ``model`` of run ``run_id``; return its model id.
+
+    A ``pyfunc`` flavour with a ``loader_module`` (no pickled Python object) and a signature, so
+    it appears under the run's and the experiment's "Logged models" and loads with
     ``mlflow.pyfunc.load_model("runs:/<run id>/model")``; with ``register_as`` it also becomes the
     next version of that registered model (``models:/<name>/latest``).
     """
@@ -867,32 +881,29 @@ def log_scoring_model(
     from mlflow.types import ColSpec, Schema
 
     _quiet_mlflow()
-    columns = pipeline.feature_columns()
     signature = ModelSignature(
-        inputs=Schema([ColSpec("long", pipeline.qid_column, required=False)]
-                      + [ColSpec("float", c) for c in columns]),
-        outputs=Schema([ColSpec("double", "score")]),
+        inputs=Schema([ColSpec(t, n, required=r) for n, t, r in model.inputs]),
+        outputs=Schema([ColSpec(t, n, required=r) for n, t, r in model.outputs]),
     )
-    example = pd.DataFrame(np.zeros((2, len(columns)), dtype=np.float32), columns=columns)
-    example.insert(0, pipeline.qid_column, np.array([1, 1], dtype=np.int64))
-    with tempfile.TemporaryDirectory(prefix="ltr_bench_model_") as tmp:
-        data = pipeline.save(Path(tmp) / "pipeline")  # NotImplementedError: not savable
-        model = client.create_logged_model(experiment_id, name=MODEL_NAME, source_run_id=run_id,
-                                           params={k: str(v) for k, v in pipeline.info.items()})
-        try:
+    example = pd.DataFrame({n: np.zeros(2, dtype=_EXAMPLE_DTYPES.get(t, "float64"))
+                            for n, t, _ in model.inputs})
+    logged = client.create_logged_model(experiment_id, name=MODEL_NAME, source_run_id=run_id,
+                                        params={k: str(v) for k, v in model.params.items()})
+    try:
+        with tempfile.TemporaryDirectory(prefix="ltr_bench_model_") as tmp:
             local = Path(tmp) / MODEL_NAME
             mlflow.pyfunc.save_model(
-                str(local), loader_module="ltr_bench.saved_model", data_path=str(data),
+                str(local), loader_module=model.loader_module, data_path=str(model.data_dir),
                 signature=signature, input_example=example, pip_requirements=_model_requirements(),
-                mlflow_model=Model(artifact_path=model.artifact_location, run_id=run_id,
-                                   model_id=model.model_id, model_uuid=model.model_id),
+                mlflow_model=Model(artifact_path=logged.artifact_location, run_id=run_id,
+                                   model_id=logged.model_id, model_uuid=logged.model_id),
             )
-            client.log_model_artifacts(model.model_id, str(local))
-            client.log_outputs(run_id, [LoggedModelOutput(model.model_id, step=0)])
-        except BaseException:
-            client.finalize_logged_model(model.model_id, LoggedModelStatus.FAILED)
-            raise
-        client.finalize_logged_model(model.model_id, LoggedModelStatus.READY)
+            client.log_model_artifacts(logged.model_id, str(local))
+        client.log_outputs(run_id, [LoggedModelOutput(logged.model_id, step=0)])
+    except BaseException:
+        client.finalize_logged_model(logged.model_id, LoggedModelStatus.FAILED)
+        raise
+    client.finalize_logged_model(logged.model_id, LoggedModelStatus.READY)
     if register_as:
         try:
             client.create_registered_model(register_as)
@@ -901,9 +912,9 @@ def log_scoring_model(
                 raise
         # source: the artifact location, not models:/<id> (MLflow resolves that one through the
         # global tracking URI, which this client-only gateway never sets)
-        client.create_model_version(register_as, source=model.artifact_location, run_id=run_id,
-                                    model_id=model.model_id)
-    return model.model_id
+        client.create_model_version(register_as, source=logged.artifact_location, run_id=run_id,
+                                    model_id=logged.model_id)
+    return logged.model_id
 
 
 def _model_requirements() -> list[str]:

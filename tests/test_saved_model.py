@@ -103,6 +103,8 @@ def test_pyfunc_scores_raw_features_as_the_run_scored_test(
     assert kept.n_docs == len(run_scores)
     scores = model.predict(frame(kept))
     np.testing.assert_allclose(scores, run_scores, rtol=0, atol=1e-6)
+    wide = frame(kept).astype({c: np.float64 for c in feature_columns(8)})  # float64 frames pass too
+    np.testing.assert_allclose(model.predict(wide), run_scores, rtol=0, atol=1e-6)
     assert model.metadata.signature.inputs.input_names()[:2] == ["qid", "f1"]
     assert logged.source_run_id == fold_run and logged.name == "model"  # the UI's "Logged models"
     # nothing but the pipeline: no pickle, no training data
@@ -150,6 +152,8 @@ def test_saved_pipeline_round_trip_and_no_overwrite(tmp_path: Path) -> None:
     loaded = load_pipeline(folder)
     data = make_synthetic(n_docs=100, n_features=8, docs_per_query=20, seed=5)
     np.testing.assert_allclose(loaded.score(data), pipeline.score(data), rtol=0, atol=1e-6)
+    x, y = data.features[:5], data.features[5:10]  # DirectRanker's r(x, y) works when loaded
+    np.testing.assert_allclose(loaded.ranker.compare(x, y), pipeline.ranker.compare(x, y), atol=1e-6)
     with pytest.raises(FileExistsError):
         save_pipeline(pipeline, folder)
     with pytest.raises(UserError, match="has 5 features but the model was trained on 8"):
@@ -199,3 +203,15 @@ def test_standard_and_per_query_preprocessing_round_trip(tmp_path: Path) -> None
                                                  "relevance_threshold": 2})
         loaded = load_pipeline(save_pipeline(p, tmp_path / transform))
         np.testing.assert_array_equal(loaded.score(test), p.score(test))
+
+
+def test_a_ranker_without_save_params_logs_no_model(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from ltr_bench.tracking import Tracker
+
+    tracker = Tracker(f"sqlite:///{tmp_path}/mlflow.db", "t")
+    pipeline = ScoringPipeline(None, object(), 3, 1, {"_target_": "x.Y"})
+    with tracker.run("m", {}) as rid:
+        runner.log_model(tracker, rid, pipeline)
+    assert tracker.client.list_artifacts(rid) == []
+    assert tracker.client.search_logged_models([tracker.experiment_id]) == []
+    assert "no model logged" in caplog.text and "save_params" in caplog.text

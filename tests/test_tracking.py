@@ -174,20 +174,27 @@ def test_sweep_run_is_found_by_study_tag(tracker: Tracker) -> None:
     assert run.info.status == "FINISHED"  # never left RUNNING
 
 
-class _Unsavable:
-    """A user's ranker without save_params/load_params."""
+def test_pyfunc_model_is_logged_with_its_signature_and_registered(tracker: Tracker, tmp_path: Path) -> None:
+    from ltr_bench.tracking import PyfuncModel
 
-
-def test_a_ranker_without_save_params_logs_no_model_and_no_pickle(
-    tracker: Tracker, caplog: pytest.LogCaptureFixture
-) -> None:
-    from ltr_bench.saved_model import ScoringPipeline
-
-    pipeline = ScoringPipeline(None, _Unsavable(), 3, 1, {"_target_": "x.Y"})
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "params.txt").write_text("w")
+    model = PyfuncModel(data, "ltr_bench.saved_model", [("qid", "long", False), ("f1", "float", True)],
+                        [("score", "double", True)], {"model": "toy"})
     with tracker.run("m", {}) as rid:
-        assert tracker.log_model(rid, pipeline) is None
-    assert tracker.client.list_artifacts(rid) == []
-    assert "no model logged" in caplog.text and "save_params" in caplog.text
+        tracker.register_model = "toy_model"
+        try:
+            model_id = tracker.log_model(rid, model)
+            tracker.log_model(rid, model)  # a second version of the same registered model
+        finally:
+            tracker.register_model = None
+    logged = tracker.client.get_logged_model(model_id)
+    assert logged.name == "model" and logged.source_run_id == rid and logged.params == {"model": "toy"}
+    files = {a.path for a in tracker.client.list_logged_model_artifacts(model_id)}
+    assert {"MLmodel", "data"} <= files and not any(f.endswith(".pkl") for f in files)
+    versions = tracker.client.search_model_versions("name = 'toy_model'")
+    assert sorted(int(v.version) for v in versions) == [1, 2]
 
 
 def test_disabled_tracking_is_a_no_op(tmp_path: Path) -> None:
