@@ -13,6 +13,13 @@ Run hierarchy (roles from :mod:`ltr_bench.tracking_keys`):
   child per sweep job (inner-CV objective, no test metrics); the refit run of a study is a
   ``protocol`` run nested under the same sweep run.
 
+What a run shows in the UI is decided here: its params are its config's choices
+(:func:`run_params`), machine facts are tags (:func:`machine_tags`), MLflow's standard fields come
+from MLflow's run-context registry (:func:`context_tags`) with the command line as description,
+and every printed link opens the machine-learning view with a filter (:func:`format_links`).
+Readers (the report) go through :func:`open_client` / :func:`runs_frame`, never through the
+process-wide tracking URI.
+
 The SQLite store and the experiment are created under an inter-process file lock (in the temp
 dir, keyed by the database path): two processes creating a fresh ``mlflow.db`` at once otherwise
 fail with ``duplicate column name: step``.
