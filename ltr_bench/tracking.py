@@ -868,12 +868,12 @@ def log_study_to_mlflow(
     tracker.log_metrics(run_id, {
         keys.BEST_OBJECTIVE: summary.get("best_value"),
         keys.BEST_OBJECTIVE + keys.SE_SUFFIX: summary.get("best_value_se"),
-        "n_trials_within_one_se": summary.get("n_within_one_se"),
-        "n_trials_complete": summary.get("n_complete"),
+        keys.N_TRIALS_WITHIN_ONE_SE: summary.get("n_within_one_se"),
+        keys.N_TRIALS_COMPLETE: summary.get("n_complete"),
         # with re-evaluated top trials: best_objective is the chosen trial's pooled value
-        "search_best_objective": summary.get("search_best_value"),
-        "n_trials_reevaluated": len(summary["reevaluated"]) if summary.get("reevaluated") else None,
-        "n_trials_failed": summary.get("n_failed"),
+        keys.SEARCH_BEST_OBJECTIVE: summary.get("search_best_value"),
+        keys.N_TRIALS_REEVALUATED: len(summary["reevaluated"]) if summary.get("reevaluated") else None,
+        keys.N_TRIALS_FAILED: summary.get("n_failed"),
     })
     trials = next((p for p in files if Path(p).name == "trials.csv"), None)
     if trials is not None:

@@ -82,6 +82,12 @@ SPLIT_CV_FOLD = "cv_fold"  # one step per inner fold
 BEST_OBJECTIVE = "best_objective"
 BEST_SO_FAR = "best_objective_so_far"  # history, step = trial number
 TRIAL_OBJECTIVE = "trial_objective"  # history, step = trial number
+SEARCH_BEST_OBJECTIVE = "search_best_objective"  # the search's own best (with re-evaluation)
+N_TRIALS_COMPLETE = "n_trials_complete"
+N_TRIALS_FAILED = "n_trials_failed"
+N_TRIALS_REEVALUATED = "n_trials_reevaluated"
+N_TRIALS_WITHIN_ONE_SE = "n_trials_within_one_se"
+N_FOLD_RUNS = "n_fold_runs"  # on a report run
 
 # --------------------------------------------------------------------------------------- params
 # What a run's params are: its group choices (``model=direct_ranker``, ``loss=l2`` ...), every

@@ -125,17 +125,28 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Pat
             _stop(proc)
 
 
-def _page(url: str, work: Path, shot: str, height: int = 1300) -> str:
-    """The rendered DOM of ``url``; its screenshot is written to ``<SHOTS>/<shot>.png`` by the
-    same browser run."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    profile = Path(tempfile.mkdtemp(dir=work, prefix="chromium-"))  # a new, empty profile
+def _chromium(url: str, work: Path, height: int, *what: str) -> str:
+    """One headless chromium run (new empty profile, own process group, killed on timeout)."""
+    profile = Path(tempfile.mkdtemp(dir=work, prefix="chromium-"))
     args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            f"--user-data-dir={profile}", f"--window-size=1900,{height}", "--virtual-time-budget=12000",
-            "--dump-dom", f"--screenshot={SHOTS / (shot + '.png')}", url]
-    res = subprocess.run(args, capture_output=True, text=True, timeout=120, start_new_session=True)
-    return res.stdout
+            f"--user-data-dir={profile}", f"--window-size=1900,{height}", "--virtual-time-budget=15000",
+            *what, url]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        _stop(proc)
+    return out
+
+
+def _page(url: str, work: Path, shot: str, height: int = 1300) -> str:
+    """The rendered DOM of ``url``; a screenshot of it goes to ``<SHOTS>/<shot>.png``."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    dom = _chromium(url, work, 1300, "--dump-dom")
+    _chromium(url, work, height, f"--screenshot={SHOTS / (shot + '.png')}")
+    return dom
 
 
 class _Cells(HTMLParser):
