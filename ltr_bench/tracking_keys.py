@@ -63,6 +63,11 @@ MLFLOW_GIT_COMMIT = "mlflow.source.git.commit"
 MLFLOW_DATASET_CONTEXT = "mlflow.data.context"  # train / vali / test on a logged dataset input
 EXPERIMENT_KIND = "mlflow.experimentKind"  # experiment tag; MLflow 3.x UIs read it
 EXPERIMENT_KIND_ML = "custom_model_development"  # the "Machine learning" kind
+# A saved view of the runs table (MLflow 3.17's experiment tag mlflow.sharedViewState.<id>, opened
+# by ?viewStateShareKey=<id> or from the "Views" menu): the columns a comparison needs.
+SAVED_VIEW_PREFIX = "mlflow.sharedViewState."
+SAVED_VIEW_ID = "ltr-bench-metrics"
+SAVED_VIEW_NAME = "ltr-bench: metrics"
 
 # Legacy params (stores written before the fold sizes became tags); the report reads both.
 PARAM_N_TRAIN_QUERIES = "data.n_train_queries"
@@ -102,6 +107,13 @@ META_KEYS = ("_target_", "_recursive_", "_convert_", "_partial_", "name", "accep
 MACHINE_KEYS = ("threads", "dataset.root", "dataset.path", "dataset.cache_dir")
 
 RUN_NAME_SEP = " · "
+
+# Columns of the saved view (MLflow's column keys: <type>.`<key>`).
+VIEW_COLUMNS = (
+    "attributes.`Dataset`", "params.`model`", "params.`dataset`", "tags.`ltr.fold_name`",
+    "metrics.`test/ndcg_at_10`", "metrics.`test/map`", "metrics.`vali/ndcg_at_10`",
+    "metrics.`cv/ndcg_at_10`", "metrics.`best_objective`", "metrics.`time_fit_s`",
+)
 
 
 def metric_key(split: str, name: str) -> str:

@@ -5,7 +5,8 @@ The test makes a store (3 models x 2 folds of generated data, and a 2-trial swee
 printed links lead to in Debian's ``chromium`` (``--dump-dom`` for the rendered DOM,
 ``--screenshot`` for a picture). It checks that
 
-- the runs table, in the machine-learning view, lists the three model runs and the sweep by name;
+- the runs table, in the machine-learning view and ltr-bench's saved view, lists the three model
+  runs and the sweep by name, with metric columns;
 - the comparison page of the three model runs shows each one's test NDCG@10, as tracked.
 
 Screenshots go to ``$LTR_BROWSER_SHOTS`` (default ``<tmp>/ltr_bench_browser``), never into git.
@@ -203,10 +204,12 @@ def test_runs_table_lists_the_model_runs_by_name(ui: tuple[str, str, Path]) -> N
     runs = _model_runs(uri)
     assert set(runs) == set(MODELS)
     exp_id = next(iter(runs.values())).info.experiment_id
-    # the link ltr-bench prints, pointed at this server
-    url = ui_link(base, exp_id)
+    # the "with metric columns" link ltr-bench prints (its saved view), pointed at this server
+    url = ui_link(base, exp_id, view=keys.SAVED_VIEW_ID)
     dom = _page(url, work, "runs_table")
     texts = set(_parse(dom).texts)
+    assert keys.SAVED_VIEW_NAME in texts  # the view is open ...
+    assert {"test/ndcg_at_10", "test/map", "time_fit_s"} <= texts  # ... with its metric columns
     names = {m: keys.protocol_run_name(m, "synthetic", "letor_folds") for m in MODELS}
     assert {runs[m].info.run_name for m in MODELS} == set(names.values())
     missing = [n for n in names.values() if n not in texts]
