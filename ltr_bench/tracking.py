@@ -13,6 +13,13 @@ Run hierarchy (roles from :mod:`ltr_bench.tracking_keys`):
   child per sweep job (inner-CV objective, no test metrics); the refit run of a study is a
   ``protocol`` run nested under the same sweep run.
 
+What a run shows in the UI is decided here: its params are its config's choices
+(:func:`run_params`), machine facts are tags (:func:`machine_tags`), MLflow's standard fields come
+from MLflow's run-context registry (:func:`context_tags`) with the command line as description,
+and every printed link opens the machine-learning view with a filter (:func:`format_links`).
+Readers (the report) go through :func:`open_client` / :func:`runs_frame`, never through the
+process-wide tracking URI.
+
 The SQLite store and the experiment are created under an inter-process file lock (in the temp
 dir, keyed by the database path): two processes creating a fresh ``mlflow.db`` at once otherwise
 fail with ``duplicate column name: step``.
@@ -368,15 +375,18 @@ def ui_base(tracking_uri: str | None) -> str:
 
 
 def ui_link(tracking_uri: str | None, experiment_id: str, search_filter: str | None = None,
-            run_id: str | None = None) -> str:
+            run_id: str | None = None, view: str | None = None) -> str:
     """A link that opens the experiment's runs (or one run) in MLflow's machine-learning view
-    (``workflowType=machine_learning``; MLflow 3's default is the GenAI view), filtered."""
+    (``workflowType=machine_learning``; MLflow 3's default is the GenAI view), filtered, or in a
+    saved ``view`` (its own filter and columns: MLflow 3.17 does not combine the two)."""
     from urllib.parse import quote, urlencode
 
     path = f"/#/experiments/{quote(str(experiment_id))}"
     path += f"/runs/{run_id}" if run_id else "/runs"
     query = {"workflowType": "machine_learning"}
-    if search_filter:
+    if view:
+        query["viewStateShareKey"] = view
+    elif search_filter:
         query["searchFilter"] = search_filter
     return ui_base(tracking_uri) + path + "?" + urlencode(query, quote_via=quote)
 
@@ -394,6 +404,8 @@ def format_links(tracking_uri: str | None, experiment_id: str, search_filter: st
         lines.append(f"MLflow UI: mlflow ui --backend-store-uri {tracking_uri}   (then open the links)")
     lines.append(f"  {what}: {ui_link(tracking_uri, experiment_id, search_filter)}")
     lines.append(f"  filter:  {search_filter}")
+    lines.append(f"  with metric columns (view '{keys.SAVED_VIEW_NAME}'; paste the filter there): "
+                 f"{ui_link(tracking_uri, experiment_id, view=keys.SAVED_VIEW_ID)}")
     if run_id:
         lines.append(f"  run:     {ui_link(tracking_uri, experiment_id, run_id=run_id)}")
     return "\n".join(lines)
@@ -458,15 +470,16 @@ def ensure_experiment(
                     "move it away or point tracking.tracking_uri elsewhere"
                 ) from None
             raise
-        kind = {keys.EXPERIMENT_KIND: keys.EXPERIMENT_KIND_ML}  # "Machine learning", not GenAI
+        ui_tags = experiment_ui_tags()  # the "Machine learning" kind and a view with metric columns
         if exp is not None:
             if exp.lifecycle_stage == "deleted":
                 client.restore_experiment(exp.experiment_id)
-            if keys.EXPERIMENT_KIND not in (exp.tags or {}):
-                client.set_experiment_tag(exp.experiment_id, keys.EXPERIMENT_KIND, keys.EXPERIMENT_KIND_ML)
+            for key, value in ui_tags.items():
+                if key not in (exp.tags or {}):
+                    client.set_experiment_tag(exp.experiment_id, key, value)
             return exp.experiment_id
         try:
-            return client.create_experiment(name, artifact_location=artifact_location, tags=kind)
+            return client.create_experiment(name, artifact_location=artifact_location, tags=ui_tags)
         except MlflowException:
             exp = client.get_experiment_by_name(name)
             if exp is None:
@@ -486,6 +499,33 @@ def _is_not_a_database(exc: BaseException) -> bool:
             return True
         error = error.__cause__ or error.__context__
     return False
+
+
+def experiment_ui_tags() -> dict[str, str]:
+    """Experiment tags for MLflow's UI: the "Machine learning" experiment kind (read by MLflow
+    3.x UIs before 3.17; 3.17 takes the view from the URL, see :func:`ui_link`) and a saved view
+    of the runs table with the metric columns a comparison needs (``keys.VIEW_COLUMNS``), which
+    3.17 opens from the "Views" menu or ``?viewStateShareKey=ltr-bench-metrics``. The view's state
+    follows MLflow 3.17's format (an internal one: another version ignores or rejects the view,
+    never the runs)."""
+    import time
+
+    state = {
+        "searchFilter": "", "orderByKey": "attributes.start_time", "orderByAsc": False,
+        "startTime": "ALL", "lifecycleFilter": "Active", "datasetsFilter": [],
+        "modelVersionFilter": "All Runs", "selectedColumns": list(keys.VIEW_COLUMNS),
+        "columnOrder": [], "columnWidths": {}, "runsExpanded": {}, "runsPinned": [], "runsHidden": [],
+        "runsVisibilityMap": {}, "runsHiddenMode": "FIRST_10_RUNS", "viewMaximized": False,
+        "runListHidden": False, "isAccordionReordered": False, "useGroupedValuesInCharts": True,
+        "hideEmptyCharts": True, "groupBy": None, "groupsExpanded": {}, "autoRefreshEnabled": True,
+        "globalLineChartConfig": {"xAxisKey": "step", "lineSmoothness": 0, "selectedXAxisMetricKey": ""},
+    }
+    now = int(time.time() * 1000)
+    view = {"name": keys.SAVED_VIEW_NAME, "createdAt": now, "updatedAt": now, "state": json.dumps(state)}
+    return {keys.EXPERIMENT_KIND: keys.EXPERIMENT_KIND_ML,
+            keys.SAVED_VIEW_PREFIX + keys.SAVED_VIEW_ID: json.dumps(view)}
+
+
 # ----------------------------------------------------------------------------------- reading runs
 def open_client(tracking_uri: str) -> Any:
     """An ``MlflowClient`` bound to ``tracking_uri`` (never the process-wide tracking URI)."""
@@ -977,12 +1017,12 @@ def log_study_to_mlflow(
     tracker.log_metrics(run_id, {
         keys.BEST_OBJECTIVE: summary.get("best_value"),
         keys.BEST_OBJECTIVE + keys.SE_SUFFIX: summary.get("best_value_se"),
-        "n_trials_within_one_se": summary.get("n_within_one_se"),
-        "n_trials_complete": summary.get("n_complete"),
+        keys.N_TRIALS_WITHIN_ONE_SE: summary.get("n_within_one_se"),
+        keys.N_TRIALS_COMPLETE: summary.get("n_complete"),
         # with re-evaluated top trials: best_objective is the chosen trial's pooled value
-        "search_best_objective": summary.get("search_best_value"),
-        "n_trials_reevaluated": len(summary["reevaluated"]) if summary.get("reevaluated") else None,
-        "n_trials_failed": summary.get("n_failed"),
+        keys.SEARCH_BEST_OBJECTIVE: summary.get("search_best_value"),
+        keys.N_TRIALS_REEVALUATED: len(summary["reevaluated"]) if summary.get("reevaluated") else None,
+        keys.N_TRIALS_FAILED: summary.get("n_failed"),
     })
     trials = next((p for p in files if Path(p).name == "trials.csv"), None)
     if trials is not None:

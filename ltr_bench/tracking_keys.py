@@ -66,6 +66,11 @@ MLFLOW_GIT_COMMIT = "mlflow.source.git.commit"
 MLFLOW_DATASET_CONTEXT = "mlflow.data.context"  # train / vali / test on a logged dataset input
 EXPERIMENT_KIND = "mlflow.experimentKind"  # experiment tag; MLflow 3.x UIs read it
 EXPERIMENT_KIND_ML = "custom_model_development"  # the "Machine learning" kind
+# A saved view of the runs table (MLflow 3.17's experiment tag mlflow.sharedViewState.<id>, opened
+# by ?viewStateShareKey=<id> or from the "Views" menu): the columns a comparison needs.
+SAVED_VIEW_PREFIX = "mlflow.sharedViewState."
+SAVED_VIEW_ID = "ltr-bench-metrics"
+SAVED_VIEW_NAME = "ltr-bench: metrics"
 
 # Legacy params (stores written before the fold sizes became tags); the report reads both.
 PARAM_N_TRAIN_QUERIES = "data.n_train_queries"
@@ -85,6 +90,12 @@ SPLIT_CV_FOLD = "cv_fold"  # one step per inner fold
 BEST_OBJECTIVE = "best_objective"
 BEST_SO_FAR = "best_objective_so_far"  # history, step = trial number
 TRIAL_OBJECTIVE = "trial_objective"  # history, step = trial number
+SEARCH_BEST_OBJECTIVE = "search_best_objective"  # the search's own best (with re-evaluation)
+N_TRIALS_COMPLETE = "n_trials_complete"
+N_TRIALS_FAILED = "n_trials_failed"
+N_TRIALS_REEVALUATED = "n_trials_reevaluated"
+N_TRIALS_WITHIN_ONE_SE = "n_trials_within_one_se"
+N_FOLD_RUNS = "n_fold_runs"  # on a report run
 
 # --------------------------------------------------------------------------------------- params
 # What a run's params are: its group choices (``model=direct_ranker``, ``loss=l2`` ...), every
@@ -99,6 +110,13 @@ META_KEYS = ("_target_", "_recursive_", "_convert_", "_partial_", "name", "accep
 MACHINE_KEYS = ("threads", "dataset.root", "dataset.path", "dataset.cache_dir")
 
 RUN_NAME_SEP = " · "
+
+# Columns of the saved view (MLflow's column keys: <type>.`<key>`).
+VIEW_COLUMNS = (
+    "attributes.`Dataset`", "params.`model`", "params.`dataset`", "tags.`ltr.fold_name`",
+    "metrics.`test/ndcg_at_10`", "metrics.`test/map`", "metrics.`vali/ndcg_at_10`",
+    "metrics.`cv/ndcg_at_10`", "metrics.`best_objective`", "metrics.`time_fit_s`",
+)
 
 
 def metric_key(split: str, name: str) -> str:

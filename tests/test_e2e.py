@@ -97,13 +97,23 @@ def test_default_run_logs_everything(tmp_path: Path) -> None:
     assert len(tags[keys.TAG_FINGERPRINT]) == 16 and tags[keys.TAG_VERSION]
     commit = git_commit()  # None outside a git clone: then the tag is simply absent
     assert tags.get(keys.TAG_GIT_COMMIT) == commit
-    # Params: the flattened resolved config and the fold sizes.
+    # Params: the run's choices (group options, hyperparameters, changed values), each once;
+    # machine facts and fold sizes are tags.
     p = child.data.params
-    assert p["dataset.n_train"] == "300" and p["seed"] == "0" and p["threads"] == "1"
-    assert p["model._target_"].endswith("DirectRanker") and p["model.epochs"] == "2"
-    assert int(p[keys.PARAM_N_TRAIN_QUERIES]) == 15
-    assert 0 < int(p[keys.PARAM_N_TEST_QUERIES]) <= 10
-    assert parent.data.params["dataset.n_train"] == "300"
+    assert p["model"] == "direct_ranker" and p["loss"] == "l2" and p["optimizer.lr"] == "0.004"
+    assert p["dataset.n_train"] == "300" and p["seed"] == "0" and p["model.epochs"] == "2"
+    assert "threads" not in p and not any("_target_" in k for k in p) and len(p) <= 40
+    assert tags["ltr.threads"] == "1"
+    assert int(tags[keys.TAG_N_TRAIN_QUERIES]) == 15
+    assert 0 < int(tags[keys.TAG_N_TEST_QUERIES]) <= 10
+    assert parent.data.params == p
+    # Names and MLflow's own fields.
+    assert child.info.run_name == "direct_ranker · synthetic/0"
+    assert parent.info.run_name == "direct_ranker · synthetic/0 · single"
+    assert tags["mlflow.note.content"].startswith("ltr-bench ") and "dataset.n_train=300" in tags["mlflow.note.content"]
+    assert {(i.dataset.name, i.tags[0].value) for i in child.inputs.dataset_inputs} == {
+        ("synthetic/0", c) for c in ("train", "vali", "test")}
+    assert "workflowType=machine_learning" in proc.stdout and "tags.`ltr.invocation` = '" in proc.stdout
     # Metrics: test and vali, run times; per-epoch training loss and vali NDCG@10.
     m = child.data.metrics
     for split in ("vali", "test"):
@@ -111,9 +121,10 @@ def test_default_run_logs_everything(tmp_path: Path) -> None:
             assert m[keys.metric_key(split, name)] == pytest.approx(fold["metrics"][split][name])
     assert all(m[k] > 0 for k in (keys.TIME_READ, keys.TIME_FIT, keys.TIME_EVAL))
     assert parent.data.metrics[keys.TIME_FIT] == pytest.approx(m[keys.TIME_FIT])
-    for curve in ("train_loss", "vali_ndcg_at_10"):  # learning curves, step = epoch
+    for curve in ("curve/train_loss", "curve/vali_ndcg_at_10", "curve/lr"):  # step = epoch
         hist = client.get_metric_history(child.info.run_id, curve)
         assert sorted(h.step for h in hist) == [0, 1], (curve, sorted(m))
+    assert not any(k in m for k in ("lr", "train_lr", "vali_ndcg_at_10", "train_loss"))
     # Artifacts.
     assert {"config.yaml", "results.json"} <= _artifacts(client, parent.info.run_id)
     fold_art = _artifacts(client, child.info.run_id)
@@ -124,7 +135,7 @@ def test_default_run_logs_everything(tmp_path: Path) -> None:
     art_dir = Path(child.info.artifact_uri.replace("file://", ""))
     csv = (art_dir / "per_query_metrics.csv").read_text().splitlines()
     assert csv[0].split(",")[:2] == ["split", "qid"]
-    assert len(csv) - 1 == int(p["data.n_vali_queries"]) + int(p[keys.PARAM_N_TEST_QUERIES])
+    assert len(csv) - 1 == int(tags[keys.TAG_N_VALI_QUERIES]) + int(tags[keys.TAG_N_TEST_QUERIES])
     config_yaml = Path(parent.info.artifact_uri.replace("file://", "")) / "config.yaml"
     assert "n_train: 300" in config_yaml.read_text()
 
@@ -158,9 +169,11 @@ def test_mq2008_one_fold(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = _runs(_client(tmp_path))
     (fold,) = runs[keys.ROLE_FOLD]
-    p, m = fold.data.params, fold.data.metrics
-    assert p[keys.PARAM_N_TRAIN_QUERIES] == "471"  # Fold1/train.txt
-    assert 100 < int(p[keys.PARAM_N_TEST_QUERIES]) < 156  # 156 test queries, no-relevant dropped
+    t, m = fold.data.tags, fold.data.metrics
+    assert t[keys.TAG_N_TRAIN_QUERIES] == "471"  # Fold1/train.txt
+    assert 100 < int(t[keys.TAG_N_TEST_QUERIES]) < 156  # 156 test queries, no-relevant dropped
+    assert fold.info.run_name == "direct_ranker · mq2008/Fold1" and fold.data.params["dataset.fold"] == "1"
+    assert {i.dataset.name for i in fold.inputs.dataset_inputs} == {"mq2008/Fold1"}
     assert fold.data.tags[keys.TAG_DATASET] == "mq2008" and fold.data.tags[keys.TAG_FOLD] == "0"
     assert m["test/ndcg_at_10"] > 0.6 and m["test/map"] > 0.55  # random ranking: ~0.4 / ~0.4
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 import signal
@@ -273,6 +274,9 @@ def test_runs_carry_mlflow_standard_fields_and_dataset_inputs(tracker: Tracker) 
     assert inputs == {("mq2008/Fold1", f"abc-{c}", c) for c in ("train", "vali", "test")}
     exp = tracker.client.get_experiment(tracker.experiment_id)
     assert exp.tags[keys.EXPERIMENT_KIND] == keys.EXPERIMENT_KIND_ML
+    view = json.loads(exp.tags[keys.SAVED_VIEW_PREFIX + keys.SAVED_VIEW_ID])
+    assert view["name"] == keys.SAVED_VIEW_NAME and isinstance(view["createdAt"], int)
+    assert "metrics.`test/ndcg_at_10`" in json.loads(view["state"])["selectedColumns"]
 
 
 def test_links_open_the_machine_learning_view_with_a_filter() -> None:
@@ -289,6 +293,7 @@ def test_links_open_the_machine_learning_view_with_a_filter() -> None:
     assert ui_link("http://host:5000/", "3").startswith("http://host:5000/#/experiments/3/runs?")
     text = format_links("sqlite:////x/mlflow.db", "3", f, "sweep")
     assert "mlflow ui --backend-store-uri sqlite:////x/mlflow.db" in text and f in text
+    assert f"viewStateShareKey={keys.SAVED_VIEW_ID}" in text
 
 
 def test_sweep_run_gets_space_budget_and_convergence(tracker: Tracker, tmp_path: Path) -> None:

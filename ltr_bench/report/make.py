@@ -73,7 +73,7 @@ def _log_report_run(tracking_uri: str, experiment: str, report: "Report",
             tk.TAG_EVAL: options.get("report.eval")}
     with tracker.run(tk.report_run_name(experiment), tags) as run_id:
         tracker.log_params(run_id, {k: v for k, v in options.items() if v is not None})
-        tracker.log_metrics(run_id, {"n_fold_runs": n_runs})
+        tracker.log_metrics(run_id, {tk.N_FOLD_RUNS: n_runs})
         for path in report.files:
             parent = path.parent.relative_to(report.out).as_posix()
             tracker.log_artifact(run_id, path, None if parent == "." else parent)

@@ -5,7 +5,8 @@ The test makes a store (3 models x 2 folds of generated data, and a 2-trial swee
 printed links lead to in Debian's ``chromium`` (``--dump-dom`` for the rendered DOM,
 ``--screenshot`` for a picture). It checks that
 
-- the runs table, in the machine-learning view, lists the three model runs and the sweep by name;
+- the runs table, in the machine-learning view and ltr-bench's saved view, lists the three model
+  runs and the sweep by name, with metric columns;
 - the comparison page of the three model runs shows each one's test NDCG@10, as tracked.
 
 Screenshots go to ``$LTR_BROWSER_SHOTS`` (default ``<tmp>/ltr_bench_browser``), never into git.
@@ -125,17 +126,28 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Pat
             _stop(proc)
 
 
-def _page(url: str, work: Path, shot: str, height: int = 1300) -> str:
-    """The rendered DOM of ``url``; its screenshot is written to ``<SHOTS>/<shot>.png`` by the
-    same browser run."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    profile = Path(tempfile.mkdtemp(dir=work, prefix="chromium-"))  # a new, empty profile
+def _chromium(url: str, work: Path, height: int, *what: str) -> str:
+    """One headless chromium run (new empty profile, own process group, killed on timeout)."""
+    profile = Path(tempfile.mkdtemp(dir=work, prefix="chromium-"))
     args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            f"--user-data-dir={profile}", f"--window-size=1900,{height}", "--virtual-time-budget=12000",
-            "--dump-dom", f"--screenshot={SHOTS / (shot + '.png')}", url]
-    res = subprocess.run(args, capture_output=True, text=True, timeout=120, start_new_session=True)
-    return res.stdout
+            f"--user-data-dir={profile}", f"--window-size=1900,{height}", "--virtual-time-budget=15000",
+            *what, url]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        _stop(proc)
+    return out
+
+
+def _page(url: str, work: Path, shot: str, height: int = 1300) -> str:
+    """The rendered DOM of ``url``; a screenshot of it goes to ``<SHOTS>/<shot>.png``."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    dom = _chromium(url, work, 1300, "--dump-dom")
+    _chromium(url, work, height, f"--screenshot={SHOTS / (shot + '.png')}")
+    return dom
 
 
 class _Cells(HTMLParser):
@@ -192,10 +204,12 @@ def test_runs_table_lists_the_model_runs_by_name(ui: tuple[str, str, Path]) -> N
     runs = _model_runs(uri)
     assert set(runs) == set(MODELS)
     exp_id = next(iter(runs.values())).info.experiment_id
-    # the link ltr-bench prints, pointed at this server
-    url = ui_link(base, exp_id)
+    # the "with metric columns" link ltr-bench prints (its saved view), pointed at this server
+    url = ui_link(base, exp_id, view=keys.SAVED_VIEW_ID)
     dom = _page(url, work, "runs_table")
     texts = set(_parse(dom).texts)
+    assert keys.SAVED_VIEW_NAME in texts  # the view is open ...
+    assert {"test/ndcg_at_10", "test/map", "time_fit_s"} <= texts  # ... with its metric columns
     names = {m: keys.protocol_run_name(m, "synthetic", "letor_folds") for m in MODELS}
     assert {runs[m].info.run_name for m in MODELS} == set(names.values())
     missing = [n for n in names.values() if n not in texts]

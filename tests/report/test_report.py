@@ -198,7 +198,44 @@ def test_report_run_logged_with_artifacts(report, store):
     runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`{tk.TAG_ROLE}` = 'report'")
     assert runs and runs[-1].info.status == "FINISHED"
     names = {a.path for a in client.list_artifacts(runs[-1].info.run_id)}
-    assert {"table1.md", "table1.csv", "table1.tex", "table3.md", "pvalues", "cd", "report.md"} <= names
+    assert {"table1.md", "table1.csv", "table1.tex", "table3.md", "pvalues", "cd", "report.md",
+            "report.html", "table1.png", "table3.png"} <= names
+    assert runs[-1].info.run_name == f"report {EXPERIMENT}"
+    assert runs[-1].data.params["report.metrics"] == "ndcg@10 map"
+
+
+def test_report_prints_the_ui_link_and_leaves_the_global_tracking_uri(report):
+    import mlflow
+
+    _, stdout, _ = report
+    assert "workflowType=machine_learning" in stdout and "tags.`ltr.role` = 'report'" in stdout
+    assert not mlflow.get_tracking_uri().startswith("sqlite:///" + str(report[2].parent))
+
+
+def test_html_report_embeds_every_figure_and_the_charts(report):
+    """report.html renders where relative links do not (the MLflow artifact view): every figure
+    is inside it; the Table 1 chart and the run-time chart exist."""
+    _, _, out = report
+    page = (out / "report.html").read_text(encoding="utf-8")
+    figures = sorted((out / "pvalues").glob("*.png")) + sorted((out / "cd").glob("*.png"))
+    assert page.count("src='data:image/png;base64,") == len(figures) + 2  # + the two charts
+    assert "<b>0.725(13)†</b>" in page and "src='pvalues/" not in page
+    for chart in ("table1.png", "table3.png"):
+        assert (out / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_make_report_is_a_function_of_its_arguments(store, tmp_path):
+    from ltr_bench.errors import UserError
+    from ltr_bench.report.make import make_report, report_options
+
+    uri, _ = store
+    rep = make_report(uri, EXPERIMENT, tmp_path / "r", **report_options(["--protocol", "letor_folds"]),
+                      log_run=False)
+    assert rep.run_id is None and rep.table1_markdown == EXPECTED_TABLE1
+    with pytest.raises(UserError, match="report_args"):
+        report_options(["--nonsense"])
+    with pytest.raises(UserError, match="--alpha"):
+        make_report(uri, EXPERIMENT, tmp_path / "r2", alpha=2.0)
 
 
 def test_console_script_subprocess(report, store, tmp_path):

@@ -61,21 +61,21 @@ def test_ddp_on_two_cpu_processes_matches_one_process_and_only_rank0_writes(tmp_
     assert abs(v_ddp - v_single) <= NDCG_TOLERANCE, (v_single, v_ddp)
     for cwd in (single_dir, ddp_dir):
         client, runs = _store(cwd)
-        loss = _curve(client, _fold_run(runs), "train_loss")
+        loss = _curve(client, _fold_run(runs), "curve/train_loss")
         assert len(loss) >= 2 and loss[-1] < loss[0]
 
     # Really two processes with DDP: rank 1 was started by Lightning (Hydra named its job).
     client, runs = _store(ddp_dir)
     fold = _fold_run(runs)
-    assert fold.data.params["trainer.strategy"] == "ddp" and fold.data.params["trainer.devices"] == "2"
+    assert fold.data.params["trainer"] == "ddp" and fold.data.params["trainer.accelerator"] == "cpu"
     (run_dir,) = (ddp_dir / "outputs").glob("*/*")
     assert (run_dir / "train_ddp_process_1.log").is_file()
 
     # Validation during training covered the whole validation set on every rank: the best epoch's
     # logged (rank-synced) NDCG@10 equals rank 0's evaluation of the restored best weights on all
     # 51 queries after training.
-    assert fold.data.params["data.n_vali_queries"] == "51"
-    best_logged = max(_curve(client, fold, "vali_ndcg_at_10"))
+    assert fold.data.tags[keys.TAG_N_VALI_QUERIES] == "51"
+    best_logged = max(_curve(client, fold, "curve/vali_ndcg_at_10"))
     assert best_logged == pytest.approx(fold.data.metrics["vali/ndcg_at_10"], abs=1e-5)
     assert best_logged == pytest.approx(v_ddp, abs=1e-5)
 

@@ -54,4 +54,4 @@ def test_joblib_launcher_runs_two_trials_in_parallel_with_threads_capped(tmp_pat
     runs = client.search_runs([exp.experiment_id])
     trials = [r for r in runs if r.data.tags[keys.TAG_ROLE] == keys.ROLE_TRIAL]
     assert len(trials) == 2 and {r.info.status for r in trials} == {"FINISHED"}
-    assert {r.data.params["threads"] for r in trials} == {str(expected)}
+    assert {r.data.tags["ltr.threads"] for r in trials} == {str(expected)}  # a machine fact: a tag

@@ -74,9 +74,22 @@ def test_sweep_per_fold_then_refit_best(tmp_path: Path) -> None:
         assert sweep_run.data.metrics["best_objective_se"] == pytest.approx(study["best_value_se"])
         assert sweep_run.data.metrics["n_trials_within_one_se"] == study["n_within_one_se"]
         assert sweep_run.data.metrics["n_trials_complete"] == 2
+        # What the UI shows of a sweep: its name, search space, sampler and budget as params,
+        # the convergence per trial, and a duration spanning its trials.
+        fold = study["study_overrides"][0].split("=")[1]
+        assert sweep_run.info.run_name == f"sweep direct_ranker · letor/Fold{fold} · tpe"
+        sp = sweep_run.data.params
+        assert sp["search.optimizer.lr"].startswith("tag(log") and "optimizer.lr" not in sp
+        assert (sp["sampler"], sp["n_trials"], sp["direction"]) == ("tpe", "2", "maximize")
+        assert sp["storage"].startswith("sqlite:///") and sp["model"] == "direct_ranker"
+        best_so_far = client.get_metric_history(sweep_run.info.run_id, keys.BEST_SO_FAR)
+        assert sorted(m.step for m in best_so_far) == [0, 1]
+        assert max(m.value for m in best_so_far) == pytest.approx(study["best_value"])
         # Two trials nested under it, scored by inner CV only: no test metric anywhere.
         trials = [r for r in runs["trial"] if r.data.tags.get(TAG_PARENT) == sweep_run.info.run_id]
         assert len(trials) == 2
+        assert sweep_run.info.end_time >= max(t.info.end_time for t in trials)
+        assert {t.info.run_name for t in trials} == {"direct_ranker · trial 0", "direct_ranker · trial 1"}
         for t in trials:
             metrics = t.data.metrics
             assert 0 < metrics["cv/ndcg_at_10"] <= 1 and metrics["objective"] == metrics["cv/ndcg_at_10"]
@@ -107,10 +120,13 @@ def test_sweep_per_fold_then_refit_best(tmp_path: Path) -> None:
         assert sorted(r.data.params["seed"] for r in mine) == ["0", "1"]
         for refit in mine:
             assert refit.data.tags[TAG_PARENT] == sweeps[study["study_name"]].info.run_id
+            fold_no = study["study_overrides"][0].split("=")[1]
+            seed = refit.data.params["seed"]
+            assert refit.info.run_name == f"refit direct_ranker · letor/Fold{fold_no} · seed {seed}"
             assert 0 < refit.data.metrics["test/ndcg_at_10"] <= 1
             params = refit.data.params
             for key, value in study["best_params"].items():  # the refit ran the best config
-                logged = params[key] if key in params else params[f"{key}.name"]  # a group: its option name
+                logged = params[key]  # a group's param is its option name
                 assert logged.replace(" ", "") == str(value).replace(" ", ""), key
             fold = int(study["study_overrides"][0].split("=")[1])
             folds = [r for r in runs["fold"] if r.data.tags.get(TAG_PARENT) == refit.info.run_id]
@@ -151,7 +167,7 @@ def test_reevaluation_scores_the_top_trial_on_fresh_inner_cv_repeats(tmp_path: P
     assert sweep_run.data.metrics["search_best_objective"] == pytest.approx(results["search_best_value"])
     assert sweep_run.data.metrics["n_trials_reevaluated"] == 1
     (again,) = [r for r in runs["trial"] if r.data.tags.get("ltr.reevaluation") == "true"]
-    assert again.info.run_name == f"trial {rec['trial']} re-evaluation"
+    assert again.info.run_name == f"direct_ranker · trial {rec['trial']} · re-evaluation"
     assert again.data.tags[TAG_TRIAL] == str(rec["trial"])
     assert again.data.metrics["objective"] == pytest.approx(rec["reevaluation_value"])
     history = client.get_metric_history(again.info.run_id, "cv_fold/ndcg_at_10")
