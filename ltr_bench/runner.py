@@ -35,6 +35,7 @@ from ltr_bench.data.protocol import Dataset
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.protocols import OuterSplit, Protocol
+from ltr_bench.seeding import derive_seed
 from ltr_bench.tracking import (
     TAG_REEVALUATION,
     TAG_REFIT,
@@ -232,7 +233,7 @@ def seed_for_repeat(seed: int, repeat: int) -> int:
     derived from ``(seed, repeat)``, so repeats also average over training randomness."""
     if repeat == 0:
         return seed
-    return int(np.random.SeedSequence([seed, repeat]).generate_state(1)[0] % (2**31))
+    return derive_seed(seed, repeat, bits=31)
 
 
 def build_ranker(cfg: DictConfig, seed: int | None = None) -> Any:
