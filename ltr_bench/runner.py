@@ -294,6 +294,44 @@ def prepare(
     return Prepared(tr, va, te, pre)
 
 
+@dataclass
+class Fitted:
+    """A ranker fitted by :func:`fit_and_score`, the preprocessed data and its test scores."""
+
+    ranker: Any
+    train: QuerySet  # preprocessed
+    test: QuerySet  # preprocessed
+    scores: np.ndarray  # [N] float64 scores of ``test``
+    time_fit_s: float
+
+
+def fit_and_score(
+    cfg: DictConfig, train: QuerySet, test: QuerySet, vali: QuerySet | None = None,
+    cache: dict[str, Any] | None = None,
+) -> Fitted:
+    """Preprocess (fitted on ``train``), build ``cfg``'s ranker, fit it, score ``test``: one
+    fit -> score step for drivers outside the protocol loop (experiments).
+
+    ``cache`` (a dict the caller keeps per data split) shares the preprocessed data between models
+    with the same ``eval.preprocessing`` config.
+    """
+    key = OmegaConf.to_yaml(cfg.eval.preprocessing, resolve=True)
+    parts = None if cache is None else cache.get(key)
+    if parts is None:
+        pre = build_preprocessing(cfg)
+        pre.fit(train)
+        parts = (pre.apply(train, "train"), pre.apply(vali, "vali") if vali is not None else None,
+                 pre.apply(test, "test"))
+        if cache is not None:
+            cache[key] = parts
+    tr, va, te = parts
+    ranker = build_ranker(cfg)
+    t0 = time.perf_counter()
+    ranker.fit(tr, va)
+    fit_s = time.perf_counter() - t0
+    return Fitted(ranker, tr, te, np.asarray(ranker.score(te), dtype=np.float64), fit_s)
+
+
 def evaluate_split(cfg: DictConfig, scores: np.ndarray, data: QuerySet, where: str) -> Any:
     """``metrics.evaluate`` with the eval config's options; NaN scores are a failed fit."""
     from ltr_bench.metrics import evaluate
