@@ -202,6 +202,7 @@ def _mq2008_present() -> bool:
 
 
 @pytest.mark.realdata
+@pytest.mark.slow  # the same checks as on the generated LETOR folder above; real data adds time
 @pytest.mark.skipif(not _mq2008_present(), reason="MQ2008 not in the data root ($LTR_DATA)")
 def test_table2_on_mq2008(tmp_path: Path) -> None:
     run_cli(["experiment=table2", "scale=quick", f"hydra.run.dir={tmp_path}/out"], tmp_path)
