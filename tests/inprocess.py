@@ -29,7 +29,9 @@ class CliResult:
 
 
 @contextlib.contextmanager
-def _restored(cwd: Path, env: dict[str, str | None]) -> Iterator[None]:
+def restored(cwd: Path, env: dict[str, str | None], argv: list[str] | None = None) -> Iterator[None]:
+    """Run a Hydra app in ``cwd`` with ``env`` changes (None: unset) and ``sys.argv = argv``; put
+    back everything it may change."""
     import torch
     from hydra.core.global_hydra import GlobalHydra
 
@@ -37,7 +39,7 @@ def _restored(cwd: Path, env: dict[str, str | None]) -> Iterator[None]:
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     threads = torch.get_num_threads()
     os.chdir(cwd)
-    sys.argv = ["ltr-bench"]
+    sys.argv = list(argv) if argv is not None else ["ltr-bench"]
     for k, v in env.items():
         if v is None:
             os.environ.pop(k, None)
@@ -66,7 +68,7 @@ def run_ltr_bench(*args: str, cwd: Path) -> CliResult:
     out, err = io.StringIO(), io.StringIO()
     env = {"OMP_NUM_THREADS": "1", "MLFLOW_TRACKING_URI": None, "HYDRA_FULL_ERROR": None}
     code = 0
-    with _restored(Path(cwd), env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with restored(Path(cwd), env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             cli.main(list(args))
         except SystemExit as exc:
