@@ -141,7 +141,8 @@ def resolve_loss(
         try:
             fn = get_method(str(target))
         except Exception as err:  # Hydra wraps import errors in its own types
-            raise UserError(f"{key}._target_={target} cannot be imported ({err}); {choose}") from None
+            why = " ".join(str(err).split()) or type(err).__name__
+            raise UserError(f"{key}._target_={target} cannot be imported ({why}); {choose}") from None
     elif name.lower() in builtin_losses():
         fn = builtin_losses()[name.lower()]
     else:

@@ -34,6 +34,7 @@ from ltr_bench.data.protocol import Dataset
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.data.splits import apply_split, holdout_splits, kfold_by_query
 from ltr_bench.errors import UserError
+from ltr_bench.seeding import derive_seed
 
 OBJECTIVES = ("auto", "final", "inner_cv")
 TRAIN_LABELS = ("graded", "binary")
@@ -145,8 +146,7 @@ class Protocol:
                 f"got {train.n_queries}; lower protocol.inner_cv"
             )
         for repeat in self.repeats(reevaluation):
-            seed = self.split_seed if repeat == 0 else int(
-                np.random.SeedSequence([self.split_seed, repeat]).generate_state(1)[0])
+            seed = self.split_seed if repeat == 0 else derive_seed(self.split_seed, repeat)
             for k, split in enumerate(kfold_by_query(train, self.inner_cv, seed=seed)):
                 inner_train, inner_vali = apply_split(train, split)
                 yield repeat, k, inner_train, inner_vali
@@ -234,7 +234,7 @@ class HoldOut(Protocol):
         train, test = apply_split(pool, split)
         vali = None
         if self.vali_fraction > 0:
-            seed = int(np.random.SeedSequence([self.split_seed, position, 1]).generate_state(1)[0])
+            seed = derive_seed(self.split_seed, position, 1)
             inner = holdout_splits(train, 1, 1.0 - self.vali_fraction, seed)[0]
             train, vali = apply_split(train, inner)
         name = f"{getattr(dataset, 'name', 'data')}/holdout{position}"

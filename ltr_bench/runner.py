@@ -35,6 +35,7 @@ from ltr_bench.data.protocol import Dataset
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.protocols import OuterSplit, Protocol
+from ltr_bench.seeding import derive_seed
 from ltr_bench.tracking import (
     Tracker,
     data_tags,
@@ -258,7 +259,7 @@ def seed_for_repeat(seed: int, repeat: int) -> int:
     derived from ``(seed, repeat)``, so repeats also average over training randomness."""
     if repeat == 0:
         return seed
-    return int(np.random.SeedSequence([seed, repeat]).generate_state(1)[0] % (2**31))
+    return derive_seed(seed, repeat, bits=31)
 
 
 def build_ranker(cfg: DictConfig, seed: int | None = None) -> Any:
@@ -337,6 +338,44 @@ def prepare(
     parts = [("train", train), ("vali", vali), ("test", test)]
     (tr, va, te), pre, _ = cached_preprocessing(key, parts, compute, dataset.cache_dir)
     return Prepared(tr, va, te, pre)
+
+
+@dataclass
+class Fitted:
+    """A ranker fitted by :func:`fit_and_score`, the preprocessed data and its test scores."""
+
+    ranker: Any
+    train: QuerySet  # preprocessed
+    test: QuerySet  # preprocessed
+    scores: np.ndarray  # [N] float64 scores of ``test``
+    time_fit_s: float
+
+
+def fit_and_score(
+    cfg: DictConfig, train: QuerySet, test: QuerySet, vali: QuerySet | None = None,
+    cache: dict[str, Any] | None = None,
+) -> Fitted:
+    """Preprocess (fitted on ``train``), build ``cfg``'s ranker, fit it, score ``test``: one
+    fit -> score step for drivers outside the protocol loop (experiments).
+
+    ``cache`` (a dict the caller keeps per data split) shares the preprocessed data between models
+    with the same ``eval.preprocessing`` config.
+    """
+    key = OmegaConf.to_yaml(cfg.eval.preprocessing, resolve=True)
+    parts = None if cache is None else cache.get(key)
+    if parts is None:
+        pre = build_preprocessing(cfg)
+        pre.fit(train)
+        parts = (pre.apply(train, "train"), pre.apply(vali, "vali") if vali is not None else None,
+                 pre.apply(test, "test"))
+        if cache is not None:
+            cache[key] = parts
+    tr, va, te = parts
+    ranker = build_ranker(cfg)
+    t0 = time.perf_counter()
+    ranker.fit(tr, va)
+    fit_s = time.perf_counter() - t0
+    return Fitted(ranker, tr, te, np.asarray(ranker.score(te), dtype=np.float64), fit_s)
 
 
 def evaluate_split(cfg: DictConfig, scores: np.ndarray, data: QuerySet, where: str) -> Any:

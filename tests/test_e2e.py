@@ -1,8 +1,9 @@
-"""End to end: the real ``ltr-bench`` command in a subprocess, then the MLflow store read back.
+"""End to end: the ``ltr-bench`` command, then the MLflow store read back.
 
 Every run uses a temporary working directory (outputs/, mlflow.db and artifacts land there) and
-one thread. Few runs, each checking many things: process start-up (torch + Lightning + MLflow +
-Hydra) costs several seconds.
+one thread. Runs go through ``ltr_bench.cli.main`` in this process (:mod:`tests.inprocess`); real
+subprocesses only where the process is what is tested: ``--help`` / ``--cfg job`` start without
+torch, Lightning or MLflow, and killed runs (signals, exit codes) end KILLED.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 
 from ltr_bench import tracking_keys as keys
 from ltr_bench.tracking import git_commit
+from tests.inprocess import CliResult, run_ltr_bench
 
 LTR_BENCH = str(Path(sys.executable).parent / "ltr-bench")
 DATA_ROOT = Path(os.environ.get("LTR_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data" / "letor")
@@ -36,9 +38,25 @@ def _env() -> dict[str, str]:
     return env
 
 
-def ltr_bench(cwd: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([LTR_BENCH, *args], cwd=cwd, env=_env(), capture_output=True, text=True,
-                          timeout=timeout)
+def ltr_bench(cwd: Path, *args: str, timeout: float = 180) -> CliResult:
+    """``ltr-bench <args>`` in ``cwd``, in this process."""
+    return run_ltr_bench(*args, cwd=cwd)
+
+
+# A process that runs ltr-bench's main() and reports which heavy libraries it imported.
+_REPORT_IMPORTS = (
+    "import sys\n"
+    "from ltr_bench.cli import main\n"
+    "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    code = exc.code\n"
+    "heavy = sorted(m for m in ('torch', 'lightning', 'mlflow') if m in sys.modules)\n"
+    "print('HEAVY=' + ','.join(heavy), file=sys.stderr)\n"
+)
+
+
+def ltr_bench_process(cwd: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """``ltr-bench <args>`` in a fresh interpreter; stderr ends with ``HEAVY=<modules>``."""
+    return subprocess.run([sys.executable, "-c", _REPORT_IMPORTS, *args], cwd=cwd, env=_env(),
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def _client(cwd: Path) -> Any:
@@ -195,13 +213,16 @@ def test_user_errors_print_one_line_and_exit_2(tmp_path: Path, args: list[str], 
 
 
 def test_help_and_cfg_job(tmp_path: Path) -> None:
-    help_ = ltr_bench(tmp_path, "--help", timeout=60)
+    """A fresh process: --help and --cfg job answer without importing torch, Lightning or MLflow."""
+    help_ = ltr_bench_process(tmp_path, "--help")
     assert help_.returncode == 0
     for group in ("model:", "dataset:", "protocol: holdout, letor_folds, single", "tracking:",
                   "trainer: cpu, ddp, gpu", "loss:", "optimizer:", "activation:", "eval:"):
         assert group in help_.stdout, group
-    cfg = ltr_bench(tmp_path, "--cfg", "job", "model.epochs=7", timeout=60)
+    cfg = ltr_bench_process(tmp_path, "--cfg", "job", "model.epochs=7")
     assert cfg.returncode == 0
+    for proc in (help_, cfg):
+        assert proc.stderr.strip().splitlines()[-1] == "HEAVY=", proc.stderr[-2000:]
     import yaml
 
     job = yaml.safe_load(cfg.stdout)

@@ -22,17 +22,12 @@ from torch import Tensor
 from ltr_bench.data.padding import bucket_chunks, pad_index
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
+from ltr_bench.seeding import derive_seed
 
 PairMode = Literal["all", "neighbours"]
 PairDistribution = Literal["pairs", "documents"]
 PAIR_MODES = ("all", "neighbours")
 PAIR_DISTRIBUTIONS = ("pairs", "documents")
-
-
-def derive_seed(*parts: int) -> int:
-    """A 63-bit seed from integers (seed, epoch, rank, ...), via NumPy's SeedSequence."""
-    state = np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts]).generate_state(1, np.uint64)
-    return int(state[0] >> np.uint64(1))
 
 
 class PairBatch(NamedTuple):
@@ -236,7 +231,7 @@ class PairBatches:
 
     def __iter__(self) -> Iterator[PairBatch]:
         gen = torch.Generator(device=self.sampler.device)
-        gen.manual_seed(derive_seed(self.seed, self.epoch, self.rank))
+        gen.manual_seed(derive_seed(self.seed, self.epoch, self.rank, bits=63))
         self.epoch += 1
         n = self.rank_batch_size
         for _ in range(len(self)):
@@ -297,7 +292,7 @@ class QueryBatches:
         return max(1, math.ceil(self._n_batches / self.world_size)) if self._n_batches else 0
 
     def __iter__(self) -> Iterator[ListBatch]:
-        rng = np.random.default_rng(derive_seed(self.seed, self.epoch)) if self.shuffle else None
+        rng = np.random.default_rng(derive_seed(self.seed, self.epoch, bits=63)) if self.shuffle else None
         self.epoch += 1
         chunks = self._chunks(rng)
         if not chunks:

@@ -27,6 +27,7 @@ from ltr_bench.data.letor import check_same_n_features, load_letor
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.data.synthetic import make_synthetic_splits
 from ltr_bench.errors import UserError
+from ltr_bench.seeding import derive_seed
 
 DATA_ENV = "LTR_DATA"
 SPLIT_FILES = ("train", "vali", "test")
@@ -345,7 +346,7 @@ def _bool(value: Any, key: str) -> bool:
 
 
 def _fold_seed(seed: int, i: int) -> int:
-    return seed if i == 0 else int(np.random.SeedSequence([seed, i]).generate_state(1)[0])
+    return seed if i == 0 else derive_seed(seed, i)
 
 
 def _fold_numbers(fold: int | Iterable[int] | None) -> tuple[int, ...]:

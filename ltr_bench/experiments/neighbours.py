@@ -86,7 +86,7 @@ def oracle_classes(labels_sorted: np.ndarray, classes: np.ndarray) -> np.ndarray
 
 def run(exp: Experiment) -> pd.DataFrame:
     """The driver (``_target_`` of the fig3 experiment)."""
-    from ltr_bench.runner import build_preprocessing, build_ranker
+    from ltr_bench.runner import fit_and_score
 
     spec = exp.spec
     panels = plain(spec.panels)
@@ -108,11 +108,8 @@ def run(exp: Experiment) -> pd.DataFrame:
                 train, test = source.load(rep)
                 if pspec.get("train_binary"):
                     train = binarize_labels(train, source.relevance_threshold)
-                pre = build_preprocessing(cfg)
-                pre.fit(train)
-                tr, te = pre.apply(train, "train"), pre.apply(test, "test")
-                ranker = build_ranker(cfg)
-                ranker.fit(tr, None)
+                fitted = fit_and_score(cfg, train, test)
+                ranker, te = fitted.ranker, fitted.test
                 in_list = _choose_list(te, pspec, rng)
                 row, seq = _classify(ranker, te, in_list, int(spec.peak_distance), pspec)
                 rows.append({"panel": panel, "model": model, "repetition": rep, **row})

@@ -14,12 +14,11 @@ Outputs: ``results.csv`` (one row per repetition and model), ``summary.csv`` (me
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from ltr_bench.experiments.common import Experiment, compose_run_config, plain
 from ltr_bench.experiments.sources import relevant_ratio
@@ -53,24 +52,15 @@ class _Configs:
 
 def fit_and_score(cfg: DictConfig, source: Any, train: Any, test: Any, rng: np.random.Generator,
                   prepared: dict[str, Any]) -> tuple[float, float]:
-    """(value, fit seconds) of the model of ``cfg``; preprocessing shared across models with the
-    same preprocessing config (``prepared`` caches it per point and repetition)."""
-    from ltr_bench.runner import build_preprocessing, build_ranker
+    """(value, fit seconds) of the model of ``cfg`` (the runner's fit -> score step);
+    preprocessing shared across models with the same preprocessing config (``prepared`` caches
+    it per point and repetition)."""
+    from ltr_bench.runner import fit_and_score as fit_score
 
-    key = OmegaConf.to_yaml(cfg.eval.preprocessing, resolve=True)
-    if key not in prepared:
-        pre = build_preprocessing(cfg)
-        pre.fit(train)
-        prepared[key] = (pre.apply(train, "train"), pre.apply(test, "test"))
-    tr, te = prepared[key]
-    ranker = build_ranker(cfg)
-    t0 = time.perf_counter()
-    ranker.fit(tr, None)
-    fit_s = time.perf_counter() - t0
-    scores = np.asarray(ranker.score(te), dtype=np.float64)
-    if not np.all(np.isfinite(scores)):
-        return float("nan"), fit_s
-    return source.score(cfg, scores, te, rng), fit_s
+    fitted = fit_score(cfg, train, test, cache=prepared)
+    if not np.all(np.isfinite(fitted.scores)):
+        return float("nan"), fitted.time_fit_s
+    return source.score(cfg, fitted.scores, fitted.test, rng), fitted.time_fit_s
 
 
 def run(exp: Experiment) -> pd.DataFrame:

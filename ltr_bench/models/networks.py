@@ -222,7 +222,8 @@ def optimizer_class(value: Any, key: str = "optimizer") -> tuple[str, type, dict
         try:
             return name, get_class(target), params
         except Exception as err:  # Hydra wraps import errors in its own types
-            raise UserError(f"{key}._target_={target} cannot be imported ({err})") from None
+            why = " ".join(str(err).split()) or type(err).__name__
+            raise UserError(f"{key}._target_={target} cannot be imported ({why})") from None
     if name in OPTIMIZERS:
         return name, OPTIMIZERS[name], params
     raise UserError(f"{key}={name!r} is not known; use one of {sorted(OPTIMIZERS)}")

@@ -1,18 +1,15 @@
-"""Fixtures of the experiment tests: a generated LETOR folder and running ``ltr-bench`` for real."""
+"""Fixtures of the experiment tests: a generated LETOR folder and running ``ltr-bench`` (in this
+process, see :mod:`tests.inprocess`)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.data.letor_files import write_letor
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.inprocess import CliResult, run_ltr_bench
 
 
 def generated_letor(root: Path, n_queries: int = 10, n_features: int = 6, seed: int = 0) -> Path:
@@ -43,13 +40,9 @@ def letor_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return generated_letor(tmp_path_factory.mktemp("letor") / "GEN")
 
 
-def run_cli(args: list[str], workdir: Path) -> subprocess.CompletedProcess:
+def run_cli(args: list[str], workdir: Path) -> CliResult:
     """``ltr-bench <args>`` in ``workdir`` (its own MLflow store), one thread; asserts exit 0."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr_bench.cli", *args, "threads=1",
-         f"tracking.tracking_uri=sqlite:///{workdir}/mlflow.db"],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=600,
-    )
+    proc = run_ltr_bench(*args, "threads=1", f"tracking.tracking_uri=sqlite:///{workdir}/mlflow.db",
+                         cwd=workdir)
     assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
     return proc

@@ -1,4 +1,4 @@
-"""Every experiment at scale=quick through the real ``ltr-bench`` command, outputs checked.
+"""Every experiment at scale=quick through the ``ltr-bench`` command (in-process), outputs checked.
 
 The synthetic experiments run in one multirun process (one job each); the LETOR tables run on a
 generated five-fold LETOR folder (so nothing hides behind a skip) and, when present, on MQ2008.
@@ -202,6 +202,7 @@ def _mq2008_present() -> bool:
 
 
 @pytest.mark.realdata
+@pytest.mark.slow  # the same checks as on the generated LETOR folder above; real data adds time
 @pytest.mark.skipif(not _mq2008_present(), reason="MQ2008 not in the data root ($LTR_DATA)")
 def test_table2_on_mq2008(tmp_path: Path) -> None:
     run_cli(["experiment=table2", "scale=quick", f"hydra.run.dir={tmp_path}/out"], tmp_path)
@@ -221,10 +222,6 @@ def test_table1_on_mq2008(tmp_path: Path) -> None:
     (["experiment=fig2c", "scale=huge"], "scale=huge is not a scale of this experiment; choose one of [full, quick]"),
     (["experiment=parts/fig5_models"], "experiment=parts/fig5_models is a part shared by experiments, not one itself"),
 ])
-def test_experiment_input_errors_are_one_sentence(tmp_path: Path, args: list[str], message: str) -> None:
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "-m", "ltr_bench.cli", *args], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+def test_experiment_input_errors_are_one_sentence(tmp_path: Path, cli, args: list[str], message: str) -> None:
+    proc = cli(*args, cwd=tmp_path)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr

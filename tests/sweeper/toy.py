@@ -13,6 +13,8 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from tests.inprocess import CliResult
+
 TOY_APP = Path(__file__).parent / "toy_app" / "toy_app.py"
 FAIL_REASON = "ltr_sweeper.fail_reason"
 
@@ -29,11 +31,45 @@ def _env() -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "1"}
 
 
-def run_toy(workdir: Path, *overrides: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    """Run one sweep to the end (cwd = ``workdir``, so default paths land there)."""
-    return subprocess.run(
-        toy_command(workdir, *overrides), cwd=workdir, env=_env(), capture_output=True, text=True, timeout=timeout
-    )
+def run_toy(workdir: Path, *overrides: str, timeout: float = 60) -> CliResult:
+    """Run one sweep to the end (cwd = ``workdir``, so default paths land there), in this process
+    (a sweep's own process is not what these tests check; :func:`start_toy` starts real ones for
+    kills and parallel workers). An exception out of the app is exit code 1 with its traceback on
+    stderr, as in a subprocess under ``HYDRA_FULL_ERROR=1``."""
+    import contextlib
+    import io
+    import traceback
+
+    from tests.inprocess import restored
+
+    app = _toy_module()
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    # HYDRA_MAIN_MODULE: resolve config_path="conf" next to toy_app.py, as when run as a script
+    env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "1",
+           "HYDRA_MAIN_MODULE": "__main__"}
+    argv = toy_command(workdir, *overrides)[1:]
+    with restored(workdir, env, argv), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            app.main()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except Exception:  # noqa: BLE001 - a crashed process, as the subprocess would report it
+            traceback.print_exc()
+            code = 1
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def _toy_module() -> Any:
+    import importlib.util
+
+    if "_ltr_toy_app" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("_ltr_toy_app", TOY_APP)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["_ltr_toy_app"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["_ltr_toy_app"]
 
 
 def start_toy(workdir: Path, *overrides: str, log_name: str = "sweep.log") -> subprocess.Popen:

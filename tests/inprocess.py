@@ -1,0 +1,76 @@
+"""Run ``ltr-bench`` inside the test process (``ltr_bench.cli.main``).
+
+A subprocess pays 6-7 s importing torch, Lightning and MLflow before it does anything; in-process
+runs pay that once per session. Used wherever the process itself is not what a test checks (exit
+codes under signals, ``--help`` without heavy imports and the console script keep subprocesses).
+Everything a run changes in the process is put back: working directory, ``sys.argv``,
+environment, signal handlers, torch's thread count, Hydra's global state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+
+@dataclass
+class CliResult:
+    """Exit code and output of one in-process ``ltr-bench`` run (like ``CompletedProcess``)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@contextlib.contextmanager
+def restored(cwd: Path, env: dict[str, str | None], argv: list[str] | None = None) -> Iterator[None]:
+    """Run a Hydra app in ``cwd`` with ``env`` changes (None: unset) and ``sys.argv = argv``; put
+    back everything it may change."""
+    import torch
+    from hydra.core.global_hydra import GlobalHydra
+
+    old_cwd, old_argv, old_env = Path.cwd(), list(sys.argv), dict(os.environ)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    threads = torch.get_num_threads()
+    os.chdir(cwd)
+    sys.argv = list(argv) if argv is not None else ["ltr-bench"]
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    try:
+        yield
+    finally:
+        from ltr_bench import cli
+
+        GlobalHydra.instance().clear()
+        cli._deferred.clear()
+        os.chdir(old_cwd)
+        sys.argv = old_argv
+        os.environ.clear()
+        os.environ.update(old_env)
+        for s, h in handlers.items():
+            signal.signal(s, h)
+        torch.set_num_threads(threads)
+
+
+def run_ltr_bench(*args: str, cwd: Path) -> CliResult:
+    """``ltr-bench <args>`` in ``cwd``, in this process; SystemExit codes become ``returncode``."""
+    from ltr_bench import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    env = {"OMP_NUM_THREADS": "1", "MLFLOW_TRACKING_URI": None, "HYDRA_FULL_ERROR": None}
+    code = 0
+    with restored(Path(cwd), env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            cli.main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return CliResult(code, out.getvalue(), err.getvalue())
