@@ -193,9 +193,9 @@ def table_bars(table, title: str, ylabel: str, path: str | Path | None = None,
         ax.set_yscale("log")
     else:
         finite = table.mean[np.isfinite(table.mean)]
-        if finite.size and finite.min() > 0.3 and not log_scale:
+        if finite.size and finite.min() > 0.3:
             top = float(np.nanmax(table.mean + np.nan_to_num(table.se)))
-            ax.set_ylim(max(0.0, float(finite.min()) - 0.15), min(1.0, top + 0.05) if top <= 1 else top * 1.05)
+            ax.set_ylim(max(0.0, float(finite.min()) - 0.15), top + 0.03)  # room above a 1.0 bar
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, ncol=min(4, max(1, n_rows)), loc="upper center", bbox_to_anchor=(0.5, -0.18))
     ax.grid(axis="y", alpha=0.3)
