@@ -182,8 +182,11 @@ class OptunaSweeperImpl(Sweeper):
 
         self.hydra_context = hydra_context
         self.config = config
+        from ltr_bench.sweeper.trials import orphan_guard
+
+        # jobs run by a launcher in other processes (joblib) stop when this sweeper is gone
         self.launcher = Plugins.instance().instantiate_launcher(
-            hydra_context=hydra_context, task_function=task_function, config=config
+            hydra_context=hydra_context, task_function=orphan_guard(task_function), config=config
         )
         self.fatal_errors = tuple(self._resolve_error_class(n) for n in self.fatal_error_names)
 

@@ -15,6 +15,7 @@ grace period.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import math
 import os
@@ -190,6 +191,60 @@ def fail_interrupted_trials(
     if failed:
         log.warning("Marked interrupted trials %s of study '%s' as FAIL.", failed, study.study_name)
     return failed
+
+
+def orphan_guard(task_function: Any) -> Any:
+    """``task_function`` wrapped so that, run in another process than this one (a joblib
+    launcher's worker), the job stops once this sweeper process is gone.
+
+    A SIGKILLed sweeper leaves the launcher's workers running its jobs: their trials are failed
+    as interrupted on resume, yet the jobs would go on (and end their runs as if nothing had
+    happened). The guard watches the sweeper from a thread of the worker and, when it is gone,
+    raises KeyboardInterrupt in the job through SIGTERM (so its ``finally`` blocks run, e.g. an
+    MLflow run ends KILLED), and ends the worker 30 s later if the job is still there.
+    """
+    return functools.partial(_run_guarded, task_function, worker_identity())
+
+
+_WATCHED: set[int] = set()  # sweeper pids this worker process already watches
+
+
+def _run_guarded(task_function: Any, sweeper: Mapping[str, Any], cfg: Any) -> Any:
+    if os.getpid() == sweeper.get("pid") or not is_local_worker(sweeper) \
+            or threading.current_thread() is not threading.main_thread():
+        return task_function(cfg)
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"the sweeper (pid {sweeper.get('pid')}) is gone")
+
+    previous = signal.getsignal(signal.SIGTERM)
+    if not callable(previous):
+        signal.signal(signal.SIGTERM, interrupt)
+    if sweeper.get("pid") not in _WATCHED:
+        _WATCHED.add(int(sweeper.get("pid", -1)))
+        threading.Thread(target=_watch, args=(dict(sweeper),), name="ltr-sweeper-orphan-guard", daemon=True).start()
+    try:
+        return task_function(cfg)
+    except KeyboardInterrupt:
+        if is_dead_local_worker(sweeper):
+            os._exit(1)  # the job has cleaned up; nobody is left to take its result
+        raise
+    finally:
+        if not callable(previous):
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _watch(sweeper: dict[str, Any], every_s: float = 1.0, grace_s: float = 30.0) -> None:
+    import signal
+    import time
+
+    while not is_dead_local_worker(sweeper):
+        time.sleep(every_s)
+    log.warning("The sweeper (pid %s) is gone; stopping this job.", sweeper.get("pid"))
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(grace_s)
+    os._exit(1)
 
 
 class Heartbeat:

@@ -266,6 +266,34 @@ def test_a_killed_reevaluation_is_claimed_again_and_runs_once_more(tmp_path: Pat
     assert len(results["reevaluated"]) == 2
 
 
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def test_a_parallel_launchers_job_stops_when_its_sweeper_is_killed(tmp_path: Path) -> None:
+    """With hydra/launcher=joblib a SIGKILLed sweeper used to leave its worker running the job
+    (its trial failed as interrupted on resume, the job going on as if nothing had happened)."""
+    common = ["hydra.sweeper.study_name=orphan", "hydra.sweeper.n_trials=2", "hydra/launcher=joblib",
+              "hydra.launcher.n_jobs=2", "hydra.sweeper.n_jobs=2"]
+    proc = start_toy(tmp_path, *common, "hang_at_call=0", f"hang_marker={tmp_path / 'hang'}")
+    wait_for_file(tmp_path / "hang", proc)  # a worker process runs the hanging job (sleep 60 s)
+    (job,) = [r["pid"] for r in calls(tmp_path) if r["trial"] == int((tmp_path / "hang").read_text())]
+    assert job != proc.pid
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 20
+    while _alive(job):
+        assert time.monotonic() < deadline, "the orphaned job is still running"
+        time.sleep(0.2)
+    resumed = run_toy(tmp_path, *common)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    trials = load(f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'orphan.db'}", "orphan")
+    assert len(complete(trials)) == 2 and set(reasons(trials).values()) <= {"interrupted"}
+
+
 # ------------------------------------------------------------------------------ item 11: SIGTERM
 def test_sigterm_ends_a_plain_hydra_apps_sweep_as_sigterm(tmp_path: Path) -> None:
     """An app without a SIGTERM handler of its own: the trial is marked, then the process ends by

@@ -32,7 +32,8 @@ def _ok(proc) -> None:
 def _study(tmp_path: Path) -> tuple[str, list[optuna.trial.FrozenTrial]]:
     (db,) = (tmp_path / "multirun" / "optuna").glob("*.db")
     url = f"sqlite:///{db}"
-    (summary,) = optuna.get_all_study_summaries(url)
+    # the sweep's study; with re-evaluation also its claims study '<name>:reevaluations'
+    (summary,) = [s for s in optuna.get_all_study_summaries(url) if not s.study_name.endswith(":reevaluations")]
     return url, load(url, summary.study_name)
 
 
