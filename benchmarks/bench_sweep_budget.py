@@ -119,9 +119,9 @@ def bench_pruning(args: argparse.Namespace, root: Path) -> None:
     print(f"\nMQ2008 DirectRanker sweep: folds {args.folds}, {args.trials} trials per study, "
           f"{args.jobs} joblib workers, re-evaluation top_k={args.top_k if args.top_k is not None else 'config'}, "
           f"refit seeds {args.seeds} (test metrics: mean over seeds and folds)")
-    print(f"{'pruner':<20}{'sweep':>9}{'speed-up':>10}{'complete':>10}{'pruned':>8}{'ndcg@10':>9}{'d ndcg':>8}{'map':>8}")
+    print(f"{'pruner':<28}{'sweep':>9}{'speed-up':>10}{'complete':>10}{'pruned':>8}{'ndcg@10':>9}{'d ndcg':>8}{'map':>8}")
     for r in rows:
-        print(f"{r['pruner']:<20}{r['sweep_s']:>8.0f}s{base['sweep_s'] / r['sweep_s']:>9.2f}x{r['complete']:>10}"
+        print(f"{r['pruner']:<28}{r['sweep_s']:>8.0f}s{base['sweep_s'] / r['sweep_s']:>9.2f}x{r['complete']:>10}"
               f"{r['pruned']:>8}{r['ndcg@10']:>9.4f}{r['ndcg@10'] - base['ndcg@10']:>+8.4f}{r['map']:>8.4f}")
 
 

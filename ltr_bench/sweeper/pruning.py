@@ -19,12 +19,9 @@ Any Hydra app can race this way; the sweeper knows nothing of folds.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Mapping
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 STORAGE_KEY = "sweep.storage"
 PRUNER_KEY = "sweep.pruner"

@@ -54,9 +54,12 @@ def _check_pruned(trials, records, steps: int = 3) -> None:
 
 
 def test_median_pruner_races_toy_trials_and_never_picks_or_reevaluates_a_pruned_one(tmp_path: Path) -> None:
-    _ok(run_toy(tmp_path, *RACE, "hydra.sweeper.n_trials=8", "hydra.sweeper.reevaluate.top_k=2"))
+    proc = run_toy(tmp_path, *RACE, "hydra.sweeper.n_trials=8", "hydra.sweeper.reevaluate.top_k=2")
+    _ok(proc)
     url, trials = _study(tmp_path)
     pruned, complete = _by_state(trials, TrialState.PRUNED), _by_state(trials, TrialState.COMPLETE)
+    # the study's progress line, as log lines (not a terminal), ends at the full budget
+    assert f"8/8 trials, {len(pruned)} pruned, 0 failed, best " in proc.stdout + proc.stderr
     records = calls(tmp_path)
     assert pruned and len(pruned) + len(complete) == 8  # pruned trials use the budget
     _check_pruned(trials, records)
