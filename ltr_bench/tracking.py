@@ -1023,6 +1023,7 @@ def log_study_to_mlflow(
         keys.SEARCH_BEST_OBJECTIVE: summary.get("search_best_value"),
         keys.N_TRIALS_REEVALUATED: len(summary["reevaluated"]) if summary.get("reevaluated") else None,
         keys.N_TRIALS_FAILED: summary.get("n_failed"),
+        keys.N_TRIALS_PRUNED: summary.get("n_pruned"),
     })
     trials = next((p for p in files if Path(p).name == "trials.csv"), None)
     if trials is not None:

@@ -93,6 +93,7 @@ TRIAL_OBJECTIVE = "trial_objective"  # history, step = trial number
 SEARCH_BEST_OBJECTIVE = "search_best_objective"  # the search's own best (with re-evaluation)
 N_TRIALS_COMPLETE = "n_trials_complete"
 N_TRIALS_FAILED = "n_trials_failed"
+N_TRIALS_PRUNED = "n_trials_pruned"  # stopped early by the sweeper's pruner (racing)
 N_TRIALS_REEVALUATED = "n_trials_reevaluated"
 N_TRIALS_WITHIN_ONE_SE = "n_trials_within_one_se"
 N_FOLD_RUNS = "n_fold_runs"  # on a report run
