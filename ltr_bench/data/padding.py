@@ -67,7 +67,7 @@ def pad_values(
     lengths = offsets[queries + 1] - offsets[queries]
     width = int(lengths.max()) if len(lengths) else 0
     mask = np.arange(width) < lengths[:, None]
-    if len(queries) and queries[-1] - queries[0] + 1 == len(queries):  # a run: one slice
+    if len(queries) and np.all(np.diff(queries) == 1):  # consecutive queries: one slice
         docs: Any = slice(offsets[queries[0]], offsets[queries[-1] + 1])
     else:
         start = np.repeat(np.cumsum(lengths) - lengths, lengths)
