@@ -217,7 +217,7 @@ def test_html_report_embeds_every_figure_and_the_charts(report):
     is inside it; the Table 1 chart and the run-time chart exist."""
     _, _, out = report
     page = (out / "report.html").read_text(encoding="utf-8")
-    figures = sorted((out / "pvalues").glob("*.png")) + sorted((out / "cd").glob("*.png"))
+    figures = [p for folder in ("pvalues", "cd", "bayes") for p in sorted((out / folder).glob("*.png"))]
     assert page.count("src='data:image/png;base64,") == len(figures) + 2  # + the two charts
     assert "<b>0.725(13)†</b>" in page and "src='pvalues/" not in page
     for chart in ("table1.png", "table3.png"):
