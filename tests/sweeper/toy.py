@@ -42,6 +42,12 @@ def run_toy(workdir: Path, *overrides: str, timeout: float = 60) -> CliResult:
 
     from tests.inprocess import restored
 
+    if any(o.startswith("hydra/launcher=") for o in overrides):
+        # A launcher's worker processes import the task function by its module: the toy app
+        # loaded from a file path in this process cannot be found there, so run a real process.
+        proc = subprocess.run(toy_command(workdir, *overrides), cwd=workdir, env=_env(),
+                              capture_output=True, text=True, timeout=timeout * 4)
+        return CliResult(proc.returncode, proc.stdout, proc.stderr)
     app = _toy_module()
     out, err = io.StringIO(), io.StringIO()
     code = 0
