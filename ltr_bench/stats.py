@@ -100,6 +100,19 @@ class TTestResult:
     n: int  # number of paired splits used
 
 
+def _paired_split_scores(scores_a: ArrayLike, scores_b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Two 1-d float arrays of equal length >= 2 without NaN (per-split scores of two models)."""
+    a = np.asarray(scores_a, dtype=float)
+    b = np.asarray(scores_b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"need two 1-d score arrays of equal length, got {a.shape} and {b.shape}")
+    if a.size < 2:
+        raise ValueError(f"need at least 2 paired scores, got {a.size}")
+    if np.isnan(a).any() or np.isnan(b).any():
+        raise ValueError("scores contain NaN; drop unpaired splits first")
+    return a, b
+
+
 def corrected_resampled_ttest(
     scores_a: ArrayLike,
     scores_b: ArrayLike,
@@ -115,15 +128,8 @@ def corrected_resampled_ttest(
     With ``n_test = 0`` this is the ordinary paired t-test (``scipy.stats.ttest_rel``).
     Zero variance gives p = 1 for identical scores and p = 0 for a constant non-zero difference.
     """
-    a = np.asarray(scores_a, dtype=float)
-    b = np.asarray(scores_b, dtype=float)
-    if a.shape != b.shape or a.ndim != 1:
-        raise ValueError(f"need two 1-d score arrays of equal length, got {a.shape} and {b.shape}")
+    a, b = _paired_split_scores(scores_a, scores_b)
     n = a.size
-    if n < 2:
-        raise ValueError(f"need at least 2 paired scores, got {n}")
-    if np.isnan(a).any() or np.isnan(b).any():
-        raise ValueError("scores contain NaN; drop unpaired splits first")
     n_tr = np.broadcast_to(np.asarray(n_train, dtype=float), a.shape)
     n_te = np.broadcast_to(np.asarray(n_test, dtype=float), a.shape)
     if (n_tr <= 0).any() or (n_te < 0).any():
@@ -302,15 +308,8 @@ def bayesian_correlated_ttest(
     B is better by more than ``rope``. Equal to ``baycomp.CorrelatedTTest.probs`` for k-fold CV.
     Zero variance makes the posterior a point mass at ``mean(d)``.
     """
-    a = np.asarray(scores_a, dtype=float)
-    b = np.asarray(scores_b, dtype=float)
-    if a.shape != b.shape or a.ndim != 1:
-        raise ValueError(f"need two 1-d score arrays of equal length, got {a.shape} and {b.shape}")
+    a, b = _paired_split_scores(scores_a, scores_b)
     n = a.size
-    if n < 2:
-        raise ValueError(f"need at least 2 paired scores, got {n}")
-    if np.isnan(a).any() or np.isnan(b).any():
-        raise ValueError("scores contain NaN; drop unpaired splits first")
     if test_train_ratio < 0 or rope < 0:
         raise ValueError(f"test_train_ratio and rope must be >= 0, got {test_train_ratio}, {rope}")
     d = a - b
