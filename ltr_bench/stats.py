@@ -146,6 +146,22 @@ def corrected_resampled_ttest(
     return TTestResult(t=t, p=p, df=n - 1, mean_diff=mean_d, n=n)
 
 
+def _common_fold_pairs(scores: pd.DataFrame, test_train_ratio: float | pd.Series):
+    """For every pair ``i < j`` of models (rows): ``(i, j, a, b, ratio)`` with their scores on the
+    folds where both have a value (pairs with fewer than 2 such folds are skipped) and the mean
+    ``n_test / n_train`` over those folds (``test_train_ratio``: scalar or Series by fold)."""
+    for i, j in combinations(range(len(scores.index)), 2):
+        a, b = scores.iloc[i], scores.iloc[j]
+        common = a.notna() & b.notna()
+        if common.sum() < 2:
+            continue
+        if isinstance(test_train_ratio, pd.Series):
+            ratio = float(test_train_ratio.reindex(scores.columns[common.to_numpy()]).mean())
+        else:
+            ratio = float(test_train_ratio)
+        yield i, j, a[common], b[common], ratio
+
+
 def pairwise_corrected_ttests(
     scores: pd.DataFrame, test_train_ratio: float | pd.Series
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -159,16 +175,8 @@ def pairwise_corrected_ttests(
     models = list(scores.index)
     pvals = pd.DataFrame(np.nan, index=models, columns=models)
     diffs = pd.DataFrame(np.nan, index=models, columns=models)
-    for i, j in combinations(range(len(models)), 2):
-        a, b = scores.iloc[i], scores.iloc[j]
-        common = a.notna() & b.notna()
-        if common.sum() < 2:
-            continue
-        if isinstance(test_train_ratio, pd.Series):
-            ratio = float(test_train_ratio.reindex(scores.columns[common.to_numpy()]).mean())
-        else:
-            ratio = float(test_train_ratio)
-        res = corrected_resampled_ttest(a[common], b[common], n_train=1.0, n_test=ratio)
+    for i, j, a, b, ratio in _common_fold_pairs(scores, test_train_ratio):
+        res = corrected_resampled_ttest(a, b, n_train=1.0, n_test=ratio)
         pvals.iat[i, j] = pvals.iat[j, i] = res.p
         diffs.iat[i, j], diffs.iat[j, i] = res.mean_diff, -res.mean_diff
     return pvals, diffs
@@ -344,16 +352,8 @@ def pairwise_bayesian_ttests(
     """
     rows = []
     models = list(scores.index)
-    for i, j in combinations(range(len(models)), 2):
-        a, b = scores.iloc[i], scores.iloc[j]
-        common = a.notna() & b.notna()
-        if common.sum() < 2:
-            continue
-        if isinstance(test_train_ratio, pd.Series):
-            ratio = float(test_train_ratio.reindex(scores.columns[common.to_numpy()]).mean())
-        else:
-            ratio = float(test_train_ratio)
-        r = bayesian_correlated_ttest(a[common], b[common], test_train_ratio=ratio, rope=rope)
+    for i, j, a, b, ratio in _common_fold_pairs(scores, test_train_ratio):
+        r = bayesian_correlated_ttest(a, b, test_train_ratio=ratio, rope=rope)
         rows.append(
             {"a": models[i], "b": models[j], "p_a_better": r.p_a_better,
              "p_equivalent": r.p_equivalent, "p_b_better": r.p_b_better,
