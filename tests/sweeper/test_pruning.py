@@ -127,7 +127,10 @@ def test_two_sweepers_sharing_one_sqlite_study_race_within_one_budget(tmp_path: 
     assert len({r["pid"] for r in records}) == 2
     pruned, complete = _by_state(trials, TrialState.PRUNED), _by_state(trials, TrialState.COMPLETE)
     assert len(pruned) + len(complete) == 10 and len(records) == 10
-    assert pruned
+    # Whether the median pruner stops a trial here depends on how the two processes interleave
+    # (a trial is compared with those finished before its steps): the budget and the consistency
+    # of whatever was pruned are what this test checks; the single-process tests above assert
+    # that pruning happens.
     _check_pruned(trials, records)
 
 
