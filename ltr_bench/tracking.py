@@ -37,6 +37,7 @@ import re
 import signal
 import subprocess
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -605,7 +606,7 @@ class Tracker:
         self.log_artifacts_enabled = log_artifacts
         self.register_model = str(register_model) if register_model else None
         self.experiment_id = ensure_experiment(tracking_uri, experiment_name, artifact_location)
-        self.client = mlflow.MlflowClient(tracking_uri)
+        self.client = SignalSafe(mlflow.MlflowClient(tracking_uri))
 
     # ------------------------------------------------------------------ construction
     @staticmethod
@@ -899,9 +900,6 @@ class PyfuncModel:
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
-_EXAMPLE_DTYPES = {"long": "int64", "integer": "int32", "float": "float32", "double": "float64"}
-
-
 def log_pyfunc_model(
     client: Any, experiment_id: str, run_id: str, model: PyfuncModel, register_as: str | None = None
 ) -> str:
@@ -913,8 +911,6 @@ def log_pyfunc_model(
     next version of that registered model (``models:/<name>/latest``).
     """
     import mlflow
-    import numpy as np
-    import pandas as pd
     from mlflow.entities import LoggedModelOutput, LoggedModelStatus
     from mlflow.exceptions import MlflowException
     from mlflow.models import Model, ModelSignature
@@ -925,16 +921,17 @@ def log_pyfunc_model(
         inputs=Schema([ColSpec(t, n, required=r) for n, t, r in model.inputs]),
         outputs=Schema([ColSpec(t, n, required=r) for n, t, r in model.outputs]),
     )
-    example = pd.DataFrame({n: np.zeros(2, dtype=_EXAMPLE_DTYPES.get(t, "float64"))
-                            for n, t, _ in model.inputs})
     logged = client.create_logged_model(experiment_id, name=MODEL_NAME, source_run_id=run_id,
                                         params={k: str(v) for k, v in model.params.items()})
     try:
-        with tempfile.TemporaryDirectory(prefix="ltr_bench_model_") as tmp:
+        with tempfile.TemporaryDirectory(prefix="ltr_bench_model_") as tmp, warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*input example was not provided")
             local = Path(tmp) / MODEL_NAME
             mlflow.pyfunc.save_model(
                 str(local), loader_module=model.loader_module, data_path=str(model.data_dir),
-                signature=signature, input_example=example, pip_requirements=_model_requirements(),
+                # No input example: rows of zeros tell nothing the signature does not, and MLflow
+                # would store them twice (2.7 kB of a ~100 kB model).
+                signature=signature, pip_requirements=_model_requirements(),
                 mlflow_model=Model(artifact_path=logged.artifact_location, run_id=run_id,
                                    model_id=logged.model_id, model_uuid=logged.model_id),
             )
@@ -1151,6 +1148,33 @@ def mark_interrupted_runs(
     return killed
 
 
+class SignalSafe:
+    """A proxy of an ``MlflowClient`` whose every method call holds SIGINT/SIGTERM until it returns.
+
+    A signal's exception raised in the middle of a store call (e.g. inside SQLAlchemy, between a
+    write and its commit) can leave the call's SQLite connection checked out with its write lock
+    held; the ``finally`` that then ends the run KILLED waits for that lock and fails with
+    "database is locked", and the run stays RUNNING. Held until the call returns, the signal is
+    raised right after it, where ending the run works.
+    """
+
+    def __init__(self, target: Any) -> None:
+        self._target = target
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._target, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with _signals_deferred():
+                return attr(*args, **kwargs)
+
+        call.__name__ = getattr(attr, "__name__", name)
+        call.__doc__ = getattr(attr, "__doc__", None)
+        return call
+
+
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
     """Hold SIGINT/SIGTERM while a run is being ended, so a second Ctrl-C cannot leave it RUNNING."""
@@ -1183,7 +1207,8 @@ def _make_run_logger_class() -> type:
         def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
             if "epoch" in metrics:  # Lightning adds the epoch to epoch-level logs: use it as step
                 step = int(metrics["epoch"])
-            super().log_metrics({curve_key(k): v for k, v in metrics.items() if k != "epoch"}, step)
+            with _signals_deferred():  # a Ctrl-C mid-write would leave the SQLite store locked
+                super().log_metrics({curve_key(k): v for k, v in metrics.items() if k != "epoch"}, step)
 
         def log_hyperparams(self, params: Any) -> None:
             """Nothing: the run's params are its config's choices (:func:`run_params`), logged

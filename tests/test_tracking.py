@@ -124,6 +124,61 @@ def test_sigterm_handler_raises_in_main_thread() -> None:
         signal.signal(signal.SIGTERM, old)
 
 
+def _interrupt_inside_metric_writes(store: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the SQLite store receive SIGINT in the middle of a metric write (after its inserts,
+    before its commit), where a Ctrl-C during training lands now and then (CI, 2026-11-24: the
+    run's end as KILLED then failed with "database is locked" and printed a traceback)."""
+    inner = store._update_latest_metrics_if_necessary  # type: ignore[attr-defined]
+
+    def interrupted(*args: object, **kwargs: object) -> object:
+        signal.raise_signal(signal.SIGINT)
+        for _ in range(1000):  # a Python handler runs at the next bytecode boundary
+            pass
+        return inner(*args, **kwargs)
+
+    monkeypatch.setattr(store, "_update_latest_metrics_if_necessary", interrupted)
+
+
+def test_ctrl_c_inside_a_store_write_is_held_until_the_write_is_done(
+    tracker: Tracker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write completes, then KeyboardInterrupt; the run still ends KILLED."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with tracker.run("interrupted write", {}) as run_id:
+                store = tracker.client._tracking_client.store
+                _interrupt_inside_metric_writes(store, monkeypatch)
+                tracker.client.log_metric(run_id, "m", 1.5, step=3)
+                raise AssertionError("the held Ctrl-C was never raised")
+    finally:
+        signal.signal(signal.SIGINT, old)
+    monkeypatch.undo()
+    run = tracker.client.get_run(run_id)
+    assert run.info.status == "KILLED"
+    assert run.data.metrics == {"m": 1.5}  # written whole, not rolled back half-way
+
+
+def test_ctrl_c_inside_a_lightning_metric_write_is_held(
+    tracker: Tracker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same through the Lightning logger that writes the per-epoch curves."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with tracker.run("interrupted curve", {}) as run_id:
+                logger = tracker.lightning_logger(run_id)
+                _interrupt_inside_metric_writes(logger.experiment._tracking_client.store, monkeypatch)
+                logger.log_metrics({"vali_ndcg@10": 0.5, "epoch": 2})
+                raise AssertionError("the held Ctrl-C was never raised")
+    finally:
+        signal.signal(signal.SIGINT, old)
+    monkeypatch.undo()
+    run = tracker.client.get_run(run_id)
+    assert run.info.status == "KILLED"
+    assert run.data.metrics == {"curve/vali_ndcg_at_10": 0.5}
+
+
 def test_nesting_params_metrics_and_history(tracker: Tracker) -> None:
     client = tracker.client
     with tracker.run("parent", {keys.TAG_ROLE: keys.ROLE_PROTOCOL}) as parent:
