@@ -259,68 +259,85 @@ def _build_ranker(spec: dict[str, Any]) -> Any:
 
 
 def _preprocessing_state(pre: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The options and fitted arrays of a :class:`~ltr_bench.data.transforms.Preprocessing`."""
-    transform = pre.transform
-    options: dict[str, Any] = {
-        "feature_transform": pre.feature_transform,
-        "normal_scale": pre.normal_scale,
-        "binarize_at": pre.binarize_at,
-        "binarize_splits": list(pre.binarize_splits),
-        "drop_no_relevant_splits": list(pre.drop_no_relevant_splits),
-        "relevance_threshold": pre.relevance_threshold,
-        "min_docs": pre.min_docs,
-        "fitted_on": pre.fitted_on,
-    }
-    arrays: dict[str, np.ndarray] = {}
-    if pre.feature_transform == "quantile_normal":
-        options.update(n_quantiles=transform.n_quantiles, subsample=transform.subsample,
-                       seed=transform.seed)
-        arrays.update(pack_knots(transform.quantiles_))
-    elif pre.feature_transform == "standard":
-        arrays["mean"] = np.asarray(transform.mean_, dtype=np.float64)
-        arrays["std"] = np.asarray(transform.std_, dtype=np.float64)
+    """The options and fitted arrays of a :class:`~ltr_bench.data.transforms.Preprocessing`,
+    the quantile knots packed small (:func:`pack_knots`)."""
+    options, arrays = pre.state()
+    if "quantiles" in arrays:
+        stats = None
+        if "order_values" in arrays:
+            stats = (int(np.asarray(arrays.pop("order_rows")).reshape(-1)[0]), arrays.pop("order_values"))
+        arrays.update(pack_knots(arrays.pop("quantiles"), stats))
     return options, arrays
 
 
 def _restore_preprocessing(options: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> Any:
     from ltr_bench.data.transforms import Preprocessing
 
-    opts = dict(options)
-    fitted_on = opts.pop("fitted_on", None)
-    pre = Preprocessing(**opts, threads=1)
-    if pre.feature_transform == "quantile_normal":
-        pre.transform.load_knots(unpack_knots(arrays))
-    elif pre.feature_transform == "standard":
-        pre.transform.mean_, pre.transform.std_ = arrays["mean"], arrays["std"]
-    pre.fitted_on = fitted_on or {}
-    return pre
+    arrays = dict(arrays)
+    if "knots_xz" in arrays or "order_xz" in arrays:
+        quantiles, stats = unpack_knots(arrays)
+        arrays = {"quantiles": quantiles}
+        if stats is not None:
+            arrays.update(order_rows=np.asarray([stats[0]]), order_values=stats[1])
+    return Preprocessing.from_state(options, arrays, threads=1)
 
 
-def pack_knots(quantiles: np.ndarray) -> dict[str, np.ndarray]:
+def pack_knots(
+    quantiles: np.ndarray, order_stats: tuple[int, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
     """Quantile knots ``[n_q, F]`` (float64, non-decreasing per column), losslessly and small.
 
-    Per column, the knots' bit patterns as int64 differences (0 for the many repeated knots of
-    sparse features), xz-compressed: 2.7x smaller than deflating the floats (MQ2008: 368 kB of
-    knots -> 97 kB), and bit-exact, so a loaded model transforms exactly as the run did.
+    With the fit's order statistics (:func:`~ltr_bench.data.transforms.knot_order_stats`) that
+    give back these very knots, those are stored: training values, many tied, as differences of
+    their bit patterns per column, xz-compressed (MQ2008 Fold1: 70 kB). Otherwise the knots
+    themselves the same way (97 kB; 368 kB as plain floats). Either way bit-exact, so a loaded
+    model transforms exactly as the run did.
     """
-    import lzma
+    from ltr_bench.data.transforms import knots_from_order_stats
 
-    cols = np.ascontiguousarray(np.asarray(quantiles, dtype=np.float64).T)
+    quantiles = np.asarray(quantiles, dtype=np.float64)
+    if order_stats is not None:
+        rows, values = int(order_stats[0]), np.asarray(order_stats[1])
+        if values.dtype == np.float32 and np.array_equal(
+            knots_from_order_stats(rows, values, quantiles.shape[0]).view(np.int64),
+            quantiles.view(np.int64),
+        ):
+            cols = np.ascontiguousarray(values.T)
+            steps = np.diff(cols.view(np.int32), axis=1, prepend=np.int32(0))
+            return {"order_xz": _xz(steps.astype("<i4")), "order_shape": np.asarray(cols.shape),
+                    "order_rows": np.asarray([rows]), "knots_count": np.asarray([quantiles.shape[0]])}
+    cols = np.ascontiguousarray(quantiles.T)
     steps = np.diff(cols.view(np.int64), axis=1, prepend=np.int64(0))
-    blob = lzma.compress(steps.astype("<i8").tobytes(), preset=9 | lzma.PRESET_EXTREME)
-    return {"knots_xz": np.frombuffer(blob, dtype=np.uint8), "knots_shape": np.asarray(cols.shape)}
+    return {"knots_xz": _xz(steps.astype("<i8")), "knots_shape": np.asarray(cols.shape)}
 
 
-def unpack_knots(arrays: Mapping[str, np.ndarray]) -> np.ndarray:
-    """The inverse of :func:`pack_knots`: ``[n_q, F]`` float64 knots."""
+def unpack_knots(arrays: Mapping[str, np.ndarray]) -> tuple[np.ndarray, tuple[int, np.ndarray] | None]:
+    """The inverse of :func:`pack_knots`: ``[n_q, F]`` float64 knots and the order statistics
+    when they were stored."""
     import lzma
+
+    from ltr_bench.data.transforms import knots_from_order_stats
 
     if "quantiles" in arrays:  # stored plain (float64 [n_q, F])
-        return np.asarray(arrays["quantiles"], dtype=np.float64)
+        return np.asarray(arrays["quantiles"], dtype=np.float64), None
+    if "order_xz" in arrays:
+        n_features, m = (int(v) for v in arrays["order_shape"])
+        steps = np.frombuffer(lzma.decompress(arrays["order_xz"].tobytes()), dtype="<i4")
+        cols = np.cumsum(steps.reshape(n_features, m), axis=1, dtype=np.int32)
+        values = np.ascontiguousarray(cols.view(np.float32).T)
+        rows = int(np.asarray(arrays["order_rows"]).reshape(-1)[0])
+        n_q = int(np.asarray(arrays["knots_count"]).reshape(-1)[0])
+        return knots_from_order_stats(rows, values, n_q), (rows, values)
     n_features, n_q = (int(v) for v in arrays["knots_shape"])
     steps = np.frombuffer(lzma.decompress(arrays["knots_xz"].tobytes()), dtype="<i8")
     cols = np.cumsum(steps.reshape(n_features, n_q), axis=1, dtype=np.int64)
-    return np.ascontiguousarray(cols.view(np.float64).T)
+    return np.ascontiguousarray(cols.view(np.float64).T), None
+
+
+def _xz(arr: np.ndarray) -> np.ndarray:
+    import lzma
+
+    return np.frombuffer(lzma.compress(arr.tobytes(), preset=9 | lzma.PRESET_EXTREME), dtype=np.uint8)
 
 
 def _jsonable(value: Any) -> Any:

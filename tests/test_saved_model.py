@@ -186,9 +186,34 @@ def test_knot_packing_is_bit_exact(n_q: int, n_features: int, seed: int) -> None
     rng = np.random.default_rng(seed)
     q = np.sort(rng.choice([0.0, -0.0, 1.5, -3.25e300, 7e-310, rng.normal()], size=(n_q, n_features)), axis=0)
     q = np.maximum.accumulate(q + 0.0, axis=0)
-    back = unpack_knots(pack_knots(q))
-    assert back.shape == q.shape
+    back, stats = unpack_knots(pack_knots(q))
+    assert back.shape == q.shape and stats is None
     assert (back.view(np.int64) == q.view(np.int64)).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 400), st.integers(1, 60), st.integers(1, 3), st.integers(0, 2**32 - 1))
+def test_knots_from_the_fits_order_statistics_are_bit_exact(
+    n_rows: int, n_quantiles: int, n_features: int, seed: int
+) -> None:
+    """A saved model stores the training values the knots interpolate, not the knots: the knots
+    rebuilt from them are the fit's, bit for bit (ties, signed zeros, tiny and huge values)."""
+    from ltr_bench.data.transforms import QuantileNormal
+
+    rng = np.random.default_rng(seed)
+    pool = np.array([0.0, -0.0, 1.0, 0.5, -2.0, 3e30, 1e-40, rng.normal(), rng.normal()], dtype=np.float32)
+    X = np.where(rng.random((n_rows, n_features)) < 0.5, rng.choice(pool, (n_rows, n_features)),
+                 rng.normal(size=(n_rows, n_features)).astype(np.float32))
+    t = QuantileNormal(n_quantiles=n_quantiles).fit(X)
+    packed = pack_knots(t.quantiles_, t.order_stats_)
+    assert "order_xz" in packed  # the order statistics reproduce the knots
+    back, stats = unpack_knots(packed)
+    assert (back.view(np.int64) == t.quantiles_.view(np.int64)).all()
+    assert stats is not None and np.array_equal(stats[1], t.order_stats_[1])
+    # Order statistics that do not give the knots back are not used: the knots are stored.
+    wrong = (t.order_stats_[0], t.order_stats_[1] + np.float32(1))
+    back2, _ = unpack_knots(pack_knots(t.quantiles_, wrong))
+    assert (back2.view(np.int64) == t.quantiles_.view(np.int64)).all()
 
 
 def test_standard_and_per_query_preprocessing_round_trip(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ Layout, beside the parse cache (:mod:`ltr_bench.data.cache`, same root: ``datase
 ``$LTR_CACHE`` > ``~/.cache/ltr_bench``)::
 
     <root>/prepared/<key>/{train,vali,test}.{features,labels,qid,offsets[,docids]}.npy
-                          preprocessing.npy (the fitted object, pickled, as bytes)  meta.json
+                          preprocessing.<array>.npy (the fitted arrays)  meta.json
 
 Key: sha256 over the **content of the input parts** (features, labels, query structure) and
 the preprocessing config (JSON, sorted keys), so a
@@ -18,7 +18,8 @@ different dataset version, split, seed or option can never hit a stale entry, an
 hit the same entry whichever protocol or process produced them. Arrays are read back
 memory-mapped (copy-on-write: shared through the page cache between parallel workers, and a
 consumer's write never reaches the file). ``meta.json``
-stores the sha256 of every array; an entry whose arrays do not match (edited, truncated) is reported
+stores the preprocessing's options (JSON; nothing is pickled, so an entry is data, never code)
+and the sha256 of every array; an entry whose arrays do not match (edited, truncated) is reported
 with a warning and recomputed. As for the parse cache's source files, a verification is memoised in
 ``verified.json`` by the files' (size, mtime_ns, inode), so a hit does not re-hash gigabytes;
 ``LTR_CACHE_VERIFY=1`` re-hashes on every load. Writes are atomic (:class:`ArrayCache`). ``LTR_CACHE=off`` turns
@@ -30,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 import shutil
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -44,7 +44,7 @@ from ltr_bench.data.queryset import QuerySet
 
 NAMESPACE = "prepared"
 ENV = "LTR_TRANSFORM_CACHE"
-FORMAT = 1
+FORMAT = 2  # 2: the fitted preprocessing as options + arrays (1 pickled it)
 _FIELDS = ("features", "labels", "qid", "offsets", "docids")
 _OFF = {"off", "none", "0", "false", "no"}
 VERIFIED = "verified.json"
@@ -117,13 +117,15 @@ def _store(cache: ArrayCache, key: str, roles: list[str], out: list[QuerySet | N
                 return False
             arrays[f"{role}.{name}"] = arr
         sources[role] = data.source
-    try:
-        blob = pickle.dumps(pre, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 - an unpicklable transform is simply not cached
+    state = getattr(pre, "state", None)
+    if not callable(state):  # a preprocessing that cannot describe itself is simply not cached
         return False
-    arrays["preprocessing"] = np.frombuffer(blob, dtype=np.uint8)
+    pre_options, pre_arrays = state()
+    arrays.update({f"preprocessing.{name}": arr for name, arr in pre_arrays.items()})
     meta = {"format": FORMAT, "roles": roles, "present": [r for r, d in zip(roles, out) if d is not None],
             "sources": sources, "config": dict(config),
+            "preprocessing": {"class": f"{type(pre).__module__}.{type(pre).__qualname__}",
+                              "options": pre_options},
             "sha256": {name: array_sha256(arr) for name, arr in arrays.items()}}
     if not cache.store(key, arrays, meta):
         return False
@@ -153,7 +155,7 @@ def _load(cache: ArrayCache, key: str, roles: list[str]) -> tuple[list[QuerySet 
                     _remember_verified(entry)
     if problem is None:
         try:
-            pre = pickle.loads(np.asarray(arrays["preprocessing"]).tobytes())
+            pre = _preprocessing(arrays, meta)
             out = [_queryset(arrays, role, meta) if role in meta["present"] else None for role in roles]
             return out, pre
         except Exception as exc:  # noqa: BLE001 - anything odd in an entry means: recompute
@@ -202,6 +204,18 @@ def _remember_verified(entry: Path) -> None:
         os.replace(tmp, entry / VERIFIED)
     except OSError:
         pass
+
+
+def _preprocessing(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> Any:
+    """The fitted preprocessing of an entry, rebuilt from its options and arrays."""
+    from ltr_bench.data.transforms import Preprocessing
+
+    spec = meta["preprocessing"]
+    if spec.get("class") != f"{Preprocessing.__module__}.{Preprocessing.__qualname__}":
+        raise ValueError(f"unknown preprocessing class {spec.get('class')!r}")
+    prefix = "preprocessing."
+    fitted = {n[len(prefix):]: np.asarray(a) for n, a in arrays.items() if n.startswith(prefix)}
+    return Preprocessing.from_state(spec["options"], fitted)
 
 
 def _queryset(arrays: Mapping[str, np.ndarray], role: str, meta: Mapping[str, Any]) -> QuerySet:

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Protocol
+from typing import Any, Iterable, Mapping, Protocol
 
 import numpy as np
 from scipy.special import ndtri
@@ -72,6 +72,8 @@ class QuantileNormal:
         self.block_rows = int(block_rows)
         self.threads = max(1, int(threads or 1))
         self.quantiles_: np.ndarray | None = None  # [n_quantiles, F] knots
+        # (rows, [m, F] values): the training values the knots interpolate, see knot_order_stats
+        self.order_stats_: tuple[int, np.ndarray] | None = None
         self.references_: np.ndarray | None = None
         self._columns: list[_ColumnMap] = []
 
@@ -88,16 +90,21 @@ class QuantileNormal:
         # percentiles of references * 100, as sklearn computes them (same rounding)
         q = np.percentile(np.asarray(X, dtype=np.float64), self.references_ * 100, axis=0)
         self.quantiles_ = np.maximum.accumulate(q.reshape(n_q, -1) + 0.0, axis=0)
+        self.order_stats_ = knot_order_stats(X, n_q)
         self._columns = [
             _ColumnMap(self.quantiles_[:, j], self.references_)
             for j in range(self.quantiles_.shape[1])
         ]
         return self
 
-    def load_knots(self, quantiles: np.ndarray) -> "QuantileNormal":
+    def load_knots(
+        self, quantiles: np.ndarray, order_stats: tuple[int, np.ndarray] | None = None
+    ) -> "QuantileNormal":
         """The transform :meth:`fit` would have produced with these knots ``[n_quantiles, F]``
-        (``quantiles_``): restores a saved model's preprocessing without its training data."""
+        (``quantiles_``): restores a saved model's preprocessing without its training data.
+        ``order_stats``: :attr:`order_stats_` of the fit, kept for a later save."""
         self.quantiles_ = np.asarray(quantiles, dtype=np.float64)
+        self.order_stats_ = order_stats
         self.references_ = np.linspace(0.0, 1.0, self.quantiles_.shape[0])
         self._columns = [
             _ColumnMap(self.quantiles_[:, j], self.references_)
@@ -150,6 +157,48 @@ class QuantileNormal:
             "seed": self.seed,
             "columns_without_lookup_table": n_fallback,
         }
+
+
+def _knot_rows(n_rows: int, n_quantiles: int) -> np.ndarray:
+    """The sorted-row positions NumPy's linear percentile reads for ``n_quantiles`` evenly
+    spaced references over ``n_rows`` rows: ``floor(i)`` and ``floor(i) + 1`` of each virtual
+    index ``i``, and both neighbours of an ``i`` within rounding of an integer (NumPy computes
+    ``i`` through ``q * 100 / 100``, so 23.0 here may be 22.999... there); a superset is harmless."""
+    virtual = np.linspace(0.0, 1.0, n_quantiles) * (n_rows - 1)
+    lo = np.floor(virtual).astype(np.int64)
+    near = np.round(virtual).astype(np.int64)[np.abs(virtual - np.round(virtual)) < 1e-6]
+    rows = np.concatenate([lo, lo + 1, near - 1, near, near + 1])
+    return np.unique(np.clip(rows, 0, n_rows - 1))
+
+
+def knot_order_stats(X: np.ndarray, n_quantiles: int) -> tuple[int, np.ndarray]:
+    """``(rows, values)``: the order statistics of each column of ``X`` that the quantile knots
+    interpolate (``values[k, j]`` = the ``_knot_rows(rows, n_quantiles)[k]``-th smallest value of
+    column ``j``, in ``X``'s dtype). The knots are a function of them alone
+    (:func:`knots_from_order_stats`), and unlike the interpolated float64 knots they are values of
+    the data, with many ties: a saved model stores them in ~30 % fewer bytes."""
+    X = np.asarray(X)
+    n = X.shape[0]
+    rows = _knot_rows(n, n_quantiles)
+    return n, np.ascontiguousarray(np.partition(X, rows, axis=0)[rows])
+
+
+def knots_from_order_stats(n_rows: int, values: np.ndarray, n_quantiles: int) -> np.ndarray:
+    """The knots ``[n_quantiles, F]`` that :meth:`QuantileNormal.fit` computes from data whose
+    order statistics are ``values`` (:func:`knot_order_stats`): the same ``np.percentile`` call on
+    a sorted stand-in column that holds those values at those rows (each other row repeats the
+    row before it, so the column stays sorted), hence the same bits."""
+    rows = _knot_rows(n_rows, n_quantiles)
+    fill = np.zeros(n_rows, dtype=np.int64)
+    fill[rows] = np.arange(len(rows))
+    fill = np.maximum.accumulate(fill)  # row r -> the last kept row <= r
+    values = np.asarray(values, dtype=np.float64)
+    references = np.linspace(0.0, 1.0, n_quantiles)
+    q = np.empty((n_quantiles, values.shape[1]), dtype=np.float64)
+    step = max(1, (1 << 24) // max(1, n_rows))  # stand-in columns of at most ~128 MB at a time
+    for j in range(0, values.shape[1], step):
+        q[:, j : j + step] = np.percentile(values[fill, j : j + step], references * 100, axis=0)
+    return np.maximum.accumulate(q + 0.0, axis=0)
 
 
 def _float_key(x32: np.ndarray) -> np.ndarray:
@@ -419,6 +468,55 @@ class Preprocessing:
         """Fit on ``train`` and return ``[train', *others']`` (each other as (data, split))."""
         self.fit(train)
         return [self.apply(train, "train")] + [self.apply(d, s) for d, s in others]
+
+    def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """``(options, arrays)``: the constructor options and ``fitted_on`` as JSON data, and the
+        fitted arrays (``quantiles`` [n_q, F] float64, or ``mean`` / ``std``); with
+        :meth:`from_state` the same transform, bit for bit, without pickling anything."""
+        options: dict[str, Any] = {
+            "feature_transform": self.feature_transform,
+            "normal_scale": self.normal_scale,
+            "binarize_at": self.binarize_at,
+            "binarize_splits": list(self.binarize_splits),
+            "drop_no_relevant_splits": list(self.drop_no_relevant_splits),
+            "relevance_threshold": self.relevance_threshold,
+            "min_docs": self.min_docs,
+            "fitted_on": self.fitted_on,
+        }
+        arrays: dict[str, np.ndarray] = {}
+        t = self.transform
+        if isinstance(t, QuantileNormal):
+            options.update(n_quantiles=t.n_quantiles, subsample=t.subsample, seed=t.seed)
+            if t.quantiles_ is not None:
+                arrays["quantiles"] = np.asarray(t.quantiles_, dtype=np.float64)
+            if t.order_stats_ is not None:
+                arrays["order_rows"] = np.asarray([t.order_stats_[0]], dtype=np.int64)
+                arrays["order_values"] = np.asarray(t.order_stats_[1])
+        elif isinstance(t, StandardScale) and t.mean_ is not None:
+            arrays["mean"] = np.asarray(t.mean_, dtype=np.float64)
+            arrays["std"] = np.asarray(t.std_, dtype=np.float64)
+        return options, arrays
+
+    @classmethod
+    def from_state(
+        cls, options: Mapping[str, Any], arrays: Mapping[str, np.ndarray], threads: int | None = 1
+    ) -> "Preprocessing":
+        """The preprocessing that :meth:`state` described (fitted when its arrays are given)."""
+        opts = dict(options)
+        fitted_on = opts.pop("fitted_on", None)
+        pre = cls(**opts, threads=threads)
+        t = pre.transform
+        if isinstance(t, QuantileNormal) and "quantiles" in arrays:
+            stats = None
+            if "order_values" in arrays:
+                rows = int(np.asarray(arrays["order_rows"]).reshape(-1)[0])
+                stats = (rows, np.array(arrays["order_values"]))
+            t.load_knots(np.asarray(arrays["quantiles"], dtype=np.float64), stats)
+        elif isinstance(t, StandardScale) and "mean" in arrays:
+            t.mean_ = np.asarray(arrays["mean"], dtype=np.float64)
+            t.std_ = np.asarray(arrays["std"], dtype=np.float64)
+        pre.fitted_on = dict(fitted_on) if fitted_on else ({} if arrays else None)
+        return pre
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -66,6 +66,31 @@ def test_miss_then_hit_returns_the_same_numbers_memory_mapped(tmp_path: Path) ->
     assert cached_preprocessing(CONFIG, [("train", copy), ("vali", None), ("test", test)], compute, tmp_path)[2] == "hit"
 
 
+def test_an_entry_is_data_never_a_pickle(tmp_path: Path) -> None:
+    """The fitted preprocessing is stored as JSON options plus arrays: every file of an entry
+    loads with ``allow_pickle=False``, so a planted entry can never run code."""
+    train, test = _data(0), _data(1)
+    cached_preprocessing(CONFIG, [("train", train), ("vali", None), ("test", test)], Counter(train, test), tmp_path)
+    (entry,) = (tmp_path / NAMESPACE).iterdir()
+    meta = json.loads((entry / "meta.json").read_text())
+    assert meta["preprocessing"]["options"]["n_quantiles"] == 50
+    for npy in entry.glob("*.npy"):
+        assert np.load(npy, allow_pickle=False).dtype.kind != "O"
+    assert (entry / "preprocessing.quantiles.npy").is_file()
+
+
+@pytest.mark.parametrize("transform", ["quantile_normal", "standard", "per_query", "none"])
+def test_preprocessing_state_round_trip_is_bit_exact(transform: str) -> None:
+    train, other = _data(0), _data(3)
+    pre = Preprocessing(feature_transform=transform, n_quantiles=30, binarize_at=2, min_docs=2).fit(train)
+    options, arrays = pre.state()
+    json.dumps(options)  # plain JSON data
+    back = Preprocessing.from_state(json.loads(json.dumps(options)), arrays)
+    for split in ("train", "vali", "test"):
+        _same(pre.apply(other, split), back.apply(other, split))
+    assert back.describe() == pre.describe()
+
+
 def test_other_data_or_options_miss(tmp_path: Path) -> None:
     train, test = _data(0), _data(1)
     compute = Counter(train, test)
