@@ -5,7 +5,10 @@ BIN := $(VENV)/bin
 # The CPU wheel of PyTorch by default; `make setup TORCH_CONSTRAINT=` keeps a torch you installed yourself (GPU users).
 TORCH_CONSTRAINT ?= -c constraints-cpu.txt
 
-.PHONY: setup test test-slow bench clean
+# Two pytest workers (one thread each, tests/conftest.py), whole files per worker.
+PYTEST_PAR ?= -n 2 --dist loadfile
+
+.PHONY: setup test test-all test-slow bench clean
 
 setup:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,9 +16,15 @@ setup:
 	$(BIN)/python -m pip install $(TORCH_CONSTRAINT) -e ".[dev]"
 
 # The layering contracts (pyproject.toml [tool.importlinter]) first: a wrong import fails fast.
+# `make test`: everything but the heavy end-to-end runs and the slow real-data checks.
 test:
 	$(BIN)/lint-imports --no-logo
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_PAR)
+
+# `make test-all` (CI, and before you push): the heavy end-to-end runs too; only `slow` left out.
+test-all:
+	$(BIN)/lint-imports --no-logo
+	$(BIN)/python -m pytest -q $(PYTEST_PAR) -m "not slow"
 
 test-slow:
 	$(BIN)/python -m pytest -q -m slow

@@ -61,7 +61,9 @@ assert "ltr.git_commit" not in tags, "git commit tagged outside a checkout: " + 
 print(run_id)
 EOF
 ) || fail "reading the run back"
-say "default run done (fold run $RUN_ID, no git commit tagged)"
+MODEL_URI=$(sed -n 's/^model of .*: \(runs:\/[0-9a-f]*\/model\)$/\1/p' run.txt | head -1)
+[ "$MODEL_URI" = "runs:/$RUN_ID/model" ] || fail "the run printed model '$MODEL_URI', not runs:/$RUN_ID/model"
+say "default run done (printed $MODEL_URI, no git commit tagged)"
 
 # 4. The run's model ranks a LETOR file (new documents with the default dataset's 70 features).
 "$VBIN/python" - <<'EOF'
@@ -72,12 +74,12 @@ with open("new.txt", "w") as fh:
         feats = " ".join(f"{j}:{v:.6g}" for j, v in enumerate(rng.normal(50, 60, 70), 1))
         fh.write(f"{rng.integers(0, 5)} qid:{i // 20 + 1} {feats} #docid = doc{i}\n")
 EOF
-"$VBIN/ltr-bench-predict" "runs:/$RUN_ID/model" new.txt --out pred >predict.txt 2>predict.err \
+"$VBIN/ltr-bench-predict" "$MODEL_URI" new.txt --out pred >predict.txt 2>predict.err \
   || { cat predict.err >&2; fail "ltr-bench-predict"; }
 [ "$(wc -l <pred/new.run)" = 200 ] && [ -s pred/new.scores.tsv ] && [ -s pred/metrics.csv ] \
   || fail "ltr-bench-predict outputs"
 set +e
-"$VBIN/ltr-bench-predict" "runs:/$RUN_ID/model" missing.txt >/dev/null 2>&1; code=$?
+"$VBIN/ltr-bench-predict" "$MODEL_URI" missing.txt >/dev/null 2>&1; code=$?
 set -e
 [ "$code" = 2 ] || fail "ltr-bench-predict on a missing file: exit $code, not 2"
 say "ltr-bench-predict: scores, TREC run and metrics; bad input exits 2"

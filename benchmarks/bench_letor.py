@@ -11,6 +11,8 @@ repository; big files are deleted at the end unless --keep), then prints, measur
     MB/s, and the scaling ratio: time per line at each size / time per line at the smallest size
     (linear = 1.0; the target is 4x lines in <= 4.4x time, i.e. <= 1.1). Targets: 2.27M lines
     (~3.1 GB) in <= 60 s on 2 cores, peak memory <= 3x the float32 result.
+    The candidate reader the issue named, pyarrow's CSV reader plus pyarrow.compute (dense lines
+    only, no checks), is measured beside it with 1 thread and with every core (up to --pyarrow-max).
   * cached reload vs parse: ``load_letor`` from the cache with the entry's checksums verified (the
     default) and without, as speed-ups over the parse (target >= 10x with verification).
   * quantile normal (on the smallest size): QuantileNormal vs scikit-learn's QuantileTransformer.
@@ -129,6 +131,28 @@ def child(mode: str, path: str) -> None:
     elif mode == "sklearn":
         X, y = load_svmlight_file(path, n_features=N_FEATURES, dtype=np.float32, zero_based=False)
         n = X.shape[0]
+    elif mode in ("pyarrow", "pyarrow1"):
+        # The candidate the issue named: pyarrow's CSV reader (space-delimited), then the ``k:``
+        # prefixes cut off with pyarrow.compute. Dense lines only (every line 1..136, no
+        # comments): no check of indices, no irregular line, no message with file:line.
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pacsv
+
+        pa.set_cpu_count(1 if mode == "pyarrow1" else os.cpu_count() or 1)
+        names = ["label", "qid"] + [f"f{j}" for j in range(1, N_FEATURES + 1)]
+        tbl = pacsv.read_csv(
+            path, read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
+            parse_options=pacsv.ParseOptions(delimiter=" "),
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in names[1:]}))
+        y = tbl["label"].to_numpy()
+        qid = pc.cast(pc.utf8_slice_codeunits(tbl["qid"], 4), pa.int64()).to_numpy()
+        features = np.empty((tbl.num_rows, N_FEATURES), dtype=np.float32)
+        for j in range(1, N_FEATURES + 1):
+            col = pc.utf8_slice_codeunits(tbl[f"f{j}"], len(str(j)) + 1)
+            features[:, j - 1] = pc.cast(col, pa.float32()).to_numpy()
+        assert qid.shape[0] == y.shape[0]
+        n = features.shape[0]
     else:
         raise SystemExit(f"unknown mode {mode}")
     out.update(seconds=time.perf_counter() - t, cpu=time.process_time() - cpu, n=int(n), peak_extra=_status("VmHWM") - rss0,
@@ -169,6 +193,8 @@ def size_sweep(args, files: dict[int, Path]) -> dict[int, float]:
         old = measure("old", path, args.timeout) if n <= args.old_max else None
         sk = measure("sklearn", path, args.timeout) if n <= args.sklearn_max else None
         new = measure("new", path, args.timeout)
+        arrow = [measure(m, path, args.timeout) if n <= args.pyarrow_max else None
+                 for m in ("pyarrow1", "pyarrow")]
         parse_s[n] = new["seconds"]
         per_line = new["seconds"] / n
         base = base or per_line
@@ -177,6 +203,11 @@ def size_sweep(args, files: dict[int, Path]) -> dict[int, float]:
               f"{_fmt_t(sk):>9} | {new['seconds']:>5.1f} s {new['cpu']:>5.1f} s "
               f"{mb / new['seconds']:>5.0f} "
               f"{per_line / base:>7.2f} {peak:>5.2f}x", flush=True)
+        for name, r in (("pyarrow candidate, 1 thread", arrow[0]),
+                        (f"pyarrow candidate, {os.cpu_count()} threads", arrow[1])):
+            if r and "peak_extra" in r:
+                print(f"{'':>10}   ({name}: {r['seconds']:.1f} s wall, {r['cpu']:.1f} s CPU, "
+                      f"{mb / r['seconds']:.0f} MB/s, peak {r['peak_extra'] / r['result_bytes']:.2f}x)")
         for name, r in (("old path", old), ("sklearn no qid", sk)):
             if r and "peak_extra" in r:
                 print(f"{'':>10}   ({name}: peak {r['peak_extra'] / r['result_bytes']:.2f}x the "
@@ -285,6 +316,8 @@ def main() -> None:
                     default=Path(os.environ.get("TMPDIR", "/tmp")) / "ltr_bench_letor")
     ap.add_argument("--old-max", type=int, default=400_000)
     ap.add_argument("--sklearn-max", type=int, default=2_270_000)
+    ap.add_argument("--pyarrow-max", type=int, default=2_270_000,
+                    help="measure the pyarrow.csv candidate up to this many lines (0: never)")
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--reload-size", type=int, default=0,
                     help="lines of the file for the reload ratios (default: the largest size)")

@@ -37,6 +37,7 @@ from ltr_bench.errors import UserError
 from ltr_bench.protocols import OuterSplit, Protocol
 from ltr_bench.seeding import derive_seed
 from ltr_bench.tracking import (
+    MODEL_NAME,
     Tracker,
     data_tags,
     filter_eq,
@@ -71,6 +72,7 @@ class FoldResult:
     n_train_queries: int
     n_test_queries: int | None
     mlflow_run_id: str | None = None
+    model_uri: str | None = None  # runs:/<fold run id>/model when a model was logged
 
 
 @dataclass
@@ -549,6 +551,9 @@ def _run_final(
             if tracker.enabled:
                 print(f"MLflow run {run_id} in {tracker.tracking_uri} (experiment "
                       f"'{tracker.experiment_name}')", flush=True)
+                for fr in folds:
+                    if fr.model_uri:  # what ltr-bench-predict and mlflow.pyfunc.load_model take
+                        print(f"model of {fr.name}: {fr.model_uri}", flush=True)
                 print(tracker.experiment_link(filter_eq(keys.TAG_INVOCATION, invocation_id()),
                                               "runs of this command", run_id), flush=True)
         if tracker.enabled:
@@ -605,14 +610,16 @@ def _run_fold(
         tracker.log_metrics(run_id, times)
         history = list(getattr(ranker, "history", []) or [])
         tracker.log_history(run_id, history)
+        model_uri = None
         if tracker.enabled and tracker.log_artifacts_enabled:
             _log_fold_artifacts(tracker, run_id, evals, history)
             info = {"run_id": run_id, "fold": split.name, "model": tags.get(keys.TAG_MODEL),
                     "dataset": tags.get(keys.TAG_DATASET), "eval": tags.get(keys.TAG_EVAL),
                     "seed": tags.get(keys.TAG_SEED), "ltr_bench_version": tags.get(keys.TAG_VERSION)}
-            log_model(tracker, run_id, scoring_pipeline(cfg, data, ranker, dataset.relevance_threshold, info))
+            if log_model(tracker, run_id, scoring_pipeline(cfg, data, ranker, dataset.relevance_threshold, info)):
+                model_uri = f"runs:/{run_id}/{MODEL_NAME}"
     fr = FoldResult(split.fold, split.name, metrics, times, data.train.n_queries,
-                    data.test.n_queries, run_id or None)
+                    data.test.n_queries, run_id or None, model_uri)
     return fr, fingerprint, inputs
 
 
@@ -651,24 +658,25 @@ def scoring_pipeline(cfg: DictConfig, data: Prepared, ranker: Any, relevance_thr
                            spec, metrics, {k: v for k, v in info.items() if v is not None})
 
 
-def log_model(tracker: Tracker, run_id: str, pipeline: Any) -> None:
+def log_model(tracker: Tracker, run_id: str, pipeline: Any) -> bool:
     """Save ``pipeline`` and log it as the run's MLflow model (a ranker without
-    ``save_params`` logs a warning instead)."""
+    ``save_params`` logs a warning instead); True when a model was logged."""
     import logging
 
     from ltr_bench.saved_model import LOADER_MODULE, PYFUNC_OUTPUTS, pyfunc_inputs, save_pipeline
     from ltr_bench.tracking import PyfuncModel
 
     if not tracker.log_model_enabled:
-        return
+        return False
     with tempfile.TemporaryDirectory(prefix="ltr_bench_model_") as tmp:
         try:
             folder = save_pipeline(pipeline, Path(tmp) / "pipeline")
         except NotImplementedError as exc:
             logging.getLogger(__name__).warning("no model logged: %s", exc)
-            return
-        tracker.log_model(run_id, PyfuncModel(folder, LOADER_MODULE, pyfunc_inputs(pipeline.n_features),
-                                              PYFUNC_OUTPUTS, pipeline.info))
+            return False
+        model_id = tracker.log_model(run_id, PyfuncModel(folder, LOADER_MODULE, pyfunc_inputs(pipeline.n_features),
+                                                         PYFUNC_OUTPUTS, pipeline.info))
+    return model_id is not None
 
 
 def _run_inner_cv(

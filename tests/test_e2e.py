@@ -132,6 +132,8 @@ def test_default_run_logs_everything(tmp_path: Path) -> None:
     assert {(i.dataset.name, i.tags[0].value) for i in child.inputs.dataset_inputs} == {
         ("synthetic/0", c) for c in ("train", "vali", "test")}
     assert "workflowType=machine_learning" in proc.stdout and "tags.`ltr.invocation` = '" in proc.stdout
+    # The model's URI, as ltr-bench-predict takes it (README "Using a trained model").
+    assert f"model of synthetic/0: runs:/{child.info.run_id}/model" in out.splitlines()
     # Metrics: test and vali, run times; per-epoch training loss and vali NDCG@10.
     m = child.data.metrics
     for split in ("vali", "test"):

@@ -54,7 +54,8 @@ def test_predict_writes_scores_trec_run_and_the_runs_test_metrics(
     trained: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
-    code = predict(trained, f"runs:/{trained['run_id']}/model", str(trained["test"]), "--out", str(out))
+    assert trained["result"].folds[0].model_uri == f"runs:/{trained['run_id']}/model"  # as the run prints it
+    code = predict(trained, trained["result"].folds[0].model_uri, str(trained["test"]), "--out", str(out))
     assert code == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
     data = load_letor(trained["test"], with_docids=True, use_cache=False)

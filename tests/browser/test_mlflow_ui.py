@@ -37,7 +37,8 @@ from ltr_bench import tracking_keys as keys
 
 CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser")) if p), None)
 BIN = Path(sys.executable).parent
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (.ci/run installs Debian's chromium)")
+pytestmark = [pytest.mark.heavy,
+              pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (.ci/run installs Debian's chromium)")]
 
 EXPERIMENT = "ui"
 MODELS = ("direct_ranker", "ranknet", "lambdamart")

@@ -288,6 +288,7 @@ def cli_in_process(monkeypatch: pytest.MonkeyPatch):
     root.setLevel(level)
 
 
+@pytest.mark.heavy
 def test_the_ledger_runs_each_experiment_once_and_reuses_tracked_runs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli_in_process: None) -> None:
     monkeypatch.chdir(tmp_path)

@@ -116,6 +116,7 @@ def _check_accuracy(out: Path, spec: dict) -> pd.DataFrame:
     return acc
 
 
+@pytest.mark.heavy
 def test_letor_variants_of_the_figures_on_a_generated_letor_folder(tmp_path: Path, letor_dir: Path) -> None:
     proc = run_cli(["-m", "experiment=fig3_letor,fig5_size_letor,fig5_ratio_letor", "scale=quick",
                     f'++experiment.data.overrides=["dataset=letor","dataset.path={letor_dir}"]',
@@ -154,6 +155,7 @@ def _check_table2(workdir: Path, out: Path, n_folds: int) -> None:
     assert {r.info.run_id for r in protocol_runs} == set(cells["mlflow_run_id"])
 
 
+@pytest.mark.heavy
 def test_tables_2_and_3_on_a_generated_letor_folder(tmp_path: Path, letor_dir: Path) -> None:
     # ++: a multirun checks its fixed overrides before an experiment is chosen
     run_cli(["-m", "experiment=table2,table3", "scale=quick", "++experiment.datasets=[letor]",
@@ -172,6 +174,7 @@ def test_tables_2_and_3_on_a_generated_letor_folder(tmp_path: Path, letor_dir: P
     assert {"table3.csv", "table3.png", "report"} <= artifacts
 
 
+@pytest.mark.heavy
 def test_table1_sweeps_refits_and_reports_on_a_generated_letor_folder(tmp_path: Path, letor_dir: Path) -> None:
     run_cli(["experiment=table1", "scale=quick", "experiment.datasets=[letor]",
              f"experiment.cell_overrides=[\"dataset.path={letor_dir}\"]",

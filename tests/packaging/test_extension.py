@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from ltr_bench.data.datasets import resolve_data_root
@@ -41,6 +42,7 @@ def files_and_commands() -> tuple[dict[str, str], list[list[str]]]:
     return files, commands
 
 
+@pytest.mark.heavy
 def test_readme_example_runs_once_and_sweeps_two_trials(tmp_path: Path) -> None:
     files, commands = files_and_commands()
     assert set(files) == {"my_rankers/__init__.py", "my_conf/model/ridge.yaml", "my_conf/search/ridge.yaml"}

@@ -45,6 +45,7 @@ def _curve(client: Any, run: Any, key: str) -> list[float]:
     return [m.value for m in sorted(client.get_metric_history(run.info.run_id, key), key=lambda m: m.step)]
 
 
+@pytest.mark.heavy
 def test_ddp_on_two_cpu_processes_matches_one_process_and_only_rank0_writes(tmp_path: Path) -> None:
     single_dir, ddp_dir = tmp_path / "single", tmp_path / "ddp"
     single_dir.mkdir()

@@ -20,6 +20,7 @@ from tests.scale.cli import TINY, ltr_bench, results
 pytestmark = pytest.mark.timeout(180)
 
 
+@pytest.mark.heavy
 def test_joblib_launcher_runs_two_trials_in_parallel_with_threads_capped(tmp_path: Path) -> None:
     proc = ltr_bench(
         tmp_path, "-m", "hydra/sweeper=ltr_optuna", "hydra/sweeper/sampler=grid",

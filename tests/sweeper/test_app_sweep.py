@@ -41,6 +41,7 @@ def learnable_letor_folder(root: Path, n_folds: int = 2, seed: int = 0) -> Path:
     return root
 
 
+@pytest.mark.heavy
 def test_sweep_per_fold_then_refit_best(tmp_path: Path) -> None:
     data = learnable_letor_folder(tmp_path / "data")
     sweep_dir = tmp_path / "sweep"
