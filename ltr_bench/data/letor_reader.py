@@ -35,7 +35,7 @@ import numpy as np
 
 from ltr_bench.errors import UserError
 
-BLOCK_BYTES = 16 << 20
+BLOCK_BYTES = 8 << 20  # 16 MiB: peak memory 3.2x the result at 100k lines; 8 MiB: 2.3x
 BOM = b"\xef\xbb\xbf"
 #: Largest index (and qid magnitude) the fast path converts exactly via float64.
 _EXACT_INT = 2**53
