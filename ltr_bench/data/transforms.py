@@ -473,16 +473,7 @@ class Preprocessing:
         """``(options, arrays)``: the constructor options and ``fitted_on`` as JSON data, and the
         fitted arrays (``quantiles`` [n_q, F] float64, or ``mean`` / ``std``); with
         :meth:`from_state` the same transform, bit for bit, without pickling anything."""
-        options: dict[str, Any] = {
-            "feature_transform": self.feature_transform,
-            "normal_scale": self.normal_scale,
-            "binarize_at": self.binarize_at,
-            "binarize_splits": list(self.binarize_splits),
-            "drop_no_relevant_splits": list(self.drop_no_relevant_splits),
-            "relevance_threshold": self.relevance_threshold,
-            "min_docs": self.min_docs,
-            "fitted_on": self.fitted_on,
-        }
+        options = self._options()
         arrays: dict[str, np.ndarray] = {}
         t = self.transform
         if isinstance(t, QuantileNormal):
@@ -518,7 +509,8 @@ class Preprocessing:
         pre.fitted_on = dict(fitted_on) if fitted_on else ({} if arrays else None)
         return pre
 
-    def describe(self) -> dict[str, Any]:
+    def _options(self) -> dict[str, Any]:
+        """The constructor options (bar the transform's own) and ``fitted_on``."""
         return {
             "feature_transform": self.feature_transform,
             "normal_scale": self.normal_scale,
@@ -527,9 +519,11 @@ class Preprocessing:
             "drop_no_relevant_splits": list(self.drop_no_relevant_splits),
             "relevance_threshold": self.relevance_threshold,
             "min_docs": self.min_docs,
-            "transform": self.transform.describe(),
             "fitted_on": self.fitted_on,
         }
+
+    def describe(self) -> dict[str, Any]:
+        return {**self._options(), "transform": self.transform.describe()}
 
 
 def _make_feature_transform(
