@@ -7,6 +7,7 @@ import multiprocessing as mp
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from omegaconf import OmegaConf
@@ -139,22 +140,31 @@ def _interrupt_inside_metric_writes(store: object, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(store, "_update_latest_metrics_if_necessary", interrupted)
 
 
-def test_ctrl_c_inside_a_store_write_is_held_until_the_write_is_done(
-    tracker: Tracker, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The write completes, then KeyboardInterrupt; the run still ends KILLED."""
+def _run_interrupted_during(tracker: Tracker, monkeypatch: pytest.MonkeyPatch, write: Any) -> Any:
+    """``write(run_id)`` inside a tracked run, with Ctrl-C raising KeyboardInterrupt; the
+    held Ctrl-C must come once the write is done. Returns the run as the store has it then."""
     old = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
             with tracker.run("interrupted write", {}) as run_id:
-                store = tracker.client._tracking_client.store
-                _interrupt_inside_metric_writes(store, monkeypatch)
-                tracker.client.log_metric(run_id, "m", 1.5, step=3)
+                write(run_id)
                 raise AssertionError("the held Ctrl-C was never raised")
     finally:
         signal.signal(signal.SIGINT, old)
     monkeypatch.undo()
-    run = tracker.client.get_run(run_id)
+    return tracker.client.get_run(run_id)
+
+
+def test_ctrl_c_inside_a_store_write_is_held_until_the_write_is_done(
+    tracker: Tracker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write completes, then KeyboardInterrupt; the run still ends KILLED."""
+
+    def write(run_id: str) -> None:
+        _interrupt_inside_metric_writes(tracker.client._tracking_client.store, monkeypatch)
+        tracker.client.log_metric(run_id, "m", 1.5, step=3)
+
+    run = _run_interrupted_during(tracker, monkeypatch, write)
     assert run.info.status == "KILLED"
     assert run.data.metrics == {"m": 1.5}  # written whole, not rolled back half-way
 
@@ -163,18 +173,13 @@ def test_ctrl_c_inside_a_lightning_metric_write_is_held(
     tracker: Tracker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same through the Lightning logger that writes the per-epoch curves."""
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            with tracker.run("interrupted curve", {}) as run_id:
-                logger = tracker.lightning_logger(run_id)
-                _interrupt_inside_metric_writes(logger.experiment._tracking_client.store, monkeypatch)
-                logger.log_metrics({"vali_ndcg@10": 0.5, "epoch": 2})
-                raise AssertionError("the held Ctrl-C was never raised")
-    finally:
-        signal.signal(signal.SIGINT, old)
-    monkeypatch.undo()
-    run = tracker.client.get_run(run_id)
+
+    def write(run_id: str) -> None:
+        logger = tracker.lightning_logger(run_id)
+        _interrupt_inside_metric_writes(logger.experiment._tracking_client.store, monkeypatch)
+        logger.log_metrics({"vali_ndcg@10": 0.5, "epoch": 2})
+
+    run = _run_interrupted_during(tracker, monkeypatch, write)
     assert run.info.status == "KILLED"
     assert run.data.metrics == {"curve/vali_ndcg_at_10": 0.5}
 
