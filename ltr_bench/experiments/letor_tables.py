@@ -207,8 +207,8 @@ def run_sweeps(exp: Experiment) -> pd.DataFrame:
     models = {str(m): str(m) for m in plain(spec.models)}
     variants = {v: plain(spec.variants)[v] for v in plain(spec.run_variants)}
     check_datasets(exp, datasets)
-    sweep_o = [*plain(spec.sweep_overrides), *plain(spec.get("scale_overrides") or []),
-               *plain(spec.get("cell_overrides") or [])]
+    sweep_o = [*plain(spec.sweep_overrides), *plain(spec.get("launcher_overrides") or []),
+               *plain(spec.get("scale_overrides") or []), *plain(spec.get("cell_overrides") or [])]
     rows: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
     bar = exp.progress(len(variants) * len(datasets) * len(models))

@@ -109,3 +109,32 @@ def test_two_workers_run_one_postgresql_study_to_completion(tmp_path: Path, post
     assert sorted(r["trial"] for r in records) == sorted(t.number for t in done)
     assert len({r["pid"] for r in records}) == 2  # both workers took trials
     assert set(reasons(trials).values()) <= {"duplicate", "surplus"}
+
+
+def test_two_workers_race_trials_in_one_postgresql_study(tmp_path: Path, postgres_url: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pruning through a PostgreSQL study: each job reports into its own trial in the server, and
+    the pruned trials count toward the shared budget. The pruner is deterministic (odd trial
+    numbers stop after their first step), so what is pruned does not depend on interleaving."""
+    from optuna.trial import TrialState
+
+    from tests.sweeper.test_pruning import REPO, _check_pruned
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    args = [
+        f"hydra.sweeper.storage={postgres_url}", "hydra.sweeper.study_name=pg_race", "steps=3",
+        "hydra/sweeper/pruner=none", "hydra.sweeper.pruner._target_=tests.sweeper.pruners.PruneOddTrials",
+        "hydra.sweeper.n_trials=8", "sleep_s=0.2",
+    ]
+    workers = [start_toy(tmp_path, *args, f"hydra.sweep.dir={tmp_path / f'w{i}'}", log_name=f"w{i}.log") for i in (0, 1)]
+    for i, w in enumerate(workers):
+        assert w.wait(timeout=90) == 0, (tmp_path / f"w{i}.log").read_text()[-3000:]
+    trials = load(postgres_url.replace("postgresql://", "postgresql+psycopg2://"), "pg_race")
+    records = calls(tmp_path)
+    pruned = [t for t in trials if t.state == TrialState.PRUNED]
+    done = complete(trials)
+    assert len(pruned) + len(done) == 8 and len(records) == 8  # the budget, each trial run once
+    assert pruned and all(t.number % 2 == 1 for t in pruned) and all(t.number % 2 == 0 for t in done)
+    assert len({r["pid"] for r in records}) == 2  # both workers took trials
+    _check_pruned(trials, records)
+    assert set(reasons(trials).values()) <= {"duplicate", "surplus"}

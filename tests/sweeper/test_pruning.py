@@ -114,9 +114,16 @@ def test_joblib_workers_report_into_their_trials(tmp_path: Path) -> None:
     _check_pruned(trials, records)
 
 
-def test_two_sweepers_sharing_one_sqlite_study_race_within_one_budget(tmp_path: Path) -> None:
+@pytest.mark.parametrize("pruner", ["median", "odd"])
+def test_two_sweepers_sharing_one_sqlite_study_race_within_one_budget(
+        tmp_path: Path, pruner: str, monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"sqlite:///{tmp_path / 'shared.db'}"
-    shared = [*RACE, f"hydra.sweeper.storage={url}", "hydra.sweeper.study_name=shared",
+    # "odd": a deterministic pruner (odd trial numbers stop after step 1), so that this test can
+    # require pruned trials whatever the interleaving; "median": Optuna's, as users run it.
+    race = RACE if pruner == "median" else [
+        "steps=3", "hydra/sweeper/pruner=none", "hydra.sweeper.pruner._target_=tests.sweeper.pruners.PruneOddTrials"]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    shared = [*race, f"hydra.sweeper.storage={url}", "hydra.sweeper.study_name=shared",
               "hydra.sweeper.n_trials=10", "sleep_s=0.2"]
     procs = [start_toy(tmp_path, *shared, f"hydra.sweep.dir=multirun/w{i}", log_name=f"w{i}.log")
              for i in range(2)]
@@ -132,6 +139,9 @@ def test_two_sweepers_sharing_one_sqlite_study_race_within_one_budget(tmp_path: 
     # of whatever was pruned are what this test checks; the single-process tests above assert
     # that pruning happens.
     _check_pruned(trials, records)
+    if pruner == "odd":
+        assert {t.number for t in pruned} == {r["trial"] for r in records if r["trial"] % 2 == 1}
+        assert pruned and all(t.number % 2 == 0 for t in complete)
 
 
 def test_tpe_constant_liar_is_on_for_parallel_trials_unless_set() -> None:
