@@ -19,7 +19,9 @@ by an earlier trial), on MQ2008 fold 1 and on an MSLR-WEB10K-shaped generated fo
 
 ``--pruners none,median,median:workers`` adds a run of ``--jobs`` sweeper processes sharing one
 SQLite study (one trial at a time each) instead of joblib batches, which wait for their slowest
-trial, so that a pruned trial frees its worker at once.
+trial, so that a pruned trial frees its worker at once. ``<pruner>:batch4`` asks 4 trials per
+batch (``hydra.sweeper.n_jobs=4``) for the ``--jobs`` joblib workers: a worker freed by a pruned
+trial takes the batch's next trial, and only the batch's end waits.
 
 ``--quick`` = one outer fold, 16 trials, re-evaluation of the top 2, refit seeds 0-1 (the full
 version: five folds, 30 trials, the search config's top 5, seeds 0-3). Every size is an option.
@@ -76,7 +78,10 @@ def run_sweep(workdir: Path, pruner: str, args: argparse.Namespace) -> dict[str,
         _check(subprocess.run([*shared, *top_k, f"hydra.sweep.dir={sweep_dir}"], cwd=workdir, env=env,
                               capture_output=True, text=True), workdir / "sweep.log")
     else:
-        cmd += ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}", f"hydra.sweeper.n_jobs={args.jobs}",
+        # ':batchN' = N trials asked per batch, run by the `jobs` joblib workers: a worker freed by a
+        # pruned trial takes the batch's next trial instead of waiting for the batch's slowest
+        batch = int(mode[len("batch"):]) if mode.startswith("batch") else args.jobs
+        cmd += ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}", f"hydra.sweeper.n_jobs={batch}",
                 f"hydra.sweep.dir={sweep_dir}", *top_k]
         _check(subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True), workdir / "sweep.log")
     sweep_s = time.perf_counter() - t0
@@ -85,6 +90,7 @@ def run_sweep(workdir: Path, pruner: str, args: argparse.Namespace) -> dict[str,
     _check(subprocess.run([LTR_BENCH, f"refit_best={sweep_dir}", f"seed={seeds}"], cwd=workdir, env=env,
                           capture_output=True, text=True), workdir / "refit.log")
     refit_s = time.perf_counter() - t0
+    phases = phase_times((workdir / "sweep.log").read_text()) if mode != "workers" else {}
     results = yaml.safe_load((sweep_dir / "optimization_results.yaml").read_text())
     studies = results["studies"] if "studies" in results else [results]
     test = {"ndcg@10": [], "map": []}
@@ -94,11 +100,39 @@ def run_sweep(workdir: Path, pruner: str, args: argparse.Namespace) -> dict[str,
             test[k].append(mean[k])
     return {
         "pruner": pruner, "sweep_s": sweep_s, "refit_s": refit_s,
+        "search_s": phases.get("search", float("nan")), "reevaluation_s": phases.get("reevaluation", float("nan")),
         "complete": sum(s["n_complete"] for s in studies), "pruned": sum(s.get("n_pruned", 0) for s in studies),
         "failed": sum(s["n_failed"] for s in studies),
         "ndcg@10": statistics.fmean(test["ndcg@10"]), "map": statistics.fmean(test["map"]),
         "n_refits": len(test["ndcg@10"]),
     }
+
+
+def phase_times(log: str) -> dict[str, float]:
+    """Seconds of a sweep log spent searching and re-evaluating, summed over its studies.
+
+    Read from the sweeper's timestamped lines: a study searches from ``Study '<name>' in <storage>``
+    to its first ``Re-evaluating trial(s)`` line and re-evaluates from there to ``Best trial``."""
+    import datetime as dt
+    import re
+
+    stamp = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[HYDRA\] (.*)$")
+    totals, phase, since = {"search": 0.0, "reevaluation": 0.0}, None, None
+    for line in log.splitlines():
+        m = stamp.match(line)
+        if not m:
+            continue
+        t = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        text = m.group(2)
+        starts = ("search" if re.match(r"Study '[^']*' in ", text) else
+                  "reevaluation" if text.startswith("Re-evaluating trial(s)") and phase == "search" else None)
+        ends = text.startswith("Best trial")
+        if phase and (starts or ends):
+            totals[phase] += t - since
+            phase = None
+        if starts:
+            phase, since = starts, t
+    return totals
 
 
 def _check(proc: subprocess.CompletedProcess, log: Path) -> None:
@@ -113,15 +147,17 @@ def bench_pruning(args: argparse.Namespace, root: Path) -> None:
         print(f"sweep with pruner={pruner} ...", flush=True)
         rows.append(run_sweep(root / pruner.replace(":", "-"), pruner, args))
         r = rows[-1]
-        print(f"  {r['sweep_s']:.0f} s sweep, {r['refit_s']:.0f} s refit, {r['complete']} complete, "
-              f"{r['pruned']} pruned", flush=True)
+        print(f"  {r['sweep_s']:.0f} s sweep ({r['search_s']:.0f} s search, {r['reevaluation_s']:.0f} s "
+              f"re-evaluation), {r['refit_s']:.0f} s refit, {r['complete']} complete, {r['pruned']} pruned", flush=True)
     base = next((r for r in rows if r["pruner"] == "none"), rows[0])
     print(f"\nMQ2008 DirectRanker sweep: folds {args.folds}, {args.trials} trials per study, "
           f"{args.jobs} joblib workers, re-evaluation top_k={args.top_k if args.top_k is not None else 'config'}, "
           f"refit seeds {args.seeds} (test metrics: mean over seeds and folds)")
-    print(f"{'pruner':<28}{'sweep':>9}{'speed-up':>10}{'complete':>10}{'pruned':>8}{'ndcg@10':>9}{'d ndcg':>8}{'map':>8}")
+    print(f"{'pruner':<28}{'sweep':>9}{'speed-up':>10}{'search':>9}{'speed-up':>10}{'complete':>10}{'pruned':>8}"
+          f"{'ndcg@10':>9}{'d ndcg':>8}{'map':>8}")
     for r in rows:
-        print(f"{r['pruner']:<28}{r['sweep_s']:>8.0f}s{base['sweep_s'] / r['sweep_s']:>9.2f}x{r['complete']:>10}"
+        print(f"{r['pruner']:<28}{r['sweep_s']:>8.0f}s{base['sweep_s'] / r['sweep_s']:>9.2f}x"
+              f"{r['search_s']:>8.0f}s{base['search_s'] / r['search_s']:>9.2f}x{r['complete']:>10}"
               f"{r['pruned']:>8}{r['ndcg@10']:>9.4f}{r['ndcg@10'] - base['ndcg@10']:>+8.4f}{r['map']:>8.4f}")
 
 
