@@ -108,31 +108,42 @@ def run_sweep(workdir: Path, pruner: str, args: argparse.Namespace) -> dict[str,
     }
 
 
-def phase_times(log: str) -> dict[str, float]:
-    """Seconds of a sweep log spent searching and re-evaluating, summed over its studies.
+def study_phase_times(log: str) -> dict[str, dict[str, float]]:
+    """Seconds a sweep log's studies spent searching and re-evaluating, per study name.
 
     Read from the sweeper's timestamped lines: a study searches from ``Study '<name>' in <storage>``
-    to its first ``Re-evaluating trial(s)`` line and re-evaluates from there to ``Best trial``."""
+    to its first ``Re-evaluating trial(s)`` line (or ``Best trial``) and re-evaluates from there to
+    ``Best trial``."""
     import datetime as dt
     import re
 
     stamp = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[HYDRA\] (.*)$")
-    totals, phase, since = {"search": 0.0, "reevaluation": 0.0}, None, None
+    studies: dict[str, dict[str, float]] = {}
+    study, phase, since = None, None, 0.0
     for line in log.splitlines():
         m = stamp.match(line)
         if not m:
             continue
         t = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
         text = m.group(2)
-        starts = ("search" if re.match(r"Study '[^']*' in ", text) else
+        opened = re.match(r"Study '([^']*)' in ", text)
+        starts = ("search" if opened else
                   "reevaluation" if text.startswith("Re-evaluating trial(s)") and phase == "search" else None)
-        ends = text.startswith("Best trial")
-        if phase and (starts or ends):
-            totals[phase] += t - since
+        if phase and (starts or text.startswith("Best trial")):
+            studies[study][phase] += t - since
             phase = None
+        if opened:
+            study = opened.group(1)
+            studies.setdefault(study, {"search": 0.0, "reevaluation": 0.0})
         if starts:
             phase, since = starts, t
-    return totals
+    return studies
+
+
+def phase_times(log: str) -> dict[str, float]:
+    """Seconds of a sweep log spent searching and re-evaluating, summed over its studies."""
+    studies = study_phase_times(log).values()
+    return {k: sum(s[k] for s in studies) for k in ("search", "reevaluation")}
 
 
 def _check(proc: subprocess.CompletedProcess, log: Path) -> None:

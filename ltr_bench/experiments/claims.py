@@ -344,16 +344,22 @@ def find_tracked(tracker: Any, name: str, scale: str, key: str) -> Any | None:
 
 
 def provenance(run: Any) -> str:
-    """``2026-11-24 17:53 UTC, commit 1a2b3c4``: when a tracked run started, from which code."""
+    """``2026-11-24 17:53 UTC, 52 min, commit 1a2b3c4``: when a tracked run started, how long it
+    took (its wall time: what the ledger saves by re-using it), from which code."""
     from datetime import datetime, timezone
 
     from ltr_bench import tracking_keys as keys
 
     if run is None:
         return ""
-    start = datetime.fromtimestamp(run.info.start_time / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [datetime.fromtimestamp(run.info.start_time / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")]
+    if run.info.end_time:
+        minutes = (run.info.end_time - run.info.start_time) / 60_000
+        parts.append(f"{minutes:.0f} min" if minutes >= 1 else f"{minutes * 60:.0f} s")
     commit = run.data.tags.get(keys.TAG_GIT_COMMIT)
-    return f"{start}, commit {commit[:10]}" if commit else start
+    if commit:
+        parts.append(f"commit {commit[:10]}")
+    return ", ".join(parts)
 
 
 def execute(run: RunSpec, scale: str, seed: int, forwarded: list[str], out: Path, log: Path) -> None:

@@ -346,3 +346,20 @@ def test_the_invocation_key_ignores_where_and_how_fast_but_not_what() -> None:
               invocation_key("fig2c", "quick", 0, spec, ["model.epochs=3"]),
               invocation_key("fig2c", "quick", 0, OmegaConf.create({"name": "fig2c", "values": [0.75]}), [])]
     assert key not in others and len(set(others)) == 4
+
+
+def test_provenance_says_when_a_run_started_how_long_it_took_and_its_commit() -> None:
+    from types import SimpleNamespace
+
+    from ltr_bench import tracking_keys as keys
+    from ltr_bench.experiments.claims import provenance
+
+    start = 1_795_000_000_000  # ms since the epoch
+    run = SimpleNamespace(info=SimpleNamespace(start_time=start, end_time=start + 52 * 60_000 + 20_000),
+                          data=SimpleNamespace(tags={keys.TAG_GIT_COMMIT: "0123456789abcdef"}))
+    assert provenance(run) == "2026-11-18 11:06 UTC, 52 min, commit 0123456789"
+    run.info.end_time, run.data.tags = start + 42_000, {}
+    assert provenance(run) == "2026-11-18 11:06 UTC, 42 s"
+    run.info.end_time = None  # still running or killed: no duration
+    assert provenance(run) == "2026-11-18 11:06 UTC"
+    assert provenance(None) == ""

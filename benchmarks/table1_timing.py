@@ -1,0 +1,59 @@
+"""Where a Table 1 run's time went: per variant, dataset and model, the sweep's search and
+re-evaluation seconds (read from each sweep's log, ``sweeps/<variant>/<dataset>/<model>/sweep.log``
+in the experiment's output folder) and the refit's training seconds (its ``results.json``).
+
+    .venv/bin/python benchmarks/table1_timing.py outputs/<date>/<time>            # every study
+    .venv/bin/python benchmarks/table1_timing.py outputs/<date>/<time> --study dataset.fold=1
+
+``--study S`` keeps the studies whose name ends with ``S`` (e.g. one outer fold), so that a run of
+one fold can be compared with the same fold of a five-fold run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_sweep_budget import study_phase_times  # noqa: E402
+
+
+def timings(out: Path, study: str | None = None) -> list[dict]:
+    """One row per (variant, dataset, model) sweep under ``out/sweeps``."""
+    rows = []
+    for log in sorted(out.glob("sweeps/*/*/*/sweep.log")):
+        variant, dataset, model = log.parent.relative_to(out / "sweeps").parts
+        phases = {k: v for k, v in study_phase_times(log.read_text(errors="replace")).items()
+                  if study is None or k.endswith(study)}
+        refit = 0.0
+        for res in log.parent.glob("refit/**/results.json"):
+            if study is None or res.relative_to(log.parent / "refit").parts[0].endswith(study):
+                refit += sum(f["times"].get("time_total_s", 0.0) for f in json.loads(res.read_text())["folds"])
+        rows.append({"variant": variant, "dataset": dataset, "model": model, "studies": len(phases),
+                     "search_s": sum(p["search"] for p in phases.values()),
+                     "reevaluation_s": sum(p["reevaluation"] for p in phases.values()), "refit_s": refit})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", type=Path, help="the table1 experiment's output folder")
+    ap.add_argument("--study", default=None, help="only studies whose name ends with this")
+    args = ap.parse_args()
+    rows = timings(args.out, args.study)
+    if not rows:
+        raise SystemExit(f"no sweeps/*/*/*/sweep.log under {args.out}")
+    print(f"{'variant':<16}{'dataset':<12}{'model':<15}{'studies':>8}{'search':>9}{'re-eval':>9}{'refit':>8}{'total':>9}")
+    for r in rows:
+        total = r["search_s"] + r["reevaluation_s"] + r["refit_s"]
+        print(f"{r['variant']:<16}{r['dataset']:<12}{r['model']:<15}{r['studies']:>8}{r['search_s']:>8.0f}s"
+              f"{r['reevaluation_s']:>8.0f}s{r['refit_s']:>7.0f}s{total:>8.0f}s")
+    total = sum(r["search_s"] + r["reevaluation_s"] + r["refit_s"] for r in rows)
+    print(f"{'all':<51}{sum(r['search_s'] for r in rows):>8.0f}s{sum(r['reevaluation_s'] for r in rows):>8.0f}s"
+          f"{sum(r['refit_s'] for r in rows):>7.0f}s{total:>8.0f}s")
+
+
+if __name__ == "__main__":
+    main()
