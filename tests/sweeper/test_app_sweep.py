@@ -49,6 +49,7 @@ def test_sweep_per_fold_then_refit_best(tmp_path: Path) -> None:
         tmp_path, "-m", "search=direct_ranker", "dataset=letor", f"dataset.path={data}",
         "protocol=letor_folds", "dataset.fold=1,2", "hydra.sweeper.study_per=[dataset.fold]",
         "hydra.sweeper.n_trials=2", "hydra.sweeper.reevaluate.top_k=0",  # re-evaluation: its own test
+        "hydra/sweeper/pruner=none",  # racing (on in search=<model>): tests/sweeper/test_pruning.py
         f"hydra.sweep.dir={sweep_dir}", *COMMON,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -128,3 +128,15 @@ def test_tpe_searches_start_from_the_model_defaults(search: str) -> None:
             "activation": "tanh", "model.hidden_sizes": "[64,32]", "optimizer.lr": 0.004,
             "model.lr_decay_to": 1.0, "model.epochs": 10, "optimizer.weight_decay": 0.0, "model.dropout": 0.2,
         }
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_tpe_searches_race_with_successive_halving_and_grids_run_every_point(search: str) -> None:
+    """The default chosen from benchmarks/bench_sweep_budget.py (README "Racing trials")."""
+    cfg = _compose(f"model={_model_of(search)}", f"search={search}")
+    target = cfg.hydra.sweeper.pruner._target_ if cfg.hydra.sweeper.pruner else None
+    if search in GRID_SIZES:
+        assert target in (None, "optuna.pruners.NopPruner")
+    else:
+        assert target == "optuna.pruners.SuccessiveHalvingPruner"
+        assert cfg.hydra.sweeper.pruner.reduction_factor == 4
