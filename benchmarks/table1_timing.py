@@ -5,8 +5,9 @@ in the experiment's output folder) and the refit's training seconds (its ``resul
     .venv/bin/python benchmarks/table1_timing.py outputs/<date>/<time>            # every study
     .venv/bin/python benchmarks/table1_timing.py outputs/<date>/<time> --study dataset.fold=1
 
-``--study S`` keeps the studies whose name ends with ``S`` (e.g. one outer fold), so that a run of
-one fold can be compared with the same fold of a five-fold run.
+``--study S`` keeps the studies whose name ends with ``S`` and the refits whose config has that
+override (``dataset.fold=1``: one outer fold), so that a run of one fold can be compared with the
+same fold of a five-fold run. Refit seconds are the refit runs' own ``time_total_s``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_sweep_budget import study_phase_times  # noqa: E402
 
 
+def _config_matches(config: dict, study: str) -> bool:
+    """Whether a refit's config has the override ``study`` ends with (``dataset.fold=1``)."""
+    key, _, value = study.rpartition("-")[2].partition("=")
+    node: object = config
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return str(node) == value
+
+
 def timings(out: Path, study: str | None = None) -> list[dict]:
     """One row per (variant, dataset, model) sweep under ``out/sweeps``."""
     rows = []
@@ -29,8 +39,9 @@ def timings(out: Path, study: str | None = None) -> list[dict]:
                   if study is None or k.endswith(study)}
         refit = 0.0
         for res in log.parent.glob("refit/**/results.json"):
-            if study is None or res.relative_to(log.parent / "refit").parts[0].endswith(study):
-                refit += sum(f["times"].get("time_total_s", 0.0) for f in json.loads(res.read_text())["folds"])
+            data = json.loads(res.read_text())
+            if study is None or _config_matches(data.get("config") or {}, study):
+                refit += data["times"].get("time_total_s", 0.0)
         rows.append({"variant": variant, "dataset": dataset, "model": model, "studies": len(phases),
                      "search_s": sum(p["search"] for p in phases.values()),
                      "reevaluation_s": sum(p["reevaluation"] for p in phases.values()), "refit_s": refit})
