@@ -260,8 +260,8 @@ def test_killed_runs_end_killed_not_running(tmp_path: Path) -> None:
             [LTR_BENCH, *args, "dataset.n_train=3000", "model.epochs=500",
              "model.early_stopping_patience=null"],
             cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            # as from a terminal: an ignored SIGINT is inherited through exec (pytest-xdist's
-            # workers ignore it), and Python then never turns Ctrl-C into KeyboardInterrupt
+            # as from a terminal: an ignored SIGINT is inherited through exec (a non-interactive
+            # shell ignores it in its background jobs), and Python then never raises KeyboardInterrupt
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)))
     try:
         deadline = time.time() + 240  # start-up alone takes over a minute on a busy 2-core VM
