@@ -167,6 +167,13 @@ def test_the_full_claim_list_composes_and_validates() -> None:
     needs = {d for c in testable for d in ledger.runs[c.run].datasets}
     assert {"mq2008", "mq2007", "mslr_web10k"} <= needs
     assert 0.25 in list(ledger.specs["fig2c"]["values"])  # the papers' "~5 % mislabelling" point
+    # Table 1: one invocation per dataset and variant, so each variant runs and is tracked alone,
+    # and every Table 1 claim reads the invocation of the variant it checks
+    for claim in testable:
+        spec = ledger.specs[claim.run]
+        if ledger.runs[claim.run].experiment == "table1":
+            assert list(spec["run_variants"]) == [claim.check["where"]["variant"]], claim.id
+            assert list(spec["datasets"]) == list(ledger.runs[claim.run].datasets), claim.id
     quick_runs, quick_claims = parse_ledger(scaled_spec(cfg, "quick"))
     assert quick_runs["fig2c"].overrides == () and len(quick_claims) == len(ledger.claims)
     assert scaled_spec(cfg, "quick").judge is False  # quick verdicts read "too small to judge"
@@ -238,7 +245,7 @@ def test_verdicts_at_full_and_quick_scale(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------ end to end
-# Three cheap claims replace the ledger's list (its runs stay: fig2c and table1_mq2007 are used).
+# Three cheap claims replace the ledger's list (its runs stay: fig2c, table1_mq2007_folds are used).
 def _experiment_runs(db: Path, mlflow_experiment: str, name: str) -> list:
     from mlflow.tracking import MlflowClient
 
@@ -256,7 +263,7 @@ CLAIMS = ("[{id: noise, source: 'Fig. 2c', statement: 'NDCG@20 >= 0.5 at sigma 0
           " {id: small-noise, source: 'Fig. 2c', statement: 'marginal drop to sigma 0.25', paper: marginal,"
           " run: fig2c, check: {_target_: ltr_bench.experiments.checks.change, file: summary.csv,"
           " column: 'ndcg@20', x: sigma, start: 0.0, end: 0.25, at_least: -0.02}},"
-          " {id: mq2007, source: 'Table 1', statement: 'MQ2007 values', paper: '0.540(12)', run: table1_mq2007,"
+          " {id: mq2007, source: 'Table 1', statement: 'MQ2007 values', paper: '0.540(12)', run: table1_mq2007_folds,"
           " check: {_target_: ltr_bench.experiments.checks.threshold, file: refits.csv, column: x,"
           " at_least: 0}}]")
 def _ledger_cli(workdir: Path, out: str, *extra: str) -> None:
