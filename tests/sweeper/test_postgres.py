@@ -118,13 +118,13 @@ def test_two_workers_race_trials_in_one_postgresql_study(tmp_path: Path, postgre
     numbers stop after their first step), so what is pruned does not depend on interleaving."""
     from optuna.trial import TrialState
 
-    from tests.sweeper.test_pruning import REPO, _check_pruned
+    from tests.sweeper.pruners import PRUNE_ODD, pythonpath_with_repo
+    from tests.sweeper.test_pruning import _check_pruned
 
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
     args = [
         f"hydra.sweeper.storage={postgres_url}", "hydra.sweeper.study_name=pg_race", "steps=3",
-        "hydra/sweeper/pruner=none", "hydra.sweeper.pruner._target_=tests.sweeper.pruners.PruneOddTrials",
-        "hydra.sweeper.n_trials=8", "sleep_s=0.2",
+        *PRUNE_ODD, "hydra.sweeper.n_trials=8", "sleep_s=0.2",
     ]
     workers = [start_toy(tmp_path, *args, f"hydra.sweep.dir={tmp_path / f'w{i}'}", log_name=f"w{i}.log") for i in (0, 1)]
     for i, w in enumerate(workers):

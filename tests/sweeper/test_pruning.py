@@ -8,7 +8,6 @@ re-evaluated; jobs report through their trial from any process (joblib workers, 
 from __future__ import annotations
 
 import csv
-import os
 import sys
 from pathlib import Path
 
@@ -17,12 +16,12 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
+from tests.sweeper.pruners import PRUNE_ODD, pythonpath_with_repo
 from tests.sweeper.toy import calls, load, run_toy, start_toy
 
 pytestmark = pytest.mark.timeout(240)
 
 RACE = ["steps=3", "hydra/sweeper/pruner=median", "hydra.sweeper.pruner.n_startup_trials=2"]
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _ok(proc) -> None:
@@ -120,9 +119,8 @@ def test_two_sweepers_sharing_one_sqlite_study_race_within_one_budget(
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     # "odd": a deterministic pruner (odd trial numbers stop after step 1), so that this test can
     # require pruned trials whatever the interleaving; "median": Optuna's, as users run it.
-    race = RACE if pruner == "median" else [
-        "steps=3", "hydra/sweeper/pruner=none", "hydra.sweeper.pruner._target_=tests.sweeper.pruners.PruneOddTrials"]
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    race = RACE if pruner == "median" else ["steps=3", *PRUNE_ODD]
+    monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
     shared = [*race, f"hydra.sweeper.storage={url}", "hydra.sweeper.study_name=shared",
               "hydra.sweeper.n_trials=10", "sleep_s=0.2"]
     procs = [start_toy(tmp_path, *shared, f"hydra.sweep.dir=multirun/w{i}", log_name=f"w{i}.log")
@@ -180,13 +178,11 @@ def test_real_app_prunes_trials_marks_their_runs_and_shares_preprocessing(tmp_pa
     data = learnable_letor_folder(tmp_path / "data", n_folds=1)
     sweep_dir = tmp_path / "sweep"
     cache = tmp_path / "cache"
-    env = {**_env(), "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-           "LTR_CACHE": str(cache)}
+    env = {**_env(), "PYTHONPATH": pythonpath_with_repo(), "LTR_CACHE": str(cache)}
     proc = subprocess.run(
         [LTR_BENCH, "-m", "search=direct_ranker", "dataset=letor", f"dataset.path={data}",
          "protocol=single", "dataset.fold=1", "hydra.sweeper.n_trials=4", "hydra.sweeper.reevaluate.top_k=1",
-         "hydra.sweeper.pruner._target_=tests.sweeper.pruners.PruneOddTrials",
-         "hydra/sweeper/pruner=none", f"hydra.sweep.dir={sweep_dir}", *COMMON[:-1], "protocol.inner_cv=3"],
+         *PRUNE_ODD, f"hydra.sweep.dir={sweep_dir}", *COMMON[:-1], "protocol.inner_cv=3"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
