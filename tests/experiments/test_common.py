@@ -39,6 +39,10 @@ def test_scale_values_win_and_interpolations_see_them() -> None:
     assert list(full.launcher_overrides) == [
         "hydra/launcher=joblib", f"hydra.launcher.n_jobs={full.n_jobs}", f"hydra.sweeper.n_jobs={full.n_jobs}"]
     assert list(quick.launcher_overrides) == []
+    # quick: every variant on two folds or splits (holdout_multi too: the ledger runs it on its own)
+    assert set(quick.variants) == set(full.variants)
+    for name, variant in quick.variants.items():
+        assert {"dataset.fold=1,2", "protocol.split=range(0,2)"} & set(variant.overrides), name
     with pytest.raises(UserError, match="scale=huge"):
         scaled_spec(cfg, "huge")
 
