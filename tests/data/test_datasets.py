@@ -200,3 +200,31 @@ def test_mq2008_config_with_default_root(conf_dir, real_root, tmp_path, monkeypa
     assert set(np.unique(test.labels)) == {0, 1}
     everything = ds.load_all()
     assert (everything.n_queries, everything.n_docs) == (784, 15211)
+
+
+def test_authors_config_keeps_queries_without_relevant_documents_and_drops_short_ones(conf_dir, tmp_path):
+    """eval=authors (the authors' scripts): a test query without a relevant document counts 0 in the
+    mean, a query with fewer than 10 documents is dropped; eval=paper does the opposite."""
+    from ltr_bench.data.letor import load_letor
+    from ltr_bench.metrics import evaluate
+
+    from .letor_files import write_letor
+
+    # q1: 12 docs, one relevant; q2: 12 docs, none relevant; q3: 5 docs, one relevant
+    qids = np.repeat([1, 2, 3], [12, 12, 5])
+    labels = np.zeros(len(qids), dtype=int)
+    labels[[0, 24]] = 2
+    feats = np.round(np.random.default_rng(0).uniform(size=(len(qids), 3)), 4)
+    data = load_letor(write_letor(tmp_path / "test.txt", labels, qids, feats), 3, cache_dir=tmp_path / "cache")
+    scores = -np.arange(len(qids), dtype=float)  # ranks each query's first document first: NDCG 1
+    kept = {}
+    for name in ("paper", "authors"):
+        cfg = _compose(conf_dir, [f"eval={name}", "dataset=letor", "dataset.relevance_threshold=1"])
+        test = instantiate(cfg.eval.preprocessing).fit(data).apply(data, "test")
+        kept[name] = sorted(np.unique(test.query_ids).tolist())
+        m = cfg.eval.metrics
+        s = scores[np.isin(data.qid, test.query_ids)]
+        kept[name + " ndcg@10"] = evaluate(s, test, names=["ndcg@10"], relevance_threshold=m.relevance_threshold,
+                                           no_relevant=m.no_relevant).means["ndcg@10"]
+    assert kept["paper"] == [1, 3] and kept["paper ndcg@10"] == pytest.approx(1.0)
+    assert kept["authors"] == [1, 2] and kept["authors ndcg@10"] == pytest.approx(0.5)
