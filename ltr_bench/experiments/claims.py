@@ -434,7 +434,7 @@ def judge(claim: Claim, inv: Invocation | None, judging: bool, scale: str) -> di
     row = {"id": claim.id, "source": claim.source, "statement": claim.statement,
            "paper": claim.paper, "ours": "–", "verdict": "", "check": claim.check_text,
            "command": inv.run.command(scale) if inv else "", "mlflow_run": (inv.run_id or "") if inv else "",
-           "run_status": inv.status if inv else "", "detail": ""}
+           "run_status": inv.status if inv else "", "detail": "", "note": claim.note}
     missing = absent_datasets(claim.datasets) if claim.datasets else []
     if claim.not_testable:
         row["verdict"] = f"{NOT_TESTABLE}: {claim.not_testable}"
@@ -474,6 +474,9 @@ def markdown(rows: pd.DataFrame, invocations: list[Invocation], scale: str, head
     for r in rows.itertuples(index=False):
         lines.append("| " + " | ".join(_cell(v) for v in (r.id, r.source, r.statement, r.paper,
                                                            r.ours, r.verdict)) + " |")
+    notes = [(r.id, r.note) for r in rows.itertuples(index=False) if getattr(r, "note", "")]
+    if notes:  # what a reader should know to read a verdict (e.g. a convention behind a gap)
+        lines += ["", "## Notes", "", *(f"- `{cid}`: {_cell(note)}" for cid, note in notes)]
     if invocations:
         lines += ["", "## Runs", "", "| run | command | status | MLflow run | claims |",
                   "| --- | --- | --- | --- | --- |"]

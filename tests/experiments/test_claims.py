@@ -222,7 +222,7 @@ def test_a_ledger_problem_outside_one_claim_is_named() -> None:
 
 
 def test_verdicts_at_full_and_quick_scale(tmp_path: Path) -> None:
-    from ltr_bench.experiments.claims import Invocation, RunSpec, Tables, judge, parse_ledger
+    from ltr_bench.experiments.claims import Invocation, RunSpec, Tables, judge, markdown, parse_ledger
 
     SUMMARY.to_csv(tmp_path / "summary.csv", index=False)
     _, (claim,) = parse_ledger(_ledger())
@@ -242,6 +242,11 @@ def test_verdicts_at_full_and_quick_scale(tmp_path: Path) -> None:
     assert judge(claim, failed, True, "full")["verdict"] == "not judged: exit 1"
     absent = Invocation(RunSpec("r", "fig2c"), status="absent", reason="MQ2007 absent from /data")
     assert judge(claim, absent, True, "full")["verdict"] == "not testable here: MQ2007 absent from /data"
+    # a claim's note goes with its row and under the table in claims.md
+    noted = parse_ledger(_ledger(claims=[{**_ledger()["claims"][0], "note": "read with care"}]))[1][0]
+    rows = pd.DataFrame([judge(noted, inv, True, "full"), judge(claim, inv, True, "full")])
+    assert list(rows["note"]) == ["read with care", ""]
+    assert "## Notes\n\n- `c`: read with care\n" in markdown(rows, [], "full", "header")
 
 
 # ------------------------------------------------------------------------------ end to end
