@@ -25,6 +25,8 @@ import numpy as np
 
 from ltr_bench.data.datasets import LetorFolds
 from ltr_bench.data.letor import load_letor
+from ltr_bench.data.splits import holdout_splits
+from ltr_bench.stats import format_mean_se, mean_se
 
 
 def _dataset(spec: dict) -> LetorFolds:
@@ -38,8 +40,7 @@ def _n_test_queries(spec_json: str, fold: int | None, train_fraction: float | No
     ds = _dataset(json.loads(spec_json))
     if fold is not None:
         return load_letor(ds.path / f"Fold{fold}" / "test.txt", ds.n_features, cache_dir=ds.cache_dir).n_queries
-    n = ds.load_all().n_queries
-    return n - min(max(int(round(float(train_fraction) * n)), 1), n - 1)
+    return len(holdout_splits(ds.load_all().n_queries, 1, float(train_fraction))[0][1])
 
 
 def rescaled(result: dict, metrics: list[str]) -> tuple[dict[str, float], dict[str, float], int, int]:
@@ -57,10 +58,8 @@ def rescaled(result: dict, metrics: list[str]) -> tuple[dict[str, float], dict[s
 
 
 def _mean_se(values: list[float]) -> str:
-    x = np.asarray(values, dtype=float)
-    se = x.std(ddof=1) / np.sqrt(len(x)) if len(x) > 1 else float("nan")
-    digits = max(0, int(np.ceil(-np.log10(se))) + 1) if se > 0 else 3
-    return f"{x.mean():.{digits}f}({round(se * 10 ** digits):d})"
+    mean, se, _ = mean_se(values)
+    return format_mean_se(mean, se)
 
 
 def main() -> None:
