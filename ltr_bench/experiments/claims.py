@@ -2,7 +2,8 @@
 checked against the outputs of the experiment that tests it.
 
 ``conf/experiment/claims.yaml`` lists ``runs`` (named experiment invocations: ``experiment`` +
-``overrides`` + the ``datasets`` they need) and ``claims`` (id, source, statement, the paper's
+``overrides`` + the ``datasets`` they need; optionally ``parts``, one invocation per part, judged
+on the row-wise union of the parts' tables) and ``claims`` (id, source, statement, the paper's
 value, the run that tests it and a ``check``: a ``_target_`` function of
 :mod:`ltr_bench.experiments.checks` with its arguments; or ``not_testable: <reason>``).
 
@@ -15,7 +16,7 @@ fit its function), then runs each needed invocation once, however many claims re
   scale, seed, resolved spec, results-deciding overrides) is re-used: its CSV artifacts are read
   back, nothing is trained;
 - otherwise ``ltr-bench experiment=<name> scale=<scale> <overrides>`` runs in a subprocess (output
-  in ``runs/<run>/``, log ``runs/<run>.log``), with the command line's other overrides (threads,
+  in ``runs/<run>/``, log ``runs/<run>.log``; a part in ``runs/<run>.part<k>/``), with the command line's other overrides (threads,
   tracking, seed) passed on; ``experiment.execute=false`` only re-reads.
 
 Outputs: ``claims.md`` (statement | paper's value | ours | verdict, and the runs used),
@@ -58,7 +59,7 @@ from ltr_bench.experiments.common import (
 HOLDS, FAILS = "holds", "does not hold"
 NOT_TESTABLE, NOT_JUDGED, TOO_SMALL = "not testable here", "not judged", "too small to judge"
 CLAIM_KEYS = {"id", "source", "statement", "paper", "run", "check", "datasets", "not_testable", "note"}
-RUN_KEYS = {"experiment", "overrides", "datasets"}
+RUN_KEYS = {"experiment", "overrides", "datasets", "parts"}
 _MLFLOW_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 
 
@@ -70,8 +71,20 @@ class RunSpec:
     experiment: str
     overrides: tuple[str, ...] = ()
     datasets: tuple[str, ...] = ()
+    # Each part: overrides added to ``overrides`` for one invocation of its own (e.g. a subset of
+    # the models); the run's tables are the row-wise union of its parts' tables.
+    parts: tuple[tuple[str, ...], ...] = ()
+
+    def pieces(self) -> list[RunSpec]:
+        """The invocations this run is made of: itself, or one per part (``<name>.part<k>``)."""
+        if not self.parts:
+            return [self]
+        return [RunSpec(f"{self.name}.part{k}", self.experiment, (*self.overrides, *part), self.datasets)
+                for k, part in enumerate(self.parts, 1)]
 
     def command(self, scale: str) -> str:
+        if self.parts:
+            return "; ".join(p.command(scale) for p in self.pieces())
         return " ".join(["ltr-bench", f"experiment={self.experiment}", f"scale={scale}",
                          *(_quote(o) for o in self.overrides)])
 
@@ -113,6 +126,7 @@ class Invocation:
     provenance: str = ""  # when the run started and its git commit
     tables: Mapping[str, pd.DataFrame] | None = None
     claims: list[str] = field(default_factory=list)
+    parts: list[Invocation] = field(default_factory=list)  # a run in parts: one per part
 
 
 @dataclass
@@ -137,9 +151,16 @@ def parse_ledger(spec: DictConfig | Mapping[str, Any]) -> tuple[dict[str, RunSpe
         unknown = set(r) - RUN_KEYS
         if unknown:
             raise UserError(f"experiment.runs.{name}: unknown key(s) {sorted(unknown)}; use {sorted(RUN_KEYS)}")
+        parts = r.get("parts") or ()
+        if not isinstance(parts, (list, tuple)) or not all(
+                isinstance(p, (list, tuple)) and p and all(isinstance(o, str) for o in p) for p in parts):
+            raise UserError(f"experiment.runs.{name}.parts: expected a list of override lists, one "
+                            "per invocation, e.g. [[\"experiment.models=[a,b]\"], "
+                            "[\"experiment.models=[c]\"]]")
         runs[str(name)] = RunSpec(str(name), str(r["experiment"]),
                                   tuple(str(o) for o in r.get("overrides") or ()),
-                                  tuple(str(d) for d in r.get("datasets") or ()))
+                                  tuple(str(d) for d in r.get("datasets") or ()),
+                                  tuple(tuple(p) for p in parts))
     claims: list[Claim] = []
     seen: set[str] = set()
     for i, c in enumerate(data.get("claims") or []):
@@ -224,7 +245,9 @@ def validate_ledger(spec: DictConfig | Mapping[str, Any], scale: str, seed: int 
         if claim.check:
             check_function(claim)
     used = {c.run for c in claims if c.run}
-    specs = {name: run_spec_config(runs[name], scale, seed, forwarded) for name in runs if name in used}
+    specs = {piece.name: run_spec_config(piece, scale, seed, forwarded)
+             for name in runs if name in used
+             for piece in dict.fromkeys([runs[name], *runs[name].pieces()])}
     datasets = {d for r in runs.values() for d in r.datasets} | {d for c in claims for d in c.datasets}
     for ds in sorted(datasets):
         try:
@@ -322,6 +345,45 @@ class Tables(Mapping):
         return len(self._cache)
 
 
+class UnionTables(Mapping):
+    """The tables of a run in parts: each CSV is the row-wise union of the parts' CSVs (each part
+    ran the same experiment on other models, datasets ...). A file some part lacks is missing."""
+
+    def __init__(self, parts: list[Mapping[str, pd.DataFrame]]) -> None:
+        self.parts = parts
+        self._cache: dict[str, pd.DataFrame] = {}
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        if name not in self._cache:
+            self._cache[name] = pd.concat([part[name] for part in self.parts], ignore_index=True)
+        return self._cache[name]
+
+    def __iter__(self):  # type: ignore[override]
+        return iter(self._cache)
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+
+def combine(run: RunSpec, parts: list[Invocation]) -> Invocation:
+    """The invocation of a run in parts: judged on the union of its parts' tables once every part
+    has them; otherwise its status and reason name the first part that is missing."""
+    inv = Invocation(run, ",".join(p.key for p in parts), parts[0].mlflow_experiment, parts=parts)
+    inv.run_id = ", ".join(p.run_id for p in parts if p.run_id) or None
+    inv.provenance = "; ".join(p.provenance for p in parts if p.provenance)
+    for k, part in enumerate(parts, 1):
+        if part.tables is None:
+            inv.status = part.status
+            inv.reason = f"part {k}/{len(parts)} ({part.run.name}) {part.status}" + (
+                f": {part.reason}" if part.reason else "")
+            if part.status == "absent":
+                inv.reason = part.reason
+            return inv
+    inv.status = "reused" if all(p.status == "reused" for p in parts) else "ran"
+    inv.tables = UnionTables([p.tables for p in parts if p.tables is not None])
+    return inv
+
+
 # ------------------------------------------------------------------------------ running
 def _sub_tracker(exp: Experiment, mlflow_experiment: str) -> Any:
     from ltr_bench.runner import job_context
@@ -378,21 +440,23 @@ def execute(run: RunSpec, scale: str, seed: int, forwarded: list[str], out: Path
 
 def prepare(exp: Experiment, ledger: Ledger, claims: list[Claim], scale: str, seed: int,
             forwarded: list[str], run_missing: bool) -> dict[str, Invocation]:
-    """One :class:`Invocation` per distinct invocation the claims need: absent data, re-used
-    tracked run, or a new run (``run_missing``)."""
+    """One :class:`Invocation` per distinct invocation the claims need (a run in parts needs one
+    per part): absent data, re-used tracked run, or a new run (``run_missing``). Returns the
+    invocation each run name is judged on (for a run in parts: :func:`combine` of its parts)."""
     by_key: dict[str, Invocation] = {}
-    for_run: dict[str, Invocation] = {}
+    pieces_of: dict[str, list[Invocation]] = {}
     for claim in claims:
-        if claim.not_testable or claim.run is None or claim.run in for_run:
+        if claim.not_testable or claim.run is None or claim.run in pieces_of:
             continue
-        run = ledger.runs[claim.run]
-        spec = ledger.specs[run.name]
-        key = invocation_key(str(spec.name), scale, seed, spec, forwarded)
-        inv = by_key.get(key) or Invocation(run, key, str(spec.get("mlflow_experiment") or ""))
-        by_key[key] = for_run[run.name] = inv
+        invs = []
+        for piece in ledger.runs[claim.run].pieces():
+            spec = ledger.specs[piece.name]
+            key = invocation_key(str(spec.name), scale, seed, spec, forwarded)
+            invs.append(by_key.setdefault(key, Invocation(piece, key, str(spec.get("mlflow_experiment") or ""))))
+        pieces_of[claim.run] = invs
     todo = list(by_key.values())
     for i, inv in enumerate(todo, 1):
-        inv.claims = [c.id for c in claims if c.run in for_run and for_run[c.run] is inv]
+        inv.claims = [c.id for c in claims if any(p is inv for p in pieces_of.get(c.run or "", []))]
         head = f"[{i}/{len(todo)}] {inv.run.command(scale)}"
         missing = absent_datasets(inv.run.datasets)
         if missing:
@@ -425,7 +489,8 @@ def prepare(exp: Experiment, ledger: Ledger, claims: list[Claim], scale: str, se
         inv.status, inv.run_id = "ran", found.info.run_id if found is not None else None
         inv.provenance = provenance(found)
         inv.tables = Tables(out, tracker, inv.run_id, exp.path(f"inputs/{inv.run.name}"))
-    return for_run
+    return {name: combine(ledger.runs[name], invs) if ledger.runs[name].parts else invs[0]
+            for name, invs in pieces_of.items()}
 
 
 # ------------------------------------------------------------------------------ verdicts
@@ -519,7 +584,7 @@ def run(exp: Experiment) -> pd.DataFrame:
     judging = bool(spec.get("judge", True))
     invocations = prepare(exp, ledger, claims, scale, seed, forwarded, bool(spec.get("execute", True)))
     rows = pd.DataFrame([judge(c, invocations.get(c.run or ""), judging, scale) for c in claims])
-    distinct = list({id(i): i for i in invocations.values()}.values())
+    distinct = list({id(p): p for i in invocations.values() for p in (i.parts or [i])}.values())
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     header = (f"Generated {stamp} by `ltr-bench experiment=claims scale={scale}` "
               f"(seed {seed}). Verdict rules: `claims.csv` (column `check`) and "

@@ -174,6 +174,11 @@ def test_the_full_claim_list_composes_and_validates() -> None:
         if ledger.runs[claim.run].experiment == "table1":
             assert list(spec["run_variants"]) == [claim.check["where"]["variant"]], claim.id
             assert list(spec["datasets"]) == list(ledger.runs[claim.run].datasets), claim.id
+    # each Table 1 run is in parts that split its models: together every model, each once
+    for name, run in ledger.runs.items():
+        if run.experiment == "table1" and name in ledger.specs:
+            models = [m for p in run.pieces() for m in ledger.specs[p.name]["models"]]
+            assert len(run.parts) == 2 and sorted(models) == sorted(ledger.specs[name]["models"]), name
     quick_runs, quick_claims = parse_ledger(scaled_spec(cfg, "quick"))
     assert quick_runs["fig2c"].overrides == () and len(quick_claims) == len(ledger.claims)
     assert scaled_spec(cfg, "quick").judge is False  # quick verdicts read "too small to judge"
@@ -247,6 +252,57 @@ def test_verdicts_at_full_and_quick_scale(tmp_path: Path) -> None:
     rows = pd.DataFrame([judge(noted, inv, True, "full"), judge(claim, inv, True, "full")])
     assert list(rows["note"]) == ["read with care", ""]
     assert "## Notes\n\n- `c`: read with care\n" in markdown(rows, [], "full", "header")
+
+
+# ------------------------------------------------------------------------------ a run in parts
+PARTS = [["experiment.values=[0.0]"], ["experiment.values=[0.75]"]]
+
+
+def test_a_run_in_parts_is_one_invocation_per_part_each_composed() -> None:
+    from ltr_bench.experiments.claims import validate_ledger
+
+    ledger = validate_ledger(_ledger(runs={"r": {"experiment": "fig2c", "parts": PARTS}}), "quick")
+    pieces = ledger.runs["r"].pieces()
+    assert [p.name for p in pieces] == ["r.part1", "r.part2"]
+    assert [list(ledger.specs[p.name]["values"]) for p in pieces] == [[0.0], [0.75]]
+    assert ledger.runs["r"].command("quick") == (
+        "ltr-bench experiment=fig2c scale=quick 'experiment.values=[0.0]'; "
+        "ltr-bench experiment=fig2c scale=quick 'experiment.values=[0.75]'")
+    for bad in (["experiment.values=[0.0]"], [[]], [[1]], "x"):
+        with pytest.raises(UserError, match=r"runs.r.parts: expected a list of override lists"):
+            validate_ledger(_ledger(runs={"r": {"experiment": "fig2c", "parts": bad}}), "quick")
+
+
+def test_a_run_in_parts_is_judged_on_the_union_of_its_parts_tables_once_all_have_run(
+        tmp_path: Path) -> None:
+    from ltr_bench.experiments.claims import Invocation, RunSpec, Tables, combine, judge, parse_ledger
+
+    for name, models in (("one", ["A", "C"]), ("two", ["B"])):
+        (tmp_path / name).mkdir()
+        FOLDS[FOLDS["model"].isin(models)].to_csv(tmp_path / name / "folds.csv", index=False)
+    run = RunSpec("r", "table1", parts=(("experiment.models=[A,C]",), ("experiment.models=[B]",)))
+    one, two = run.pieces()
+    done = [Invocation(one, "k1", "e", status="reused", run_id="id1", provenance="p1",
+                       tables=Tables(tmp_path / "one")),
+            Invocation(two, "k2", "e", status="ran", run_id="id2", tables=Tables(tmp_path / "two"))]
+    both = combine(run, done)
+    assert both.status == "ran" and both.run_id == "id1, id2" and both.parts == done
+    assert list(both.tables["folds.csv"]["model"].unique()) == ["A", "C", "B"]
+    # "A above the others" reads every model: the union of both parts
+    claim = parse_ledger(_ledger(claims=[{**_ledger()["claims"][0], "check": {
+        "_target_": "ltr_bench.experiments.checks.above", "file": "folds.csv", "column": "score",
+        "by": "model", "top": ["A"]}}]))[1][0]
+    assert judge(claim, both, True, "full")["verdict"] == "holds"
+    assert "(closest: A vs B " in judge(claim, both, True, "full")["ours"]  # B is from part 2
+    # one part not run yet: the run is not judged (a partial table could pass "above the others"
+    # on the models it has), and the verdict says which part is missing
+    waiting = Invocation(two, "k2", "e", status="not run",
+                         reason="no tracked run yet and experiment.execute=false")
+    partial = combine(run, [done[0], waiting])
+    assert judge(claim, partial, True, "full")["verdict"] == (
+        "not judged: part 2/2 (r.part2) not run: no tracked run yet and experiment.execute=false")
+    absent = combine(run, [Invocation(one, status="absent", reason="MQ2008 absent from /d"), waiting])
+    assert judge(claim, absent, True, "full")["verdict"] == "not testable here: MQ2008 absent from /d"
 
 
 # ------------------------------------------------------------------------------ end to end
@@ -375,3 +431,45 @@ def test_provenance_says_when_a_run_started_how_long_it_took_and_its_commit() ->
     run.info.end_time = None  # still running or killed: no duration
     assert provenance(run) == "2026-11-18 11:06 UTC"
     assert provenance(None) == ""
+
+
+PARTS_CLAIM = ("[{id: drop, source: 'Fig. 2c', statement: 'NDCG@20 changes from sigma 0 to 0.75',"
+               " paper: some, run: noise_parts, check: {_target_: ltr_bench.experiments.checks.change,"
+               " file: summary.csv, column: 'ndcg@20', x: sigma, start: 0.0, end: 0.75, at_least: -1.0}}]")
+PARTS_RUN = ("+experiment.runs.noise_parts={experiment: fig2c, parts: "
+             "[['experiment.values=[0.0]'], ['experiment.values=[0.75]']]}")
+
+
+@pytest.mark.heavy
+def test_a_run_in_parts_runs_each_part_once_and_judges_their_union(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli_in_process: None) -> None:
+    """Each part is its own tracked invocation (fig2c at one sigma each); the claim needs both."""
+    from ltr_bench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    db = tmp_path / "mlflow.db"
+
+    def ledger(out: str, *extra: str) -> pd.DataFrame:
+        main(["experiment=claims", "scale=quick", f"experiment.claims={PARTS_CLAIM}", PARTS_RUN,
+              "threads=1", f"tracking.tracking_uri=sqlite:///{db}", f"hydra.run.dir={tmp_path / out}",
+              *extra])
+        return pd.read_csv(tmp_path / out / "claims.csv").set_index("id")
+
+    first = ledger("first")
+    assert first.loc["drop", "verdict"].startswith("too small to judge (scale=quick; would ")
+    # the change from sigma 0 (part 1) to sigma 0.75 (part 2): only the union has both ends
+    assert re.fullmatch(r"0\.\d+\(\d+\) -> 0\.\d+\(\d+\) \([+-]0\.\d{4}, [+-]\d+\.\dσ\)",
+                        first.loc["drop", "ours"])
+    runs = _experiment_runs(db, "paper_figures_quick", "fig2c")
+    assert len(runs) == 2 and {r.info.status for r in runs} == {"FINISHED"}
+    assert set(first.loc["drop", "mlflow_run"].split(", ")) == {r.info.run_id for r in runs}
+    for k, sigma in ((1, 0.0), (2, 0.75)):
+        part = pd.read_csv(tmp_path / "first" / "runs" / f"noise_parts.part{k}" / "summary.csv")
+        assert list(part["sigma"].unique()) == [sigma]
+    md = (tmp_path / "first" / "claims.md").read_text()
+    assert "| noise_parts.part1 | `ltr-bench experiment=fig2c scale=quick 'experiment.values=[0.0]'` | ran |" in md
+
+    again = ledger("second", "experiment.execute=false")
+    assert again.loc["drop", "run_status"] == "reused" and again.loc["drop", "ours"] == first.loc["drop", "ours"]
+    assert len(_experiment_runs(db, "paper_figures_quick", "fig2c")) == 2  # re-used, not re-run
