@@ -157,6 +157,9 @@ def parse_ledger(spec: DictConfig | Mapping[str, Any]) -> tuple[dict[str, RunSpe
             raise UserError(f"experiment.runs.{name}.parts: expected a list of override lists, one "
                             "per invocation, e.g. [[\"experiment.models=[a,b]\"], "
                             "[\"experiment.models=[c]\"]]")
+        if len({tuple(p) for p in parts}) < len(parts):  # the union would count a part twice
+            raise UserError(f"experiment.runs.{name}.parts: a part is listed twice; give each "
+                            "part its own overrides")
         runs[str(name)] = RunSpec(str(name), str(r["experiment"]),
                                   tuple(str(o) for o in r.get("overrides") or ()),
                                   tuple(str(d) for d in r.get("datasets") or ()),

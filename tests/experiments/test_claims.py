@@ -271,6 +271,8 @@ def test_a_run_in_parts_is_one_invocation_per_part_each_composed() -> None:
     for bad in (["experiment.values=[0.0]"], [[]], [[1]], "x"):
         with pytest.raises(UserError, match=r"runs.r.parts: expected a list of override lists"):
             validate_ledger(_ledger(runs={"r": {"experiment": "fig2c", "parts": bad}}), "quick")
+    with pytest.raises(UserError, match=r"runs.r.parts: a part is listed twice"):
+        validate_ledger(_ledger(runs={"r": {"experiment": "fig2c", "parts": [*PARTS, PARTS[0]]}}), "quick")
 
 
 def test_a_run_in_parts_is_judged_on_the_union_of_its_parts_tables_once_all_have_run(
