@@ -250,7 +250,7 @@ def validate_ledger(spec: DictConfig | Mapping[str, Any], scale: str, seed: int 
     used = {c.run for c in claims if c.run}
     specs = {piece.name: run_spec_config(piece, scale, seed, forwarded)
              for name in runs if name in used
-             for piece in dict.fromkeys([runs[name], *runs[name].pieces()])}
+             for piece in runs[name].pieces()}
     datasets = {d for r in runs.values() for d in r.datasets} | {d for c in claims for d in c.datasets}
     for ds in sorted(datasets):
         try:
