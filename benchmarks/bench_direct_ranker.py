@@ -51,13 +51,22 @@ def main() -> None:
 
     start = time.perf_counter()
     train, vali, test = make_synthetic_splits(
-        n_train=args.n_train, n_vali=args.n_eval, n_test=args.n_eval, n_features=136,
-        n_classes=5, sigma=0.75, docs_per_query=120, class_probs=MSLR_LABEL_FREQ, seed=0,
+        n_train=args.n_train,
+        n_vali=args.n_eval,
+        n_test=args.n_eval,
+        n_features=136,
+        n_classes=5,
+        sigma=0.75,
+        docs_per_query=120,
+        class_probs=MSLR_LABEL_FREQ,
+        seed=0,
     )
     assert vali is not None
-    print(f"data: train {train.n_docs} docs / {train.n_queries} queries x {train.n_features} "
-          f"features, vali {vali.n_docs}, test {test.n_docs} (generated in "
-          f"{time.perf_counter() - start:.1f} s, not counted)")
+    print(
+        f"data: train {train.n_docs} docs / {train.n_queries} queries x {train.n_features} "
+        f"features, vali {vali.n_docs}, test {test.n_docs} (generated in "
+        f"{time.perf_counter() - start:.1f} s, not counted)"
+    )
 
     # ---------------------------------------------------------------- preprocessing
     start = time.perf_counter()
@@ -69,8 +78,10 @@ def main() -> None:
     # ---------------------------------------------------------------- DirectRanker
     conf = Path(__file__).resolve().parents[1] / "conf"
     with initialize_config_dir(config_dir=str(conf), version_base=None):
-        cfg = compose(config_name="config", overrides=[
-            "model=direct_ranker", "trainer.enable_progress_bar=false"])
+        cfg = compose(
+            config_name="config",
+            overrides=["model=direct_ranker", "trainer.enable_progress_bar=false"],
+        )
     ranker = instantiate(cfg.model)
     start = time.perf_counter()
     ranker.fit(train_p, vali_p)
@@ -79,20 +90,28 @@ def main() -> None:
     pairs = ranker.module_.pairs_per_epoch
     train_s = np.array([h["time_train_s"] for h in hist])
     vali_s = np.array([h["time_epoch_s"] - h["time_train_s"] for h in hist])
-    print(f"DirectRanker default config: {ranker.hidden_sizes} {ranker.activation['name']}, "
-          f"batch {ranker.batch_size}, {pairs} pairs/epoch")
-    print(f"  training per epoch: {np.median(train_s):.2f} s (median of {len(hist)} epochs) "
-          f"-> {pairs / np.median(train_s):,.0f} pairs/s "
-          f"({pairs / np.median(train_s) / TF_PAIRS_PER_S:.1f}x the papers' TF 32k pairs/s)")
+    print(
+        f"DirectRanker default config: {ranker.hidden_sizes} {ranker.activation['name']}, "
+        f"batch {ranker.batch_size}, {pairs} pairs/epoch"
+    )
+    print(
+        f"  training per epoch: {np.median(train_s):.2f} s (median of {len(hist)} epochs) "
+        f"-> {pairs / np.median(train_s):,.0f} pairs/s "
+        f"({pairs / np.median(train_s) / TF_PAIRS_PER_S:.1f}x the papers' TF 32k pairs/s)"
+    )
     print(f"  validation per epoch ({vali_p.n_docs} docs): {np.median(vali_s):.2f} s")
-    print(f"  full fit: {t_fit:.1f} s, {len(hist)} epochs (best epoch {ranker.best_epoch_}, "
-          f"vali NDCG@10 {max(h['vali_ndcg@10'] for h in hist):.4f})")
+    print(
+        f"  full fit: {t_fit:.1f} s, {len(hist)} epochs (best epoch {ranker.best_epoch_}, "
+        f"vali NDCG@10 {max(h['vali_ndcg@10'] for h in hist):.4f})"
+    )
     start = time.perf_counter()
     scores = ranker.score(test_p)
     t_score = time.perf_counter() - start
-    print(f"  scoring: {test_p.n_docs / t_score:,.0f} documents/s ({t_score:.2f} s for "
-          f"{test_p.n_docs}); test NDCG@10 "
-          f"{evaluate(scores, test_p, names=('ndcg@10',)).means['ndcg@10']:.4f}")
+    print(
+        f"  scoring: {test_p.n_docs / t_score:,.0f} documents/s ({t_score:.2f} s for "
+        f"{test_p.n_docs}); test NDCG@10 "
+        f"{evaluate(scores, test_p, names=('ndcg@10',)).means['ndcg@10']:.4f}"
+    )
     total = t_pre + t_fit
     print(f"full default training incl. preprocessing: {total:.1f} s (target < 30 s)")
 
@@ -102,17 +121,23 @@ def main() -> None:
     import lightgbm as lgb
 
     model = lgb.LGBMRanker(
-        objective="lambdarank", n_estimators=args.trees, num_threads=args.threads,
-        verbose=-1, random_state=0,
+        objective="lambdarank",
+        n_estimators=args.trees,
+        num_threads=args.threads,
+        verbose=-1,
+        random_state=0,
     )
     start = time.perf_counter()
     model.fit(train.features, train.labels, group=train.query_lengths)
     t_lgb = time.perf_counter() - start
     lgb_ndcg = evaluate(model.predict(test.features), test, names=("ndcg@10",)).means["ndcg@10"]
-    print(f"LightGBM lambdarank ({args.trees} trees) fit: {t_lgb:.1f} s, test NDCG@10 "
-          f"{lgb_ndcg:.4f}")
-    print(f"ratio DirectRanker full training (incl. preprocessing) / LightGBM fit: "
-          f"{total / t_lgb:.2f}")
+    print(
+        f"LightGBM lambdarank ({args.trees} trees) fit: {t_lgb:.1f} s, test NDCG@10 {lgb_ndcg:.4f}"
+    )
+    print(
+        f"ratio DirectRanker full training (incl. preprocessing) / LightGBM fit: "
+        f"{total / t_lgb:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -64,7 +64,9 @@ def _block(seed: int, n_queries: int, docs: int) -> tuple[list[int], np.ndarray,
     X[:, kind == 2] = np.round(rng.lognormal(3, 2, (n, int((kind == 2).sum()))), 2) + 0.01
     y = np.minimum(rng.geometric(0.5, n) - 1, 4)
     buf = io.BytesIO()
-    dump_svmlight_file(X, y, buf, zero_based=False, query_id=np.repeat(np.arange(n_queries), lengths))
+    dump_svmlight_file(
+        X, y, buf, zero_based=False, query_id=np.repeat(np.arange(n_queries), lengths)
+    )
     rests = [line.split(b" ", 2)[2] for line in buf.getvalue().split(b"\n")[:-1]]
     return [int(v) for v in y], lengths, rests
 
@@ -120,8 +122,9 @@ def child(mode: str, path: str) -> None:
         qs = parse_letor(path, N_FEATURES)
         n = qs.n_docs
     elif mode == "old":
-        X, y, qid = load_svmlight_file(path, n_features=N_FEATURES, dtype=np.float32,
-                                       query_id=True, zero_based=False)
+        X, y, qid = load_svmlight_file(
+            path, n_features=N_FEATURES, dtype=np.float32, query_id=True, zero_based=False
+        )
         out["parse_s"] = time.perf_counter() - t
         assert qid.shape[0] == X.shape[0] and np.all(np.isfinite(X.data)) and np.all(y >= 0)
         starts = np.concatenate([[0], np.flatnonzero(qid[1:] != qid[:-1]) + 1])
@@ -142,9 +145,11 @@ def child(mode: str, path: str) -> None:
         pa.set_cpu_count(1 if mode == "pyarrow1" else os.cpu_count() or 1)
         names = ["label", "qid"] + [f"f{j}" for j in range(1, N_FEATURES + 1)]
         tbl = pacsv.read_csv(
-            path, read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
+            path,
+            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(delimiter=" "),
-            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in names[1:]}))
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in names[1:]}),
+        )
         y = tbl["label"].to_numpy()
         qid = pc.cast(pc.utf8_slice_codeunits(tbl["qid"], 4), pa.int64()).to_numpy()
         features = np.empty((tbl.num_rows, N_FEATURES), dtype=np.float32)
@@ -155,8 +160,13 @@ def child(mode: str, path: str) -> None:
         n = features.shape[0]
     else:
         raise SystemExit(f"unknown mode {mode}")
-    out.update(seconds=time.perf_counter() - t, cpu=time.process_time() - cpu, n=int(n), peak_extra=_status("VmHWM") - rss0,
-               result_bytes=int(n) * N_FEATURES * 4)
+    out.update(
+        seconds=time.perf_counter() - t,
+        cpu=time.process_time() - cpu,
+        n=int(n),
+        peak_extra=_status("VmHWM") - rss0,
+        result_bytes=int(n) * N_FEATURES * 4,
+    )
     print(json.dumps(out), flush=True)
 
 
@@ -183,8 +193,10 @@ def _fmt_t(r: dict | None, key: str = "seconds") -> str:
 
 def size_sweep(args, files: dict[int, Path]) -> dict[int, float]:
     print(f"\n== size sweep (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores) ==")
-    head = (f"{'lines':>10} {'MB':>6} | {'old path':>9} {'sk qid':>8} {'sk no qid':>9} | "
-            f"{'new':>7} {'cpu':>7} {'MB/s':>5} {'scaling':>7} {'peak':>6}")
+    head = (
+        f"{'lines':>10} {'MB':>6} | {'old path':>9} {'sk qid':>8} {'sk no qid':>9} | "
+        f"{'new':>7} {'cpu':>7} {'MB/s':>5} {'scaling':>7} {'peak':>6}"
+    )
     print(head + "\n" + "-" * len(head))
     base = None
     parse_s: dict[int, float] = {}
@@ -193,28 +205,41 @@ def size_sweep(args, files: dict[int, Path]) -> dict[int, float]:
         old = measure("old", path, args.timeout) if n <= args.old_max else None
         sk = measure("sklearn", path, args.timeout) if n <= args.sklearn_max else None
         new = measure("new", path, args.timeout)
-        arrow = [measure(m, path, args.timeout) if n <= args.pyarrow_max else None
-                 for m in ("pyarrow1", "pyarrow")]
+        arrow = [
+            measure(m, path, args.timeout) if n <= args.pyarrow_max else None
+            for m in ("pyarrow1", "pyarrow")
+        ]
         parse_s[n] = new["seconds"]
         per_line = new["seconds"] / n
         base = base or per_line
         peak = new["peak_extra"] / new["result_bytes"]
-        print(f"{n:>10,} {mb:>6.0f} | {_fmt_t(old):>9} {_fmt_t(old, 'parse_s'):>8} "
-              f"{_fmt_t(sk):>9} | {new['seconds']:>5.1f} s {new['cpu']:>5.1f} s "
-              f"{mb / new['seconds']:>5.0f} "
-              f"{per_line / base:>7.2f} {peak:>5.2f}x", flush=True)
-        for name, r in (("pyarrow candidate, 1 thread", arrow[0]),
-                        (f"pyarrow candidate, {os.cpu_count()} threads", arrow[1])):
+        print(
+            f"{n:>10,} {mb:>6.0f} | {_fmt_t(old):>9} {_fmt_t(old, 'parse_s'):>8} "
+            f"{_fmt_t(sk):>9} | {new['seconds']:>5.1f} s {new['cpu']:>5.1f} s "
+            f"{mb / new['seconds']:>5.0f} "
+            f"{per_line / base:>7.2f} {peak:>5.2f}x",
+            flush=True,
+        )
+        for name, r in (
+            ("pyarrow candidate, 1 thread", arrow[0]),
+            (f"pyarrow candidate, {os.cpu_count()} threads", arrow[1]),
+        ):
             if r and "peak_extra" in r:
-                print(f"{'':>10}   ({name}: {r['seconds']:.1f} s wall, {r['cpu']:.1f} s CPU, "
-                      f"{mb / r['seconds']:.0f} MB/s, peak {r['peak_extra'] / r['result_bytes']:.2f}x)")
+                print(
+                    f"{'':>10}   ({name}: {r['seconds']:.1f} s wall, {r['cpu']:.1f} s CPU, "
+                    f"{mb / r['seconds']:.0f} MB/s, peak {r['peak_extra'] / r['result_bytes']:.2f}x)"
+                )
         for name, r in (("old path", old), ("sklearn no qid", sk)):
             if r and "peak_extra" in r:
-                print(f"{'':>10}   ({name}: peak {r['peak_extra'] / r['result_bytes']:.2f}x the "
-                      "float32 result)")
-    print("scaling = time per line / time per line at the smallest size (linear = 1.00); "
-          "peak = peak RSS growth / float32 result; cpu = the new path's user+system CPU time "
-          "(the wall time on a shared machine depends on the load)")
+                print(
+                    f"{'':>10}   ({name}: peak {r['peak_extra'] / r['result_bytes']:.2f}x the "
+                    "float32 result)"
+                )
+    print(
+        "scaling = time per line / time per line at the smallest size (linear = 1.00); "
+        "peak = peak RSS growth / float32 result; cpu = the new path's user+system CPU time "
+        "(the wall time on a shared machine depends on the load)"
+    )
     return parse_s
 
 
@@ -246,10 +271,14 @@ def reload_ratios(args, path: Path, t_parse: float | None) -> None:
         print(f"\n== cached reload vs parse ({n:,} lines, {path.stat().st_size / 1e6:.0f} MB) ==")
         print(f"parse (parse_letor, no cache)            {t_parse:8.2f} s")
         print(f"first load_letor (parse + hash + store)  {t_first:8.2f} s")
-        print(f"reload, checksums verified (default)     {t_verified * 1e3:8.1f} ms   "
-              f"speed-up {t_parse / t_verified:6.1f}x  (target >= 10x)")
-        print(f"reload, not verified                     {t_plain * 1e3:8.1f} ms   "
-              f"speed-up {t_parse / t_plain:6.1f}x")
+        print(
+            f"reload, checksums verified (default)     {t_verified * 1e3:8.1f} ms   "
+            f"speed-up {t_parse / t_verified:6.1f}x  (target >= 10x)"
+        )
+        print(
+            f"reload, not verified                     {t_plain * 1e3:8.1f} ms   "
+            f"speed-up {t_parse / t_plain:6.1f}x"
+        )
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 
@@ -263,16 +292,28 @@ def quantile_normal(path: Path) -> None:
     X = np.asarray(parse_letor(path, N_FEATURES).features)
     sub = 100_000
     t = time.perf_counter()
-    z = QuantileNormal(scale=1 / 3, n_quantiles=1000, subsample=sub, seed=0).fit(X).transform_array(X)
+    z = (
+        QuantileNormal(scale=1 / 3, n_quantiles=1000, subsample=sub, seed=0)
+        .fit(X)
+        .transform_array(X)
+    )
     t_ours = time.perf_counter() - t
     X64 = X.astype(np.float64)
     t = time.perf_counter()
-    zs = QuantileTransformer(n_quantiles=1000, output_distribution="normal", subsample=sub,
-                             random_state=0).fit(X64).transform(X64) / 3
+    zs = (
+        QuantileTransformer(
+            n_quantiles=1000, output_distribution="normal", subsample=sub, random_state=0
+        )
+        .fit(X64)
+        .transform(X64)
+        / 3
+    )
     t_sk = time.perf_counter() - t
     print(f"\n== quantile normal on {X.shape[0]:,} x {X.shape[1]} ==")
-    print(f"sklearn QuantileTransformer {t_sk:6.2f} s; QuantileNormal {t_ours:6.2f} s; speed-up "
-          f"{t_sk / t_ours:.1f}x; max |diff| {np.max(np.abs(z - zs)):.2e} (different subsamples)")
+    print(
+        f"sklearn QuantileTransformer {t_sk:6.2f} s; QuantileNormal {t_ours:6.2f} s; speed-up "
+        f"{t_sk / t_ours:.1f}x; max |diff| {np.max(np.abs(z - zs)):.2e} (different subsamples)"
+    )
 
 
 def end_to_end(args) -> None:
@@ -285,12 +326,21 @@ def end_to_end(args) -> None:
             write_mslr_like(p, n, seed=100 + i)
     total = sum((folder / "Fold1" / f"{s}.txt").stat().st_size for s in sizes) / 1e6
     cache = Path(tempfile.mkdtemp(prefix="e2e_cache_", dir=args.out))
-    cmd = [str(REPO / ".venv" / "bin" / "ltr-bench"), "dataset=letor", f"dataset.path={folder}",
-           "dataset.fold=1", "threads=1", "tracking=none", *args.e2e_args]
+    cmd = [
+        str(REPO / ".venv" / "bin" / "ltr-bench"),
+        "dataset=letor",
+        f"dataset.path={folder}",
+        "dataset.fold=1",
+        "threads=1",
+        "tracking=none",
+        *args.e2e_args,
+    ]
     env = {**os.environ, "LTR_CACHE": str(cache)}
     print(f"\n== end to end: {' '.join(cmd[1:])} ==")
-    print(f"Fold1: {sum(sizes.values()):,} lines, {total:.0f} MB; load average "
-          f"{os.getloadavg()[0]:.1f}")
+    print(
+        f"Fold1: {sum(sizes.values()):,} lines, {total:.0f} MB; load average "
+        f"{os.getloadavg()[0]:.1f}"
+    )
     try:
         for label in ("first run (empty cache)", "second run (cached)"):
             t = time.perf_counter()
@@ -300,8 +350,10 @@ def end_to_end(args) -> None:
             if res.returncode or not m:
                 print(f"{label}: failed (exit {res.returncode})\n{res.stderr[-3000:]}")
                 return
-            print(f"{label:26s} read {float(m.group(1)):7.1f} s   fit {float(m.group(2)):7.1f} s"
-                  f"   wall {wall:6.1f} s")
+            print(
+                f"{label:26s} read {float(m.group(1)):7.1f} s   fit {float(m.group(2)):7.1f} s"
+                f"   wall {wall:6.1f} s"
+            )
             obj = re.search(r"objective.*", res.stdout)
             if obj and label.startswith("first"):
                 print(f"{'':26s} {obj.group(0)}")
@@ -312,15 +364,24 @@ def end_to_end(args) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100000,200000,400000,2270000")
-    ap.add_argument("--out", type=Path,
-                    default=Path(os.environ.get("TMPDIR", "/tmp")) / "ltr_bench_letor")
+    ap.add_argument(
+        "--out", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "ltr_bench_letor"
+    )
     ap.add_argument("--old-max", type=int, default=400_000)
     ap.add_argument("--sklearn-max", type=int, default=2_270_000)
-    ap.add_argument("--pyarrow-max", type=int, default=2_270_000,
-                    help="measure the pyarrow.csv candidate up to this many lines (0: never)")
+    ap.add_argument(
+        "--pyarrow-max",
+        type=int,
+        default=2_270_000,
+        help="measure the pyarrow.csv candidate up to this many lines (0: never)",
+    )
     ap.add_argument("--timeout", type=float, default=900)
-    ap.add_argument("--reload-size", type=int, default=0,
-                    help="lines of the file for the reload ratios (default: the largest size)")
+    ap.add_argument(
+        "--reload-size",
+        type=int,
+        default=0,
+        help="lines of the file for the reload ratios (default: the largest size)",
+    )
     ap.add_argument("--no-sweep", action="store_true")
     ap.add_argument("--no-quantile", action="store_true")
     ap.add_argument("--e2e", action="store_true", help="also the end-to-end first run")
@@ -340,8 +401,11 @@ def main() -> None:
             if not p.exists():
                 t = time.perf_counter()
                 write_mslr_like(p, n)
-                print(f"wrote {p} ({p.stat().st_size / 1e6:.0f} MB) in "
-                      f"{time.perf_counter() - t:.0f} s", flush=True)
+                print(
+                    f"wrote {p} ({p.stat().st_size / 1e6:.0f} MB) in "
+                    f"{time.perf_counter() - t:.0f} s",
+                    flush=True,
+                )
             files[n] = p
         parse_s = {} if args.no_sweep else size_sweep(args, files)
         if files:

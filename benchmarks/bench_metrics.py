@@ -104,8 +104,10 @@ def main() -> None:
     data = QuerySet.from_arrays(np.zeros((len(labels), 0), np.float32), labels, qid)
     offsets = data.offsets
     l_pad, mask = data.pad()
-    print(f"data: {args.queries} queries, {len(labels)} documents, "
-          f"max length {mask.shape[1]}, threads={torch.get_num_threads()}")
+    print(
+        f"data: {args.queries} queries, {len(labels)} documents, "
+        f"max length {mask.shape[1]}, threads={torch.get_num_threads()}"
+    )
 
     loops = {
         "python": best_of(lambda: ndcg_loop_python(scores, labels, offsets, 10), args.repeats),
@@ -138,8 +140,10 @@ def main() -> None:
     for label, t_flat in flat.items():
         for name, (t, _) in loops.items():
             ratio = t / t_flat
-            print(f"RESULT ndcg_at_k ({label}) vs per-query {name:6s} loop: {ratio:6.1f}x "
-                  f"(target >= 10x: {'met' if ratio >= 10 else 'NOT met'})")
+            print(
+                f"RESULT ndcg_at_k ({label}) vs per-query {name:6s} loop: {ratio:6.1f}x "
+                f"(target >= 10x: {'met' if ratio >= 10 else 'NOT met'})"
+            )
 
 
 if __name__ == "__main__":

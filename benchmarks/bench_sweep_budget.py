@@ -58,9 +58,15 @@ def run_sweep(workdir: Path, pruner: str, args: argparse.Namespace) -> dict[str,
     folds = ",".join(str(f) for f in args.folds)
     name, _, mode = pruner.partition(":")
     cmd = [
-        LTR_BENCH, "-m", "search=direct_ranker", "dataset=mq2008", "protocol=letor_folds",
-        f"dataset.fold={folds}", "hydra.sweeper.study_per=[dataset.fold]",
-        f"hydra.sweeper.n_trials={args.trials}", f"hydra/sweeper/pruner={name}",
+        LTR_BENCH,
+        "-m",
+        "search=direct_ranker",
+        "dataset=mq2008",
+        "protocol=letor_folds",
+        f"dataset.fold={folds}",
+        "hydra.sweeper.study_per=[dataset.fold]",
+        f"hydra.sweeper.n_trials={args.trials}",
+        f"hydra/sweeper/pruner={name}",
         f"hydra.sweeper.sampler.seed={args.sampler_seed}",
     ]
     top_k = [] if args.top_k is None else [f"hydra.sweeper.reevaluate.top_k={args.top_k}"]
@@ -70,25 +76,56 @@ def run_sweep(workdir: Path, pruner: str, args: argparse.Namespace) -> dict[str,
         # trial frees its worker at once (a joblib batch waits for its slowest trial). Then one
         # more run of the same command re-evaluates the top trials and writes the summary.
         shared = [*cmd, f"hydra.sweeper.storage=sqlite:///{workdir / 'shared.db'}", "threads=1"]
-        procs = [subprocess.Popen([*shared, "hydra.sweeper.reevaluate.top_k=0", f"hydra.sweep.dir={workdir}/w{i}"],
-                                  cwd=workdir, env=env, stdout=open(workdir / f"w{i}.log", "w"),
-                                  stderr=subprocess.STDOUT) for i in range(args.jobs)]
+        procs = [
+            subprocess.Popen(
+                [*shared, "hydra.sweeper.reevaluate.top_k=0", f"hydra.sweep.dir={workdir}/w{i}"],
+                cwd=workdir,
+                env=env,
+                stdout=open(workdir / f"w{i}.log", "w"),
+                stderr=subprocess.STDOUT,
+            )
+            for i in range(args.jobs)
+        ]
         if any(p.wait() != 0 for p in procs):
             raise SystemExit(f"a worker failed; see {workdir}/w*.log")
-        _check(subprocess.run([*shared, *top_k, f"hydra.sweep.dir={sweep_dir}"], cwd=workdir, env=env,
-                              capture_output=True, text=True), workdir / "sweep.log")
+        _check(
+            subprocess.run(
+                [*shared, *top_k, f"hydra.sweep.dir={sweep_dir}"],
+                cwd=workdir,
+                env=env,
+                capture_output=True,
+                text=True,
+            ),
+            workdir / "sweep.log",
+        )
     else:
         # ':batchN' = N trials asked per batch, run by the `jobs` joblib workers: a worker freed by a
         # pruned trial takes the batch's next trial instead of waiting for the batch's slowest
-        batch = int(mode[len("batch"):]) if mode.startswith("batch") else args.jobs
-        cmd += ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}", f"hydra.sweeper.n_jobs={batch}",
-                f"hydra.sweep.dir={sweep_dir}", *top_k]
-        _check(subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True), workdir / "sweep.log")
+        batch = int(mode[len("batch") :]) if mode.startswith("batch") else args.jobs
+        cmd += [
+            "hydra/launcher=joblib",
+            f"hydra.launcher.n_jobs={args.jobs}",
+            f"hydra.sweeper.n_jobs={batch}",
+            f"hydra.sweep.dir={sweep_dir}",
+            *top_k,
+        ]
+        _check(
+            subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True),
+            workdir / "sweep.log",
+        )
     sweep_s = time.perf_counter() - t0
     seeds = ",".join(str(s) for s in args.seeds)
     t0 = time.perf_counter()
-    _check(subprocess.run([LTR_BENCH, f"refit_best={sweep_dir}", f"seed={seeds}"], cwd=workdir, env=env,
-                          capture_output=True, text=True), workdir / "refit.log")
+    _check(
+        subprocess.run(
+            [LTR_BENCH, f"refit_best={sweep_dir}", f"seed={seeds}"],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+        ),
+        workdir / "refit.log",
+    )
     refit_s = time.perf_counter() - t0
     phases = phase_times((workdir / "sweep.log").read_text()) if mode != "workers" else {}
     results = yaml.safe_load((sweep_dir / "optimization_results.yaml").read_text())
@@ -99,11 +136,16 @@ def run_sweep(workdir: Path, pruner: str, args: argparse.Namespace) -> dict[str,
         for k in test:
             test[k].append(mean[k])
     return {
-        "pruner": pruner, "sweep_s": sweep_s, "refit_s": refit_s,
-        "search_s": phases.get("search", float("nan")), "reevaluation_s": phases.get("reevaluation", float("nan")),
-        "complete": sum(s["n_complete"] for s in studies), "pruned": sum(s.get("n_pruned", 0) for s in studies),
+        "pruner": pruner,
+        "sweep_s": sweep_s,
+        "refit_s": refit_s,
+        "search_s": phases.get("search", float("nan")),
+        "reevaluation_s": phases.get("reevaluation", float("nan")),
+        "complete": sum(s["n_complete"] for s in studies),
+        "pruned": sum(s.get("n_pruned", 0) for s in studies),
         "failed": sum(s["n_failed"] for s in studies),
-        "ndcg@10": statistics.fmean(test["ndcg@10"]), "map": statistics.fmean(test["map"]),
+        "ndcg@10": statistics.fmean(test["ndcg@10"]),
+        "map": statistics.fmean(test["map"]),
         "n_refits": len(test["ndcg@10"]),
     }
 
@@ -127,8 +169,13 @@ def study_phase_times(log: str) -> dict[str, dict[str, float]]:
         t = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
         text = m.group(2)
         opened = re.match(r"Study '([^']*)' in ", text)
-        starts = ("search" if opened else
-                  "reevaluation" if text.startswith("Re-evaluating trial(s)") and phase == "search" else None)
+        starts = (
+            "search"
+            if opened
+            else "reevaluation"
+            if text.startswith("Re-evaluating trial(s)") and phase == "search"
+            else None
+        )
         if phase and (starts or text.startswith("Best trial")):
             studies[study][phase] += t - since
             phase = None
@@ -158,18 +205,27 @@ def bench_pruning(args: argparse.Namespace, root: Path) -> None:
         print(f"sweep with pruner={pruner} ...", flush=True)
         rows.append(run_sweep(root / pruner.replace(":", "-"), pruner, args))
         r = rows[-1]
-        print(f"  {r['sweep_s']:.0f} s sweep ({r['search_s']:.0f} s search, {r['reevaluation_s']:.0f} s "
-              f"re-evaluation), {r['refit_s']:.0f} s refit, {r['complete']} complete, {r['pruned']} pruned", flush=True)
+        print(
+            f"  {r['sweep_s']:.0f} s sweep ({r['search_s']:.0f} s search, {r['reevaluation_s']:.0f} s "
+            f"re-evaluation), {r['refit_s']:.0f} s refit, {r['complete']} complete, {r['pruned']} pruned",
+            flush=True,
+        )
     base = next((r for r in rows if r["pruner"] == "none"), rows[0])
-    print(f"\nMQ2008 DirectRanker sweep: folds {args.folds}, {args.trials} trials per study, "
-          f"{args.jobs} joblib workers, re-evaluation top_k={args.top_k if args.top_k is not None else 'config'}, "
-          f"refit seeds {args.seeds} (test metrics: mean over seeds and folds)")
-    print(f"{'pruner':<28}{'sweep':>9}{'speed-up':>10}{'search':>9}{'speed-up':>10}{'complete':>10}{'pruned':>8}"
-          f"{'ndcg@10':>9}{'d ndcg':>8}{'map':>8}")
+    print(
+        f"\nMQ2008 DirectRanker sweep: folds {args.folds}, {args.trials} trials per study, "
+        f"{args.jobs} joblib workers, re-evaluation top_k={args.top_k if args.top_k is not None else 'config'}, "
+        f"refit seeds {args.seeds} (test metrics: mean over seeds and folds)"
+    )
+    print(
+        f"{'pruner':<28}{'sweep':>9}{'speed-up':>10}{'search':>9}{'speed-up':>10}{'complete':>10}{'pruned':>8}"
+        f"{'ndcg@10':>9}{'d ndcg':>8}{'map':>8}"
+    )
     for r in rows:
-        print(f"{r['pruner']:<28}{r['sweep_s']:>8.0f}s{base['sweep_s'] / r['sweep_s']:>9.2f}x"
-              f"{r['search_s']:>8.0f}s{base['search_s'] / r['search_s']:>9.2f}x{r['complete']:>10}"
-              f"{r['pruned']:>8}{r['ndcg@10']:>9.4f}{r['ndcg@10'] - base['ndcg@10']:>+8.4f}{r['map']:>8.4f}")
+        print(
+            f"{r['pruner']:<28}{r['sweep_s']:>8.0f}s{base['sweep_s'] / r['sweep_s']:>9.2f}x"
+            f"{r['search_s']:>8.0f}s{base['search_s'] / r['search_s']:>9.2f}x{r['complete']:>10}"
+            f"{r['pruned']:>8}{r['ndcg@10']:>9.4f}{r['ndcg@10'] - base['ndcg@10']:>+8.4f}{r['map']:>8.4f}"
+        )
 
 
 # ------------------------------------------------------------------------------ preprocessing
@@ -179,10 +235,21 @@ class GeneratedFolds:
 
     _memo: dict[tuple, Any] = {}
 
-    def __init__(self, n_train_docs: int = 723_000, n_features: int = 136, docs_per_query: int = 120,
-                 cache_dir: str | None = None, relevance_threshold: int = 2, name: str = "mslr_shaped",
-                 **_: Any) -> None:
-        self.n_train_docs, self.n_features, self.dpq = int(n_train_docs), int(n_features), int(docs_per_query)
+    def __init__(
+        self,
+        n_train_docs: int = 723_000,
+        n_features: int = 136,
+        docs_per_query: int = 120,
+        cache_dir: str | None = None,
+        relevance_threshold: int = 2,
+        name: str = "mslr_shaped",
+        **_: Any,
+    ) -> None:
+        self.n_train_docs, self.n_features, self.dpq = (
+            int(n_train_docs),
+            int(n_features),
+            int(docs_per_query),
+        )
         self.cache_dir = cache_dir
         self.relevance_threshold = int(relevance_threshold)
         self.name = name
@@ -205,7 +272,9 @@ class GeneratedFolds:
         key = (self.n_train_docs, self.n_features, self.dpq)
         if key not in self._memo:
             n = self.n_train_docs
-            self._memo[key] = FoldData(self._part(n, 1), self._part(n // 3, 2), self._part(n // 3, 3), self.name)
+            self._memo[key] = FoldData(
+                self._part(n, 1), self._part(n // 3, 2), self._part(n // 3, 3), self.name
+            )
         return self._memo[key]
 
     def load_all(self) -> Any:
@@ -224,23 +293,57 @@ def time_trial(overrides: list[str], cache: str) -> dict[str, float]:
 
     os.environ["LTR_TRANSFORM_CACHE"] = "on" if cache == "on" else "off"
     with initialize_config_dir(config_dir(), version_base="1.3"):
-        cfg = compose("config", ["tracking=none", "threads=1", "sweep.trial_number=0",
-                                 "sweep.study_name=bench", "protocol=single", *overrides])
+        cfg = compose(
+            "config",
+            [
+                "tracking=none",
+                "threads=1",
+                "sweep.trial_number=0",
+                "sweep.study_name=bench",
+                "protocol=single",
+                *overrides,
+            ],
+        )
     t0 = time.perf_counter()
     result = run(cfg, verbose=False)
-    return {"total": time.perf_counter() - t0, "read": result.times["time_read_s"],
-            "fit": result.times["time_fit_s"], "objective": float(result.objective)}
+    return {
+        "total": time.perf_counter() - t0,
+        "read": result.times["time_read_s"],
+        "fit": result.times["time_fit_s"],
+        "objective": float(result.objective),
+    }
 
 
 def bench_preprocessing(args: argparse.Namespace, root: Path) -> None:
     cache = root / "cache"
-    cases = [] if args.skip_mq2008 else [("MQ2008 fold 1", [
-        "dataset=mq2008", f"dataset.root={args.data}", "dataset.fold=1", f"dataset.cache_dir={cache}"])]
+    cases = (
+        []
+        if args.skip_mq2008
+        else [
+            (
+                "MQ2008 fold 1",
+                [
+                    "dataset=mq2008",
+                    f"dataset.root={args.data}",
+                    "dataset.fold=1",
+                    f"dataset.cache_dir={cache}",
+                ],
+            )
+        ]
+    )
     if args.mslr_docs:
-        cases.append((f"MSLR-shaped ({args.mslr_docs} train docs x 136)", [
-            "dataset=mslr_web10k", "dataset._target_=__main__.GeneratedFolds",
-            f"+dataset.n_train_docs={args.mslr_docs}", f"dataset.cache_dir={cache}",
-            f"model.epochs={args.mslr_epochs}"]))
+        cases.append(
+            (
+                f"MSLR-shaped ({args.mslr_docs} train docs x 136)",
+                [
+                    "dataset=mslr_web10k",
+                    "dataset._target_=__main__.GeneratedFolds",
+                    f"+dataset.n_train_docs={args.mslr_docs}",
+                    f"dataset.cache_dir={cache}",
+                    f"model.epochs={args.mslr_epochs}",
+                ],
+            )
+        )
     import lightning  # noqa: F401 - its ~5 s import is not part of any timed trial
 
     print("\ntime per sweep trial (5 inner folds; read = splitting + preprocessing)")
@@ -255,26 +358,41 @@ def bench_preprocessing(args: argparse.Namespace, root: Path) -> None:
         after = time_trial(ov, "on")
         assert abs(before["objective"] - after["objective"]) < 1e-6, (before, after)
         for name, t in (("off", before), ("warm", after)):
-            print(f"{label:<38}{name:>7}{t['total']:>8.1f}s{t['read']:>8.1f}s{t['fit']:>8.1f}s{t['objective']:>11.4f}")
-        print(f"{'':<38}{'ratio':>7}{before['total'] / after['total']:>8.2f}x"
-              f"{before['read'] / max(after['read'], 1e-9):>8.1f}x", flush=True)
+            print(
+                f"{label:<38}{name:>7}{t['total']:>8.1f}s{t['read']:>8.1f}s{t['fit']:>8.1f}s{t['objective']:>11.4f}"
+            )
+        print(
+            f"{'':<38}{'ratio':>7}{before['total'] / after['total']:>8.2f}x"
+            f"{before['read'] / max(after['read'], 1e-9):>8.1f}x",
+            flush=True,
+        )
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--quick", action="store_true", help="1 fold, 16 trials, top_k 2, seeds 0-1")
     ap.add_argument("--part", choices=("all", "pruning", "preprocessing"), default="all")
     ap.add_argument("--folds", type=lambda s: [int(x) for x in s.split(",")], default=None)
     ap.add_argument("--trials", type=int, default=None)
-    ap.add_argument("--top-k", type=int, default=None, help="re-evaluation top_k (default: the search config's)")
+    ap.add_argument(
+        "--top-k", type=int, default=None, help="re-evaluation top_k (default: the search config's)"
+    )
     ap.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=None)
-    ap.add_argument("--pruners", type=lambda s: s.split(","), default=["none", "median", "successive_halving"],
-                    help="pruner names; 'name:workers' = --jobs sweeper processes sharing one study instead of joblib")
+    ap.add_argument(
+        "--pruners",
+        type=lambda s: s.split(","),
+        default=["none", "median", "successive_halving"],
+        help="pruner names; 'name:workers' = --jobs sweeper processes sharing one study instead of joblib",
+    )
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--sampler-seed", type=int, default=0)
     ap.add_argument("--mslr-docs", type=int, default=723_000, help="0 skips the MSLR-shaped fold")
     ap.add_argument("--mslr-epochs", type=int, default=1)
-    ap.add_argument("--skip-mq2008", action="store_true", help="preprocessing part: the MSLR-shaped fold only")
+    ap.add_argument(
+        "--skip-mq2008", action="store_true", help="preprocessing part: the MSLR-shaped fold only"
+    )
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--workdir", type=Path, default=None)
     args = ap.parse_args()

@@ -49,11 +49,20 @@ INNER_CV = 2
 def sweep_args(trials: int) -> list[str]:
     """The sweep command's overrides (the same for every worker)."""
     data = [f"dataset.{k}={v}" for k, v in DATA.items()]
-    return ["-m", "hydra/sweeper=ltr_optuna", f"hydra.sweeper.n_trials={trials}",
-            "optimizer.lr=interval(0.0005,0.01)", *data, f"model.hidden_sizes=[{HIDDEN[0]}]",
-            "model.epochs=1", f"protocol.inner_cv={INNER_CV}", "trainer.enable_progress_bar=false",
-            "threads=1", "hydra.job_logging.root.level=WARNING",
-            "hydra.hydra_logging.root.level=WARNING"]
+    return [
+        "-m",
+        "hydra/sweeper=ltr_optuna",
+        f"hydra.sweeper.n_trials={trials}",
+        "optimizer.lr=interval(0.0005,0.01)",
+        *data,
+        f"model.hidden_sizes=[{HIDDEN[0]}]",
+        "model.epochs=1",
+        f"protocol.inner_cv={INNER_CV}",
+        "trainer.enable_progress_bar=false",
+        "threads=1",
+        "hydra.job_logging.root.level=WARNING",
+        "hydra.hydra_logging.root.level=WARNING",
+    ]
 
 
 def env() -> dict[str, str]:
@@ -74,8 +83,19 @@ def run_workers(workdir: Path, commands: list[list[str]]) -> float:
     procs = []
     for i, cmd in enumerate(commands):
         log = open(workdir / f"worker{i}.log", "w")
-        procs.append((subprocess.Popen(cmd, cwd=workdir, env=env(), stdout=log,
-                                       stderr=subprocess.STDOUT, start_new_session=True), log))
+        procs.append(
+            (
+                subprocess.Popen(
+                    cmd,
+                    cwd=workdir,
+                    env=env(),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                ),
+                log,
+            )
+        )
     for i, (proc, log) in enumerate(procs):
         code = proc.wait()
         log.close()
@@ -113,8 +133,12 @@ def steady_rate(trials: list[Any]) -> float:
 def sweep(workdir: Path, n_workers: int, trials: int, joblib: bool = False) -> dict[str, Any]:
     """One sweep configuration; returns wall time, rates and the trials."""
     storage = f"sqlite:///{workdir / 'study.db'}"
-    common = [LTR_BENCH, *sweep_args(trials), f"hydra.sweeper.storage={storage}",
-              "hydra.sweeper.study_name=bench"]
+    common = [
+        LTR_BENCH,
+        *sweep_args(trials),
+        f"hydra.sweeper.storage={storage}",
+        "hydra.sweeper.study_name=bench",
+    ]
     if joblib:
         common += ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "hydra.sweeper.n_jobs=2"]
     commands = [[*common, f"hydra.sweep.dir={workdir / f'w{i}'}"] for i in range(n_workers)]
@@ -122,8 +146,13 @@ def sweep(workdir: Path, n_workers: int, trials: int, joblib: bool = False) -> d
     done = load_trials(storage)
     if len(done) != trials:
         raise SystemExit(f"{workdir.name}: {len(done)} complete trials, expected {trials}")
-    return {"wall": wall, "trials": done, "rate_total": 60 * trials / wall,
-            "rate_steady": steady_rate(done), "workdir": workdir}
+    return {
+        "wall": wall,
+        "trials": done,
+        "rate_total": 60 * trials / wall,
+        "rate_steady": steady_rate(done),
+        "workdir": workdir,
+    }
 
 
 def job_times(workdir: Path) -> dict[int, dict[str, float]]:
@@ -160,9 +189,12 @@ def bare_trial(lr: float = 0.004, seed: int = 0) -> tuple[float, float]:
     split = protocol.load(dataset, 0, with_test=False)
     values = []
     for *_, inner_train, inner_vali in protocol.inner_folds(split.train):
-        pre = Preprocessing(binarize_at=dataset.relevance_threshold,
-                            relevance_threshold=dataset.relevance_threshold,
-                            binarize_splits=["vali", "test"], drop_no_relevant_splits=["vali", "test"])
+        pre = Preprocessing(
+            binarize_at=dataset.relevance_threshold,
+            relevance_threshold=dataset.relevance_threshold,
+            binarize_splits=["vali", "test"],
+            drop_no_relevant_splits=["vali", "test"],
+        )
         pre.fit(inner_train)
         train = pre.apply(inner_train, "train")
         vali = pre.apply(split.vali, "vali") if split.vali is not None else None
@@ -177,7 +209,7 @@ def bare_trial(lr: float = 0.004, seed: int = 0) -> tuple[float, float]:
         for _ in range(math.ceil(train.n_docs / batch_size)):  # one epoch, as model.epochs=1
             b = sampler.sample(batch_size, gen)
             g = scorer(x.index_select(0, torch.cat([b.hi, b.lo])))
-            loss = l2_pair_loss(torch.tanh(g[: len(b.hi)] - g[len(b.hi):]), b.label_hi)
+            loss = l2_pair_loss(torch.tanh(g[: len(b.hi)] - g[len(b.hi) :]), b.label_hi)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -209,14 +241,18 @@ def main() -> None:
     parser.add_argument("--no-joblib", action="store_true", help="skip the joblib-launcher sweep")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    print(f"{args.trials} trials per sweep: DirectRanker hidden {HIDDEN}, 1 epoch, {INNER_CV} inner "
-          f"folds, synthetic {DATA['n_train']} train / {DATA['n_vali']} vali docs; threads=1 per "
-          f"process; {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f} at start "
-          "(other processes on the machine slow every figure below)")
+    print(
+        f"{args.trials} trials per sweep: DirectRanker hidden {HIDDEN}, 1 epoch, {INNER_CV} inner "
+        f"folds, synthetic {DATA['n_train']} train / {DATA['n_vali']} vali docs; threads=1 per "
+        f"process; {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f} at start "
+        "(other processes on the machine slow every figure below)"
+    )
 
     bare_s, bare_fit_s = baseline()
-    print(f"baseline, the same work in plain Python + torch: {bare_s * 1000:.0f} ms per trial "
-          f"({bare_fit_s * 1000:.0f} ms of it fitting)")
+    print(
+        f"baseline, the same work in plain Python + torch: {bare_s * 1000:.0f} ms per trial "
+        f"({bare_fit_s * 1000:.0f} ms of it fitting)"
+    )
 
     with tempfile.TemporaryDirectory(prefix="bench_sweep_") as tmp:
         root = Path(tmp)
@@ -229,14 +265,19 @@ def main() -> None:
             workdir.mkdir()
             out[name] = sweep(workdir, n, args.trials, joblib)
             r = out[name]
-            print(f"{name:34s} wall {r['wall']:6.1f} s  {r['rate_total']:6.1f} trials/min end to "
-                  f"end, {r['rate_steady']:6.1f} trials/min steady", flush=True)
+            print(
+                f"{name:34s} wall {r['wall']:6.1f} s  {r['rate_total']:6.1f} trials/min end to "
+                f"end, {r['rate_steady']:6.1f} trials/min steady",
+                flush=True,
+            )
 
         one = out["1 worker"]
         for name, r in out.items():
             if r is not one:
-                print(f"ratio {name} / 1 worker: {r['rate_total'] / one['rate_total']:.2f}x end to "
-                      f"end, {r['rate_steady'] / one['rate_steady']:.2f}x steady")
+                print(
+                    f"ratio {name} / 1 worker: {r['rate_total'] / one['rate_total']:.2f}x end to "
+                    f"end, {r['rate_steady'] / one['rate_steady']:.2f}x steady"
+                )
 
         # Per-trial cost in the one-worker sweep (steady state: the first trial imports torch,
         # Lightning and MLflow into the sweep process and is reported on its own).
@@ -250,14 +291,18 @@ def main() -> None:
         fit = statistics.median(t["time_fit_s"] for t in later)
         first = (trials[0].datetime_complete - trials[0].datetime_start).total_seconds()
         overhead = interval - bare_s
-        print(f"per trial (1 worker, median of {len(intervals)}): {interval:.2f} s between "
-              f"completions; first trial {first:.1f} s (imports)")
+        print(
+            f"per trial (1 worker, median of {len(intervals)}): {interval:.2f} s between "
+            f"completions; first trial {first:.1f} s (imports)"
+        )
         print(f"  sweeper + Hydra (ask, compose, launch, tell): {interval - total:.2f} s")
         print(f"  runner + MLflow (data, preprocessing, runs, metrics): {total - fit:.2f} s")
         print(f"  Lightning fit: {fit:.2f} s (bare torch fit: {bare_fit_s:.3f} s)")
-        print(f"per-trial overhead of the stack = interval - baseline: {overhead:.2f} s "
-              f"(target < {TARGET_OVERHEAD_S:.0f} s: {'met' if overhead < TARGET_OVERHEAD_S else 'NOT met'}); "
-              f"ratio interval / baseline: {interval / bare_s:.0f}x")
+        print(
+            f"per-trial overhead of the stack = interval - baseline: {overhead:.2f} s "
+            f"(target < {TARGET_OVERHEAD_S:.0f} s: {'met' if overhead < TARGET_OVERHEAD_S else 'NOT met'}); "
+            f"ratio interval / baseline: {interval / bare_s:.0f}x"
+        )
 
 
 if __name__ == "__main__":

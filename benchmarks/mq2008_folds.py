@@ -35,8 +35,14 @@ def run_model(model: str, overrides: list[str], seed: int) -> list[tuple[float, 
     with initialize_config_dir(config_dir=str(CONF), version_base=None):
         cfg = compose(
             config_name="config",
-            overrides=[f"model={model}", "dataset=mq2008", "eval=paper", f"seed={seed}",
-                       "trainer.enable_progress_bar=false", *overrides],
+            overrides=[
+                f"model={model}",
+                "dataset=mq2008",
+                "eval=paper",
+                f"seed={seed}",
+                "trainer.enable_progress_bar=false",
+                *overrides,
+            ],
         )
     dataset = instantiate(cfg.dataset)
     names = list(cfg.eval.metrics.names)
@@ -50,7 +56,9 @@ def run_model(model: str, overrides: list[str], seed: int) -> list[tuple[float, 
         ranker.fit(train, vali)
         seconds = time.perf_counter() - start
         res = evaluate(
-            ranker.score(test), test, names=names,
+            ranker.score(test),
+            test,
+            names=names,
             relevance_threshold=cfg.eval.metrics.relevance_threshold,
             no_relevant=cfg.eval.metrics.no_relevant,
         )
@@ -71,15 +79,20 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"{'model':14s} {'seed':>4s}  {'NDCG@10 folds 1-5':38s} {'mean(SE)':15s} "
-          f"{'MAP folds 1-5':38s} {'mean(SE)':15s} fit s")
+    print(
+        f"{'model':14s} {'seed':>4s}  {'NDCG@10 folds 1-5':38s} {'mean(SE)':15s} "
+        f"{'MAP folds 1-5':38s} {'mean(SE)':15s} fit s"
+    )
     for model in args.models:
         for seed in args.seeds:
             rows = np.array(run_model(model, args.override, seed))
             ndcg, ap, secs = rows[:, 0], rows[:, 1], rows[:, 2]
             fmt = lambda v: " ".join(f"{x:.4f}" for x in v)  # noqa: E731
-            print(f"{model:14s} {seed:4d}  {fmt(ndcg):38s} {mean_se(ndcg):15s} "
-                  f"{fmt(ap):38s} {mean_se(ap):15s} {secs.sum():.1f}", flush=True)
+            print(
+                f"{model:14s} {seed:4d}  {fmt(ndcg):38s} {mean_se(ndcg):15s} "
+                f"{fmt(ap):38s} {mean_se(ap):15s} {secs.sum():.1f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

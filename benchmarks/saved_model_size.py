@@ -29,8 +29,9 @@ MODELS = ["direct_ranker", "ranknet", "listnet", "lambdarank", "lambdamart", "ad
 
 def measure(model: str, tmp: Path) -> tuple[int, int, tuple[int, int], float]:
     with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
-        cfg = compose("config", overrides=[f"model={model}", "dataset=mq2008", "dataset.fold=1",
-                                            "threads=1"])
+        cfg = compose(
+            "config", overrides=[f"model={model}", "dataset=mq2008", "dataset.fold=1", "threads=1"]
+        )
     with open_dict(cfg):
         if "trainer" in cfg.model:
             cfg.model.trainer.enable_progress_bar = False
@@ -41,7 +42,9 @@ def measure(model: str, tmp: Path) -> tuple[int, int, tuple[int, int], float]:
     dataset = instantiate(cfg.dataset, _convert_="all")
     protocol = instantiate(cfg.protocol)
     split = protocol.load(dataset, 0)
-    data = runner.prepare(cfg, protocol, dataset.relevance_threshold, split.train, split.vali, split.test)
+    data = runner.prepare(
+        cfg, protocol, dataset.relevance_threshold, split.train, split.vali, split.test
+    )
     ranker = runner.build_ranker(cfg)
     t0 = time.perf_counter()
     ranker.fit(data.train, data.vali)
@@ -49,24 +52,36 @@ def measure(model: str, tmp: Path) -> tuple[int, int, tuple[int, int], float]:
     before = len(pickle.dumps(ranker))
     tracker = Tracker(f"sqlite:///{tmp}/mlflow.db", "sizes")
     with tracker.run(model, {}) as run_id:
-        runner.log_model(tracker, run_id, runner.scoring_pipeline(cfg, data, ranker, dataset.relevance_threshold,
-                                                                  {"model": model}))
-    (logged,) = tracker.client.search_logged_models([tracker.experiment_id],
-                                                    filter_string=f"source_run_id = '{run_id}'")
+        runner.log_model(
+            tracker,
+            run_id,
+            runner.scoring_pipeline(
+                cfg, data, ranker, dataset.relevance_threshold, {"model": model}
+            ),
+        )
+    (logged,) = tracker.client.search_logged_models(
+        [tracker.experiment_id], filter_string=f"source_run_id = '{run_id}'"
+    )
     root = Path(logged.artifact_location.replace("file://", ""))
-    parts = (folder_size(root / "data" / "pipeline" / "ranker"),
-             (root / "data" / "pipeline" / "preprocessing.npz").stat().st_size)
+    parts = (
+        folder_size(root / "data" / "pipeline" / "ranker"),
+        (root / "data" / "pipeline" / "preprocessing.npz").stat().st_size,
+    )
     return before, folder_size(root), parts, fit_s
 
 
 def main(models: list[str]) -> None:
-    print(f"{'model':<14}{'pickle (before)':>17}{'saved model (after)':>21}{'of it: params':>15}"
-          f"{'knots':>10}{'fit s':>8}")
+    print(
+        f"{'model':<14}{'pickle (before)':>17}{'saved model (after)':>21}{'of it: params':>15}"
+        f"{'knots':>10}{'fit s':>8}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for model in models:
             before, after, (params, knots), fit_s = measure(model, Path(tmp))
-            print(f"{model:<14}{before:>15,} B{after:>19,} B{params:>13,} B{knots:>8,} B{fit_s:>8.1f}",
-                  flush=True)
+            print(
+                f"{model:<14}{before:>15,} B{after:>19,} B{params:>13,} B{knots:>8,} B{fit_s:>8.1f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -34,19 +34,39 @@ from pathlib import Path
 
 LTR_BENCH = str(Path(sys.executable).parent / "ltr-bench")
 TOP_K = 3
-SPACE = ["optimizer.lr=choice(0.001,0.002,0.004,0.008)", "model.dropout=choice(0.0,0.1,0.2)",
-         "activation=choice(tanh,sigmoid)"]
-DATA = ["dataset.n_train=300", "dataset.n_vali=100", "dataset.n_test=200", "dataset.n_features=10",
-        "dataset.docs_per_query=20", "model.epochs=8", "trainer.enable_progress_bar=false", "threads=1",
-        "protocol.inner_cv=2"]
+SPACE = [
+    "optimizer.lr=choice(0.001,0.002,0.004,0.008)",
+    "model.dropout=choice(0.0,0.1,0.2)",
+    "activation=choice(tanh,sigmoid)",
+]
+DATA = [
+    "dataset.n_train=300",
+    "dataset.n_vali=100",
+    "dataset.n_test=200",
+    "dataset.n_features=10",
+    "dataset.docs_per_query=20",
+    "model.epochs=8",
+    "trainer.enable_progress_bar=false",
+    "threads=1",
+    "protocol.inner_cv=2",
+]
 
 
 def sweep_command(work: Path, worker: int, n_trials: int) -> list[str]:
-    return [LTR_BENCH, "-m", "hydra/sweeper=ltr_optuna", *SPACE, *DATA,
-            f"hydra.sweeper.storage=sqlite:///{work / 'study.db'}", "hydra.sweeper.study_name=soak",
-            f"hydra.sweeper.n_trials={n_trials}", "hydra.sweeper.enqueue_defaults=true",
-            f"hydra.sweeper.reevaluate.top_k={TOP_K}", "hydra.sweeper.heartbeat_interval=2",
-            f"hydra.sweep.dir={work / f'w{worker}'}"]
+    return [
+        LTR_BENCH,
+        "-m",
+        "hydra/sweeper=ltr_optuna",
+        *SPACE,
+        *DATA,
+        f"hydra.sweeper.storage=sqlite:///{work / 'study.db'}",
+        "hydra.sweeper.study_name=soak",
+        f"hydra.sweeper.n_trials={n_trials}",
+        "hydra.sweeper.enqueue_defaults=true",
+        f"hydra.sweeper.reevaluate.top_k={TOP_K}",
+        "hydra.sweeper.heartbeat_interval=2",
+        f"hydra.sweep.dir={work / f'w{worker}'}",
+    ]
 
 
 def env() -> dict[str, str]:
@@ -55,8 +75,13 @@ def env() -> dict[str, str]:
 
 def start(work: Path, worker: int, n_trials: int, attempt: int) -> subprocess.Popen:
     log = open(work / f"w{worker}.{attempt}.log", "w")
-    return subprocess.Popen(sweep_command(work, worker, n_trials), cwd=work, env=env(), stdout=log,
-                            stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        sweep_command(work, worker, n_trials),
+        cwd=work,
+        env=env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def mlflow_rows(work: Path, sql: str) -> list[tuple]:
@@ -77,7 +102,9 @@ def started_runs(work: Path) -> int:
 
 def running_runs(work: Path) -> list[str]:
     try:
-        return [name for (name,) in mlflow_rows(work, "select name from runs where status = 'RUNNING'")]
+        return [
+            name for (name,) in mlflow_rows(work, "select name from runs where status = 'RUNNING'")
+        ]
     except sqlite3.Error:
         return []
 
@@ -93,7 +120,10 @@ def main() -> int:
     rng = random.Random(args.seed)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="ltr_soak_"))
     work.mkdir(parents=True, exist_ok=True)
-    print(f"soak in {work}: {args.trials} trials, {args.workers} workers, {args.kills} SIGKILLs", flush=True)
+    print(
+        f"soak in {work}: {args.trials} trials, {args.workers} workers, {args.kills} SIGKILLs",
+        flush=True,
+    )
     t0 = time.monotonic()
     attempts = [0] * args.workers
     procs = [start(work, i, args.trials, 0) for i in range(args.workers)]
@@ -115,8 +145,10 @@ def main() -> int:
         kills.append((round(time.monotonic() - t0, 1), victim, hit))
         attempts[victim] += 1
         procs[victim] = start(work, victim, args.trials, attempts[victim])
-        print(f"  kill {len(kills)} at {kills[-1][0]} s: worker {victim} (restarted); running then: {hit}",
-              flush=True)
+        print(
+            f"  kill {len(kills)} at {kills[-1][0]} s: worker {victim} (restarted); running then: {hit}",
+            flush=True,
+        )
     codes = [p.wait(timeout=3600) for p in procs]
     elapsed = time.monotonic() - t0
     print(f"workers exited {codes} after {elapsed:.0f} s", flush=True)
@@ -125,46 +157,74 @@ def main() -> int:
 
     storage = f"sqlite:///{work / 'study.db'}"
     trials = optuna.load_study(study_name="soak", storage=storage).get_trials(deepcopy=False)
-    claims = optuna.load_study(study_name="soak:reevaluations", storage=storage).get_trials(deepcopy=False)
+    claims = optuna.load_study(study_name="soak:reevaluations", storage=storage).get_trials(
+        deepcopy=False
+    )
     done = [t for t in trials if t.state.name == "COMPLETE"]
     points = Counter(tuple(sorted(t.params.items())) for t in done)
     duplicated = sum(n - 1 for n in points.values())
     states = Counter((t.state.name, t.user_attrs.get("ltr_sweeper.fail_reason")) for t in trials)
     running = mlflow_rows(work, "select name from runs where status = 'RUNNING'")
-    trial_runs = mlflow_rows(work, """
+    trial_runs = mlflow_rows(
+        work,
+        """
         select t.value, r.status, coalesce(e.value, 'false') from runs r
         join tags t on t.run_uuid = r.run_uuid and t.key = 'ltr.trial_number'
         join tags role on role.run_uuid = r.run_uuid and role.key = 'ltr.role' and role.value = 'trial'
-        left join tags e on e.run_uuid = r.run_uuid and e.key = 'ltr.reevaluation'""")
-    finished = Counter(int(n) for n, status, again in trial_runs if status == "FINISHED" and again != "true")
-    reevaluated = Counter(int(n) for n, status, again in trial_runs if status == "FINISHED" and again == "true")
-    claims_done = Counter(t.user_attrs["ltr_sweeper.reevaluates"] for t in claims if t.state.name == "COMPLETE")
+        left join tags e on e.run_uuid = r.run_uuid and e.key = 'ltr.reevaluation'""",
+    )
+    finished = Counter(
+        int(n) for n, status, again in trial_runs if status == "FINISHED" and again != "true"
+    )
+    reevaluated = Counter(
+        int(n) for n, status, again in trial_runs if status == "FINISHED" and again == "true"
+    )
+    claims_done = Counter(
+        t.user_attrs["ltr_sweeper.reevaluates"] for t in claims if t.state.name == "COMPLETE"
+    )
     default = [t for t in done if t.system_attrs.get("fixed_params")]
 
-    refit = subprocess.run([LTR_BENCH, f"refit_best={work / 'w0'}", "threads=1"], cwd=work, env=env(),
-                           capture_output=True, text=True)
-    refit_runs = mlflow_rows(work, "select r.status from runs r join tags t on t.run_uuid = r.run_uuid "
-                                   "and t.key = 'ltr.refit' and t.value = 'true'")
+    refit = subprocess.run(
+        [LTR_BENCH, f"refit_best={work / 'w0'}", "threads=1"],
+        cwd=work,
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
+    refit_runs = mlflow_rows(
+        work,
+        "select r.status from runs r join tags t on t.run_uuid = r.run_uuid "
+        "and t.key = 'ltr.refit' and t.value = 'true'",
+    )
 
     checks = {
         f"exactly {args.trials} complete trials": len(done) == args.trials,
         "no parameter set completed twice": duplicated == 0,
         "no MLflow run RUNNING": not running,
-        "one FINISHED trial run per complete trial": sorted(finished) == sorted(t.number for t in done)
+        "one FINISHED trial run per complete trial": sorted(finished)
+        == sorted(t.number for t in done)
         and set(finished.values()) == {1},
-        "no FINISHED trial run of a trial that is not complete": set(finished) <= {t.number for t in done},
-        f"each of the top {TOP_K} re-evaluated once": len(reevaluated) == TOP_K and set(reevaluated.values()) == {1}
+        "no FINISHED trial run of a trial that is not complete": set(finished)
+        <= {t.number for t in done},
+        f"each of the top {TOP_K} re-evaluated once": len(reevaluated) == TOP_K
+        and set(reevaluated.values()) == {1}
         and claims_done == reevaluated,
         "the enqueued default was evaluated": len(default) >= 1,
         "workers exited 0": set(codes) == {0},
         "the refit ran": refit.returncode == 0 and refit_runs == [("FINISHED",)],
     }
     print(f"trial states: {dict(states)}")
-    print(f"claims: {dict(Counter((t.state.name, t.user_attrs.get('ltr_sweeper.fail_reason')) for t in claims))}")
-    print(f"kills survived: {len(kills)} of {args.kills} ({'; '.join(f'{s} s w{w} {h}' for s, w, h in kills)})")
-    print(f"trials lost: {max(args.trials - len(done), 0)}; duplicated: {duplicated}; "
-          f"interrupted and re-run: {states.get(('FAIL', 'interrupted'), 0)}; "
-          f"re-evaluations run twice: {sum(n > 1 for n in reevaluated.values())}")
+    print(
+        f"claims: {dict(Counter((t.state.name, t.user_attrs.get('ltr_sweeper.fail_reason')) for t in claims))}"
+    )
+    print(
+        f"kills survived: {len(kills)} of {args.kills} ({'; '.join(f'{s} s w{w} {h}' for s, w, h in kills)})"
+    )
+    print(
+        f"trials lost: {max(args.trials - len(done), 0)}; duplicated: {duplicated}; "
+        f"interrupted and re-run: {states.get(('FAIL', 'interrupted'), 0)}; "
+        f"re-evaluations run twice: {sum(n > 1 for n in reevaluated.values())}"
+    )
     for name, ok in checks.items():
         print(f"  [{'ok' if ok else 'FAILED'}] {name}")
     if refit.returncode != 0:

@@ -35,35 +35,54 @@ def timings(out: Path, study: str | None = None) -> list[dict]:
     rows = []
     for log in sorted(out.glob("sweeps/*/*/*/sweep.log")):
         variant, dataset, model = log.parent.relative_to(out / "sweeps").parts
-        phases = {k: v for k, v in study_phase_times(log.read_text(errors="replace")).items()
-                  if study is None or k.endswith(study)}
+        phases = {
+            k: v
+            for k, v in study_phase_times(log.read_text(errors="replace")).items()
+            if study is None or k.endswith(study)
+        }
         refit = 0.0
         for res in log.parent.glob("refit/**/results.json"):
             data = json.loads(res.read_text())
             if study is None or _config_matches(data.get("config") or {}, study):
                 refit += data["times"].get("time_total_s", 0.0)
-        rows.append({"variant": variant, "dataset": dataset, "model": model, "studies": len(phases),
-                     "search_s": sum(p["search"] for p in phases.values()),
-                     "reevaluation_s": sum(p["reevaluation"] for p in phases.values()), "refit_s": refit})
+        rows.append(
+            {
+                "variant": variant,
+                "dataset": dataset,
+                "model": model,
+                "studies": len(phases),
+                "search_s": sum(p["search"] for p in phases.values()),
+                "reevaluation_s": sum(p["reevaluation"] for p in phases.values()),
+                "refit_s": refit,
+            }
+        )
     return rows
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("out", type=Path, help="the table1 experiment's output folder")
     ap.add_argument("--study", default=None, help="only studies whose name ends with this")
     args = ap.parse_args()
     rows = timings(args.out, args.study)
     if not rows:
         raise SystemExit(f"no sweeps/*/*/*/sweep.log under {args.out}")
-    print(f"{'variant':<16}{'dataset':<12}{'model':<15}{'studies':>8}{'search':>9}{'re-eval':>9}{'refit':>8}{'total':>9}")
+    print(
+        f"{'variant':<16}{'dataset':<12}{'model':<15}{'studies':>8}{'search':>9}{'re-eval':>9}{'refit':>8}{'total':>9}"
+    )
     for r in rows:
         total = r["search_s"] + r["reevaluation_s"] + r["refit_s"]
-        print(f"{r['variant']:<16}{r['dataset']:<12}{r['model']:<15}{r['studies']:>8}{r['search_s']:>8.0f}s"
-              f"{r['reevaluation_s']:>8.0f}s{r['refit_s']:>7.0f}s{total:>8.0f}s")
+        print(
+            f"{r['variant']:<16}{r['dataset']:<12}{r['model']:<15}{r['studies']:>8}{r['search_s']:>8.0f}s"
+            f"{r['reevaluation_s']:>8.0f}s{r['refit_s']:>7.0f}s{total:>8.0f}s"
+        )
     total = sum(r["search_s"] + r["reevaluation_s"] + r["refit_s"] for r in rows)
-    print(f"{'all':<51}{sum(r['search_s'] for r in rows):>8.0f}s{sum(r['reevaluation_s'] for r in rows):>8.0f}s"
-          f"{sum(r['refit_s'] for r in rows):>7.0f}s{total:>8.0f}s")
+    print(
+        f"{'all':<51}{sum(r['search_s'] for r in rows):>8.0f}s{sum(r['reevaluation_s'] for r in rows):>8.0f}s"
+        f"{sum(r['refit_s'] for r in rows):>7.0f}s{total:>8.0f}s"
+    )
 
 
 if __name__ == "__main__":

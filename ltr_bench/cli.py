@@ -150,8 +150,10 @@ def refit_table(sweep_dir: str | None, min_refits: int = 1) -> str | None:
         return None
     table = refit_summary(rows)
     if superseded:
-        table += (f"\n({superseded} older refit(s) of the same study and seed left out: "
-                  "the latest of each counts)")
+        table += (
+            f"\n({superseded} older refit(s) of the same study and seed left out: "
+            "the latest of each counts)"
+        )
     return table
 
 
@@ -169,7 +171,9 @@ def refit_summary(rows: Sequence[tuple[str, int | None, dict[str, float]]]) -> s
     labels = list(dict.fromkeys(label for label, _, _ in rows))
     seeds = list(dict.fromkeys(seed for _, seed, _ in rows if seed is not None))
     by_label = {lab: [m for label, _, m in rows if label == lab] for lab in labels}
-    seeds_of = {lab: [s for label, s, _ in rows if label == lab and s is not None] for lab in labels}
+    seeds_of = {
+        lab: [s for label, s, _ in rows if label == lab and s is not None] for lab in labels
+    }
     same_seeds = all(sorted(v) == sorted(seeds) for v in seeds_of.values())
     common = [s for s in seeds if all(s in v for v in seeds_of.values())]
 
@@ -180,16 +184,23 @@ def refit_summary(rows: Sequence[tuple[str, int | None, dict[str, float]]]) -> s
     head = f"{'':<{width}}" + "".join(f"{n:>11}" for n in names)
     title = "refit test metrics per study"
     if seeds and same_seeds:
-        title += (f" (mean over seeds {', '.join(map(str, seeds))})" if len(seeds) > 1
-                  else f" (seed {seeds[0]})")
+        title += (
+            f" (mean over seeds {', '.join(map(str, seeds))})"
+            if len(seeds) > 1
+            else f" (seed {seeds[0]})"
+        )
     elif seeds:
         title += " (mean over each study's seeds, listed after its metrics)"
     lines = [title, head]
     for lab in labels:
         tail = "" if same_seeds else "   seeds " + ",".join(map(str, seeds_of[lab]))
-        lines.append(f"{lab:<{width}}" + "".join(f"{mean_of(by_label[lab], n):>11.4f}" for n in names) + tail)
+        lines.append(
+            f"{lab:<{width}}" + "".join(f"{mean_of(by_label[lab], n):>11.4f}" for n in names) + tail
+        )
     stats = [mean_se([mean_of(by_label[lab], n) for lab in labels]) for n in names]
-    lines.append(f"{'mean(SE)':<{width}}" + "".join(f"{format_mean_se(mu, se):>11}" for mu, se, _ in stats))
+    lines.append(
+        f"{'mean(SE)':<{width}}" + "".join(f"{format_mean_se(mu, se):>11}" for mu, se, _ in stats)
+    )
     if len(common) > 1:
         lines += ["", "mean over studies per seed", head]
         per_seed = []
@@ -268,7 +279,9 @@ def _missing_config(exc: Any) -> str:
         return f"{group}={option} is not an option of the config group '{group}'; choose one of [{choice}]"
     m = re.search(r"Cannot find primary config '([^']+)'", text)
     if m:
-        return f"the config '{m.group(1)}' was not found; reinstall ltr_bench or check --config-name"
+        return (
+            f"the config '{m.group(1)}' was not found; reinstall ltr_bench or check --config-name"
+        )
     return _one_line(text)
 
 

@@ -114,7 +114,9 @@ def builtin_losses(kind: LossKind | None = None) -> dict[str, Callable[..., Tens
 
 
 def resolve_loss(
-    value: Any, kind: LossKind, key: str = "loss",
+    value: Any,
+    kind: LossKind,
+    key: str = "loss",
 ) -> tuple[Callable[..., Tensor], LossInfo]:
     """The loss function (config parameters bound) and its :class:`LossInfo`.
 
@@ -131,7 +133,9 @@ def resolve_loss(
     elif isinstance(value, str):
         params, name, target = {}, value.strip(), None
     else:
-        raise UserError(f"{key} must be a loss name or a config node with '_target_', got {value!r}")
+        raise UserError(
+            f"{key} must be a loss name or a config node with '_target_', got {value!r}"
+        )
     fits = builtin_losses(kind)
     choose = f"choose a {kind} loss, one of [{', '.join(fits)}], or drop the override"
     trains = f"this model trains with {kind} losses"
@@ -142,7 +146,9 @@ def resolve_loss(
             fn = get_method(str(target))
         except Exception as err:  # Hydra wraps import errors in its own types
             why = " ".join(str(err).split()) or type(err).__name__
-            raise UserError(f"{key}._target_={target} cannot be imported ({why}); {choose}") from None
+            raise UserError(
+                f"{key}._target_={target} cannot be imported ({why}); {choose}"
+            ) from None
     elif name.lower() in builtin_losses():
         fn = builtin_losses()[name.lower()]
     else:
@@ -172,7 +178,10 @@ def weighted_mean(values: Tensor, weight: Tensor | None = None) -> Tensor:
 
 @pair_loss(name="l2")
 def l2_pair_loss(
-    r: Tensor, label_hi: Tensor | None = None, weight: Tensor | None = None, *,
+    r: Tensor,
+    label_hi: Tensor | None = None,
+    weight: Tensor | None = None,
+    *,
     label_weighted: bool = False,
 ) -> Tensor:
     """The papers' L2 cost ``(1 - r(d_i, d_j))^2`` with target 1 on ordered pairs.
@@ -190,7 +199,10 @@ def l2_pair_loss(
 
 @pair_loss(name="logistic")
 def logistic_pair_loss(
-    r: Tensor, label_hi: Tensor | None = None, weight: Tensor | None = None, *,
+    r: Tensor,
+    label_hi: Tensor | None = None,
+    weight: Tensor | None = None,
+    *,
     target_probability: float = 1.0,
 ) -> Tensor:
     """RankNet's cross-entropy cost (Burges et al. eq. 7-9) on the pair output ``o_ij = r``.
@@ -203,7 +215,10 @@ def logistic_pair_loss(
 
 @pair_loss(name="hinge")
 def hinge_pair_loss(
-    r: Tensor, label_hi: Tensor | None = None, weight: Tensor | None = None, *,
+    r: Tensor,
+    label_hi: Tensor | None = None,
+    weight: Tensor | None = None,
+    *,
     margin: float = 1.0,
 ) -> Tensor:
     """Pairwise hinge ``max(0, margin - r)``: the slack of RankSVM's constraint (Burges eq. 5),
@@ -212,7 +227,11 @@ def hinge_pair_loss(
 
 
 def ndcg_swap_delta(
-    gain_i: Tensor, gain_j: Tensor, rank_i: Tensor, rank_j: Tensor, idcg: Tensor,
+    gain_i: Tensor,
+    gain_j: Tensor,
+    rank_i: Tensor,
+    rank_j: Tensor,
+    idcg: Tensor,
     k: int | None = None,
 ) -> Tensor:
     """``|delta NDCG|`` of swapping documents i and j in the current ranking (LambdaRank).
@@ -278,7 +297,12 @@ def listnet_loss(scores: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
 
 @list_loss(cost_power=2, name="lambda")
 def lambdarank_loss(
-    scores: Tensor, labels: Tensor, mask: Tensor, *, k: int | None = None, sigma: float = 1.0,
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor,
+    *,
+    k: int | None = None,
+    sigma: float = 1.0,
 ) -> Tensor:
     """LambdaRank: a loss whose gradient is the lambda-gradient of every ordered pair of a query.
 
@@ -293,11 +317,16 @@ def lambdarank_loss(
         g = torch.where(mask, gains(labels), 0.0)
         idcg = ideal_dcg(labels, mask, k).clamp_min(1e-12)
         delta = ndcg_swap_delta(
-            g.unsqueeze(2), g.unsqueeze(1), ranks.unsqueeze(2), ranks.unsqueeze(1),
-            idcg[:, None, None], k,
+            g.unsqueeze(2),
+            g.unsqueeze(1),
+            ranks.unsqueeze(2),
+            ranks.unsqueeze(1),
+            idcg[:, None, None],
+            k,
         )
-        ordered = (labels.unsqueeze(2) > labels.unsqueeze(1)) & mask.unsqueeze(2) & mask.unsqueeze(1)
+        ordered = (
+            (labels.unsqueeze(2) > labels.unsqueeze(1)) & mask.unsqueeze(2) & mask.unsqueeze(1)
+        )
         weight = torch.where(ordered, delta, 0.0).to(scores.dtype)
     o = sigma * (scores.unsqueeze(2) - scores.unsqueeze(1))
     return weighted_mean(F.softplus(-o), weight)
-

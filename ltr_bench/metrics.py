@@ -261,7 +261,9 @@ class _Ranked:
     it, see :func:`_ranking_depth`).
     """
 
-    def __init__(self, scores: Tensor, labels: Tensor, mask: Tensor, depth: int | None = None) -> None:
+    def __init__(
+        self, scores: Tensor, labels: Tensor, mask: Tensor, depth: int | None = None
+    ) -> None:
         if scores.shape != labels.shape or scores.shape != mask.shape or scores.dim() != 2:
             raise ValueError(
                 f"scores {tuple(scores.shape)}, labels {tuple(labels.shape)} and mask "
@@ -274,15 +276,18 @@ class _Ranked:
         self._setup(keys, perm, labels, mask, depth)
 
     @classmethod
-    def from_keys(cls, keys: Tensor, labels: Tensor, mask: Tensor, depth: int | None = None) -> "_Ranked":
+    def from_keys(
+        cls, keys: Tensor, labels: Tensor, mask: Tensor, depth: int | None = None
+    ) -> "_Ranked":
         """From ranking keys (``-score``, ``+inf`` at padding) of rows whose real documents come
         first, as the flat evaluation pads them: no score copy, no key pass."""
         ranked = cls.__new__(cls)
         ranked._setup(keys, None, labels, mask, depth)
         return ranked
 
-    def _setup(self, keys: Tensor, perm: Tensor | None, labels: Tensor, mask: Tensor,
-               depth: int | None) -> None:
+    def _setup(
+        self, keys: Tensor, perm: Tensor | None, labels: Tensor, mask: Tensor, depth: int | None
+    ) -> None:
         self.input_labels = labels  # as given: integer labels allow a sort-free IDCG
         self.mask = mask
         self.dtype = _float_dtype(keys.device)
@@ -305,7 +310,9 @@ class _Ranked:
     def labels(self, k: int | None = None) -> Tensor:
         """``[Q, min(k, L)]`` float labels of the top-k ranks, 0 at padding."""
         if self.depth is not None and (k is None or k > self.depth):
-            raise ValueError(f"ranked to depth {self.depth} only, but ranks up to {k or self.width} were asked")
+            raise ValueError(
+                f"ranked to depth {self.depth} only, but ranks up to {k or self.width} were asked"
+            )
         if self._full is None and k is not None and k < self.width:
             top = self.input_labels.gather(1, self.order[:, :k]).to(self.dtype)
             return top.masked_fill(~self.valid(k), 0.0)
@@ -443,9 +450,7 @@ def _ranking_depth(specs: Sequence[MetricSpec]) -> int | None:
     return None if not depths or None in depths else max(depths)  # type: ignore[type-var]
 
 
-def _raw_metric(
-    spec: MetricSpec, r: _Ranked, threshold: float, max_grade: float | None
-) -> _Raw:
+def _raw_metric(spec: MetricSpec, r: _Ranked, threshold: float, max_grade: float | None) -> _Raw:
     if spec.kind == "ndcg":
         return _ndcg(r, spec.k)
     if spec.kind == "map":
@@ -478,7 +483,11 @@ def _apply_policy(values: Tensor, defined: Tensor, no_relevant: str) -> Tensor:
 
 # ====================================================================== padded torch API
 def ndcg_padded(
-    scores: Tensor, labels: Tensor, mask: Tensor, k: int | None = None, *,
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor,
+    k: int | None = None,
+    *,
     no_relevant: NoRelevantPolicy = "drop",
 ) -> Tensor:
     """``[Q]`` NDCG@k per query (``k=None``: whole query). Queries with IDCG = 0 (no label > 0)
@@ -487,7 +496,11 @@ def ndcg_padded(
 
 
 def average_precision_padded(
-    scores: Tensor, labels: Tensor, mask: Tensor, *, threshold: float = 1,
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor,
+    *,
+    threshold: float = 1,
     no_relevant: NoRelevantPolicy = "drop",
 ) -> Tensor:
     """``[Q]`` average precision per query (relevant: ``label >= threshold``)."""
@@ -496,7 +509,12 @@ def average_precision_padded(
 
 
 def precision_padded(
-    scores: Tensor, labels: Tensor, mask: Tensor, k: int, *, threshold: float = 1,
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor,
+    k: int,
+    *,
+    threshold: float = 1,
     no_relevant: NoRelevantPolicy = "drop",
 ) -> Tensor:
     """``[Q]`` P@k per query: relevant documents among the top k, divided by k."""
@@ -505,7 +523,11 @@ def precision_padded(
 
 
 def reciprocal_rank_padded(
-    scores: Tensor, labels: Tensor, mask: Tensor, *, threshold: float = 1,
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor,
+    *,
+    threshold: float = 1,
     no_relevant: NoRelevantPolicy = "drop",
 ) -> Tensor:
     """``[Q]`` reciprocal rank of the first relevant document per query (MRR before the mean)."""
@@ -514,7 +536,11 @@ def reciprocal_rank_padded(
 
 
 def wta_padded(
-    scores: Tensor, labels: Tensor, mask: Tensor, *, threshold: float = 1,
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor,
+    *,
+    threshold: float = 1,
     no_relevant: NoRelevantPolicy = "drop",
 ) -> Tensor:
     """``[Q]`` winner takes all: 1 if the top-ranked document is relevant, else 0."""
@@ -523,8 +549,13 @@ def wta_padded(
 
 
 def err_padded(
-    scores: Tensor, labels: Tensor, mask: Tensor, k: int | None = None, *,
-    max_grade: float | None = None, no_relevant: NoRelevantPolicy = "drop",
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor,
+    k: int | None = None,
+    *,
+    max_grade: float | None = None,
+    no_relevant: NoRelevantPolicy = "drop",
 ) -> Tensor:
     """``[Q]`` expected reciprocal rank @k; ``max_grade`` defaults to the largest label given.
     Queries whose labels are all 0 get the ``no_relevant`` value."""
@@ -533,7 +564,11 @@ def err_padded(
 
 
 def pair_accuracy_padded(
-    scores: Tensor, labels: Tensor, mask: Tensor, *, no_relevant: NoRelevantPolicy = "drop",
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor,
+    *,
+    no_relevant: NoRelevantPolicy = "drop",
 ) -> Tensor:
     """``[Q]`` fraction of pairs with different labels in the right order. Queries without such a
     pair get the ``no_relevant`` value."""
@@ -542,8 +577,13 @@ def pair_accuracy_padded(
 
 
 def evaluate_padded(
-    scores: Tensor, labels: Tensor, mask: Tensor, names: Sequence[str] = DEFAULT_METRICS, *,
-    relevance_threshold: float = 1, no_relevant: NoRelevantPolicy = "drop",
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor,
+    names: Sequence[str] = DEFAULT_METRICS,
+    *,
+    relevance_threshold: float = 1,
+    no_relevant: NoRelevantPolicy = "drop",
     max_grade: float | None = None,
 ) -> dict[str, Tensor]:
     """Several metrics by name on one padded batch (sorted once): ``{name: [Q] tensor}``.
@@ -564,13 +604,24 @@ def evaluate_padded(
 
 
 def metric_padded(
-    name: str, scores: Tensor, labels: Tensor, mask: Tensor, *, relevance_threshold: float = 1,
-    no_relevant: NoRelevantPolicy = "drop", max_grade: float | None = None,
+    name: str,
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor,
+    *,
+    relevance_threshold: float = 1,
+    no_relevant: NoRelevantPolicy = "drop",
+    max_grade: float | None = None,
 ) -> Tensor:
     """One metric by name (e.g. a ranker's validation metric "ndcg@10"): ``[Q]`` values."""
     return evaluate_padded(
-        scores, labels, mask, (name,), relevance_threshold=relevance_threshold,
-        no_relevant=no_relevant, max_grade=max_grade,
+        scores,
+        labels,
+        mask,
+        (name,),
+        relevance_threshold=relevance_threshold,
+        no_relevant=no_relevant,
+        max_grade=max_grade,
     )[parse_metric(name).name]
 
 
@@ -627,13 +678,20 @@ def _compact_labels(labels: np.ndarray) -> np.ndarray:
     padded pass; integers also allow the sort-free IDCG), other labels as float64."""
     if labels.dtype.kind in "biu" or np.array_equal(labels, np.round(labels)):
         top = int(labels.max()) if labels.size else 0
-        return labels.astype(np.int8 if top < 128 else np.int16 if top < 2**15 else np.int64, copy=False)
+        return labels.astype(
+            np.int8 if top < 128 else np.int16 if top < 2**15 else np.int64, copy=False
+        )
     return labels.astype(np.float64, copy=False)
 
 
 def _evaluate_blocks(
-    scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, specs: list[MetricSpec],
-    threshold: float, max_grade: float | None, max_elements: int = _CHUNK_ELEMENTS,
+    scores: np.ndarray,
+    labels: np.ndarray,
+    offsets: np.ndarray,
+    specs: list[MetricSpec],
+    threshold: float,
+    max_grade: float | None,
+    max_elements: int = _CHUNK_ELEMENTS,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
     """Raw per-query values, defined-masks and has-relevant flags for contiguous query blocks."""
     n_q = len(offsets) - 1
@@ -713,9 +771,7 @@ def evaluate(
         scores, labels, np.asarray(data.offsets), specs, relevance_threshold, max_grade
     )
     rows = keep if no_relevant == "drop" else np.ones_like(keep)
-    per_query = {
-        name: np.where(defined[name] & keep, values[name], fill)[rows] for name in values
-    }
+    per_query = {name: np.where(defined[name] & keep, values[name], fill)[rows] for name in values}
     means = {name: _nanmean(v) for name, v in per_query.items()}
     policy = {
         "no_relevant": no_relevant,
@@ -737,9 +793,7 @@ def _nanmean(values: np.ndarray) -> float:
     return float(finite.mean()) if finite.size else math.nan
 
 
-def _group_by_qid(
-    scores: Any, labels: Any, qid: Any
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _group_by_qid(scores: Any, labels: Any, qid: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Flat arrays regrouped into contiguous query blocks (stable: document order is kept)."""
     scores = _as_numpy(scores).reshape(-1)
     labels = _as_numpy(labels).reshape(-1)

@@ -45,18 +45,36 @@ def build_parser() -> argparse.ArgumentParser:
         description="Score LETOR files with a saved ltr_bench model: per-document scores, a TREC "
         "run file and, where the files have relevance labels, the metrics table.",
     )
-    p.add_argument("model", help="runs:/<run id>/model, models:/<name>/<version|latest>, or a "
-                   "local model folder")
-    p.add_argument("files", nargs="+", type=Path, help="LETOR files (label qid:<q> i:v ... # docid = ...)")
-    p.add_argument("--out", type=Path, default=None,
-                   help="output folder (default predictions/<date>_<time>); existing files are never overwritten")
-    p.add_argument("--tag", default=None, help="the run tag of the TREC run file (default: the model's name)")
-    p.add_argument("--eval", choices=EVALS, default="run", dest="evaluation",
-                   help="how labelled files are evaluated: as the model's run evaluated test (run), "
-                   "with labels binarised at the dataset's threshold (paper), or graded (graded)")
-    p.add_argument("--tracking-uri", default=None,
-                   help="MLflow store of runs:/ and models:/ URIs (default $MLFLOW_TRACKING_URI, "
-                   "else sqlite:///mlflow.db in the current folder)")
+    p.add_argument(
+        "model",
+        help="runs:/<run id>/model, models:/<name>/<version|latest>, or a local model folder",
+    )
+    p.add_argument(
+        "files", nargs="+", type=Path, help="LETOR files (label qid:<q> i:v ... # docid = ...)"
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default predictions/<date>_<time>); existing files are never overwritten",
+    )
+    p.add_argument(
+        "--tag", default=None, help="the run tag of the TREC run file (default: the model's name)"
+    )
+    p.add_argument(
+        "--eval",
+        choices=EVALS,
+        default="run",
+        dest="evaluation",
+        help="how labelled files are evaluated: as the model's run evaluated test (run), "
+        "with labels binarised at the dataset's threshold (paper), or graded (graded)",
+    )
+    p.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="MLflow store of runs:/ and models:/ URIs (default $MLFLOW_TRACKING_URI, "
+        "else sqlite:///mlflow.db in the current folder)",
+    )
     return p
 
 
@@ -83,7 +101,9 @@ def predict(args: argparse.Namespace) -> int:
     stems = [f.stem for f in args.files]
     if len(set(stems)) != len(stems):
         stems = [f"{i + 1}_{s}" for i, s in enumerate(stems)]
-    targets = [out / f"{s}{ext}" for s in stems for ext in (".scores.tsv", ".run")] + [out / "metrics.csv"]
+    targets = [out / f"{s}{ext}" for s in stems for ext in (".scores.tsv", ".run")] + [
+        out / "metrics.csv"
+    ]
     taken = [str(t) for t in targets if t.exists()]
     if taken:
         raise UserError(f"{taken[0]} exists; choose another --out (outputs are never overwritten)")
@@ -97,8 +117,11 @@ def predict(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         _write_scores(out / f"{stem}.scores.tsv", data, docids, scores)
         _write_trec(out / f"{stem}.run", data, docids, scores, tag)
-        print(f"{path}: {data.n_docs} documents in {data.n_queries} queries -> "
-              f"{out / (stem + '.scores.tsv')}, {out / (stem + '.run')}", flush=True)
+        print(
+            f"{path}: {data.n_docs} documents in {data.n_queries} queries -> "
+            f"{out / (stem + '.scores.tsv')}, {out / (stem + '.run')}",
+            flush=True,
+        )
         metrics = evaluate_file(pipeline, data, args.evaluation)
         if metrics is None:
             print(f"{path}: no document is labelled relevant, so no metrics", flush=True)
@@ -144,10 +167,16 @@ def pipeline_folder(folder: Path) -> Path:
     if mlmodel.is_file():
         import yaml
 
-        flavor = (yaml.safe_load(mlmodel.read_text()) or {}).get("flavors", {}).get("python_function", {})
+        flavor = (
+            (yaml.safe_load(mlmodel.read_text()) or {})
+            .get("flavors", {})
+            .get("python_function", {})
+        )
         if flavor.get("loader_module") == "ltr_bench.saved_model" and flavor.get("data"):
             return folder / str(flavor["data"])
-    raise UserError(f"{folder} is not an ltr_bench model: it has no {PIPELINE_FILE} and no ltr_bench MLmodel")
+    raise UserError(
+        f"{folder} is not an ltr_bench model: it has no {PIPELINE_FILE} and no ltr_bench MLmodel"
+    )
 
 
 def _download(uri: str, tracking_uri: str | None, dst: str) -> Path:
@@ -157,19 +186,27 @@ def _download(uri: str, tracking_uri: str | None, dst: str) -> Path:
     from mlflow.exceptions import MlflowException
 
     logging.getLogger("mlflow").setLevel(logging.ERROR)
-    store = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path('mlflow.db').resolve()}"
-    db = store[len("sqlite:///"):] if store.startswith("sqlite:///") else None
+    store = (
+        tracking_uri
+        or os.environ.get("MLFLOW_TRACKING_URI")
+        or f"sqlite:///{Path('mlflow.db').resolve()}"
+    )
+    db = store[len("sqlite:///") :] if store.startswith("sqlite:///") else None
     if db is not None and not Path(db).is_file():
-        raise UserError(f"the MLflow store {store} does not exist; run ltr-bench-predict where "
-                        "ltr-bench ran or give --tracking-uri")
+        raise UserError(
+            f"the MLflow store {store} does not exist; run ltr-bench-predict where "
+            "ltr-bench ran or give --tracking-uri"
+        )
     mlflow.set_tracking_uri(store)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     try:
         return Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=dst))
     except MlflowException as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
-        raise UserError(f"the model {uri} was not found in {store} ({first.rstrip('.')}); check the "
-                        "run id or model name and version, or --tracking-uri") from None
+        raise UserError(
+            f"the model {uri} was not found in {store} ({first.rstrip('.')}); check the "
+            "run id or model name and version, or --tracking-uri"
+        ) from None
 
 
 # ------------------------------------------------------------------------------ outputs
@@ -233,17 +270,26 @@ def evaluate_file(pipeline: Any, data: Any, evaluation: str = "run") -> dict[str
             kept, metric_threshold = binarize_labels(kept, threshold), 1
         else:
             metric_threshold = threshold
-    result = evaluate(pipeline.score(kept), kept, names=names, relevance_threshold=metric_threshold,
-                      no_relevant=no_relevant)
+    result = evaluate(
+        pipeline.score(kept),
+        kept,
+        names=names,
+        relevance_threshold=metric_threshold,
+        no_relevant=no_relevant,
+    )
     return {n: float(result.means[n]) for n in names}
 
 
-def format_table(rows: Sequence[tuple[str, dict[str, float]]], names: Sequence[str], evaluation: str) -> str:
+def format_table(
+    rows: Sequence[tuple[str, dict[str, float]]], names: Sequence[str], evaluation: str
+) -> str:
     width = max(12, *(len(Path(f).name) + 2 for f, _ in rows))
     lines = [f"{'eval=' + evaluation:<{width}}" + "".join(f"{n:>9}" for n in names)]
     for f, m in rows:
-        lines.append(f"{Path(f).name:<{width}}" + "".join(
-            f"{m[n]:>9.4f}" if math.isfinite(m[n]) else f"{'nan':>9}" for n in names))
+        lines.append(
+            f"{Path(f).name:<{width}}"
+            + "".join(f"{m[n]:>9.4f}" if math.isfinite(m[n]) else f"{'nan':>9}" for n in names)
+        )
     return "\n".join(lines)
 
 

@@ -92,7 +92,9 @@ class Protocol:
             raise UserError(f"protocol.inner_cv must be an integer >= 2, got {inner_cv!r}")
         self.inner_cv = int(inner_cv)
         if not _is_int(inner_repeats) or int(inner_repeats) < 1:
-            raise UserError(f"protocol.inner_repeats must be an integer >= 1, got {inner_repeats!r}")
+            raise UserError(
+                f"protocol.inner_repeats must be an integer >= 1, got {inner_repeats!r}"
+            )
         self.inner_repeats = int(inner_repeats)
         if not _is_int(reevaluation_repeats) or int(reevaluation_repeats) < 1:
             raise UserError(
@@ -167,7 +169,10 @@ class SingleSplit(Protocol):
     def load(self, dataset: Dataset, position: int, *, with_test: bool = True) -> OuterSplit:
         fold = dataset.load_fold(position)
         return OuterSplit(
-            _fold_id(dataset, position), fold.name, fold.train, fold.vali,
+            _fold_id(dataset, position),
+            fold.name,
+            fold.train,
+            fold.vali,
             fold.test if with_test else None,
         )
 
@@ -212,9 +217,7 @@ class HoldOut(Protocol):
             )
         self.train_fraction = float(train_fraction)
         if not _is_number(vali_fraction) or not 0.0 <= float(vali_fraction) < 1.0:
-            raise UserError(
-                f"protocol.vali_fraction must be in [0, 1), got {vali_fraction!r}"
-            )
+            raise UserError(f"protocol.vali_fraction must be in [0, 1), got {vali_fraction!r}")
         self.vali_fraction = float(vali_fraction)
         if split is not None and (not _is_int(split) or not 0 <= int(split) < self.n_splits):
             raise UserError(

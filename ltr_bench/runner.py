@@ -133,7 +133,9 @@ def check_top_level(cfg: DictConfig) -> None:
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise UserError(f"seed must be a non-negative integer, got {seed!r}")
     threads = cfg.get("threads")
-    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+    if threads is not None and (
+        not isinstance(threads, int) or isinstance(threads, bool) or threads < 1
+    ):
         raise UserError(f"threads must be null (all cores) or an integer >= 1, got {threads!r}")
     obj = cfg.get("objective") or {}
     split = obj.get("split", "vali")
@@ -168,7 +170,9 @@ def check_numeric_arguments(cfg: DictConfig, group: str = "optimizer") -> None:
     for key, value in texts.items():
         default = defaults[key].default if key in defaults else None
         if isinstance(default, (int, float)) and not isinstance(default, bool):
-            raise UserError(f"{group}.{key}={value!r} is not a number; give a number such as {group}.{key}={default}")
+            raise UserError(
+                f"{group}.{key}={value!r} is not a number; give a number such as {group}.{key}={default}"
+            )
 
 
 def check_distributed(cfg: DictConfig) -> None:
@@ -335,8 +339,12 @@ def prepare(
     options = OmegaConf.to_container(cfg.eval.preprocessing, resolve=True)
     assert isinstance(options, dict)
     options.pop("threads", None)  # how fast, not what: the same numbers with any thread count
-    key = {"preprocessing": options, "train_labels": protocol.train_labels, "threshold": threshold,
-           "test_role": test_role}
+    key = {
+        "preprocessing": options,
+        "train_labels": protocol.train_labels,
+        "threshold": threshold,
+        "test_role": test_role,
+    }
     parts = [("train", train), ("vali", vali), ("test", test)]
     (tr, va, te), pre, _ = cached_preprocessing(key, parts, compute, dataset.cache_dir)
     return Prepared(tr, va, te, pre)
@@ -354,7 +362,10 @@ class Fitted:
 
 
 def fit_and_score(
-    cfg: DictConfig, train: QuerySet, test: QuerySet, vali: QuerySet | None = None,
+    cfg: DictConfig,
+    train: QuerySet,
+    test: QuerySet,
+    vali: QuerySet | None = None,
     cache: dict[str, Any] | None = None,
 ) -> Fitted:
     """Preprocess (fitted on ``train``), build ``cfg``'s ranker, fit it, score ``test``: one
@@ -368,8 +379,11 @@ def fit_and_score(
     if parts is None:
         pre = build_preprocessing(cfg)
         pre.fit(train)
-        parts = (pre.apply(train, "train"), pre.apply(vali, "vali") if vali is not None else None,
-                 pre.apply(test, "test"))
+        parts = (
+            pre.apply(train, "train"),
+            pre.apply(vali, "vali") if vali is not None else None,
+            pre.apply(test, "test"),
+        )
         if cache is not None:
             cache[key] = parts
     tr, va, te = parts
@@ -386,7 +400,9 @@ def evaluate_split(cfg: DictConfig, scores: np.ndarray, data: QuerySet, where: s
 
     scores = np.asarray(scores, dtype=np.float64).reshape(-1)
     if scores.shape[0] != data.n_docs:
-        raise RuntimeError(f"the ranker returned {scores.shape[0]} scores for {data.n_docs} documents")
+        raise RuntimeError(
+            f"the ranker returned {scores.shape[0]} scores for {data.n_docs} documents"
+        )
     if not np.all(np.isfinite(scores)):
         raise TrialFailed(
             f"the ranker produced non-finite scores on {where} (training diverged?); "
@@ -451,7 +467,9 @@ def common_tags(cfg: DictConfig, ctx: JobContext) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ the run
-def run(cfg: DictConfig, output_dir: str | os.PathLike[str] | None = None, *, verbose: bool = True) -> RunResult:
+def run(
+    cfg: DictConfig, output_dir: str | os.PathLike[str] | None = None, *, verbose: bool = True
+) -> RunResult:
     """Run the composed config ``cfg`` once (see the module docstring)."""
     from hydra.utils import instantiate
 
@@ -472,7 +490,9 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike[str] | None = None, *, ve
     ctx = job_context(output_dir)
     configure_threads(cfg)
     dataset = instantiate(cfg.dataset, _convert_="all")
-    build_ranker(cfg)  # the ranker validates its config (e.g. its loss's kind) before any run is logged
+    build_ranker(
+        cfg
+    )  # the ranker validates its config (e.g. its loss's kind) before any run is logged
     seed_everything(int(cfg.seed))
     tracker = Tracker.from_config(cfg.tracking, ctx.cwd)
     tags = common_tags(cfg, ctx)
@@ -485,7 +505,9 @@ def run(cfg: DictConfig, output_dir: str | os.PathLike[str] | None = None, *, ve
         path = ctx.output_dir / "results.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         result.results_path = str(path)
-        path.write_text(json.dumps(_results_json(cfg, result, tracker), indent=2, default=_json_default))
+        path.write_text(
+            json.dumps(_results_json(cfg, result, tracker), indent=2, default=_json_default)
+        )
         if verbose:
             print(f"results: {path}", flush=True)
     return result
@@ -512,8 +534,11 @@ def _run_final(
     dataset_name, protocol_name = str(tags[keys.TAG_DATASET]), str(tags[keys.TAG_PROTOCOL])
 
     def name_for(scope: str) -> str:
-        return (keys.refit_run_name(model, scope, seed) if refit
-                else keys.protocol_run_name(model, scope, protocol_name))
+        return (
+            keys.refit_run_name(model, scope, seed)
+            if refit
+            else keys.protocol_run_name(model, scope, protocol_name)
+        )
 
     params = run_params(cfg, ctx.choices)
     folds: list[FoldResult] = []
@@ -524,41 +549,76 @@ def _run_final(
         inputs: list[dict[str, Any]] = []
         for i, pos in enumerate(positions):
             if verbose and len(positions) > 1:
-                print(f"[{i + 1}/{len(positions)}] {protocol.name}: reading and training ...", flush=True)
+                print(
+                    f"[{i + 1}/{len(positions)}] {protocol.name}: reading and training ...",
+                    flush=True,
+                )
             fold_tags = {**tags, keys.TAG_ROLE: keys.ROLE_FOLD}
-            fr, fp, fold_inputs = _run_fold(cfg, protocol, dataset, pos, tracker, fold_tags, run_id,
-                                            params, seed if refit else None)
+            fr, fp, fold_inputs = _run_fold(
+                cfg,
+                protocol,
+                dataset,
+                pos,
+                tracker,
+                fold_tags,
+                run_id,
+                params,
+                seed if refit else None,
+            )
             folds.append(fr)
             fingerprints.append(fp)
             inputs += fold_inputs
             if len(positions) == 1:  # one split: the run is named after it (mq2008/Fold1)
                 tracker.rename(run_id, name_for(fr.name))
             if verbose and len(positions) > 1:
-                print(f"[{i + 1}/{len(positions)}] {fr.name}: {_short(fr.metrics, cfg)}"
-                      f"  (fit {fr.times[keys.TIME_FIT]:.1f} s)", flush=True)
+                print(
+                    f"[{i + 1}/{len(positions)}] {fr.name}: {_short(fr.metrics, cfg)}"
+                    f"  (fit {fr.times[keys.TIME_FIT]:.1f} s)",
+                    flush=True,
+                )
         tracker.log_inputs(run_id, inputs)
         result = _aggregate("final", cfg, folds)
         result.mlflow_run_id = run_id or None
-        tracker.set_tags(run_id, {keys.TAG_FINGERPRINT: hashlib.sha256("".join(fingerprints).encode()).hexdigest()[:16]})
+        tracker.set_tags(
+            run_id,
+            {keys.TAG_FINGERPRINT: hashlib.sha256("".join(fingerprints).encode()).hexdigest()[:16]},
+        )
         summary = {keys.metric_key(s, n): v for s, d in result.mean.items() for n, v in d.items()}
-        summary.update({keys.metric_key(s, n) + keys.SE_SUFFIX: v
-                        for s, d in result.se.items() for n, v in d.items()})
+        summary.update(
+            {
+                keys.metric_key(s, n) + keys.SE_SUFFIX: v
+                for s, d in result.se.items()
+                for n, v in d.items()
+            }
+        )
         summary.update(result.times)
         summary[keys.OBJECTIVE] = result.objective
         tracker.log_metrics(run_id, summary)
         if verbose:
             print(format_results(cfg, result), flush=True)
             if tracker.enabled:
-                print(f"MLflow run {run_id} in {tracker.tracking_uri} (experiment "
-                      f"'{tracker.experiment_name}')", flush=True)
+                print(
+                    f"MLflow run {run_id} in {tracker.tracking_uri} (experiment "
+                    f"'{tracker.experiment_name}')",
+                    flush=True,
+                )
                 for fr in folds:
                     if fr.model_uri:  # what ltr-bench-predict and mlflow.pyfunc.load_model take
                         print(f"model of {fr.name}: {fr.model_uri}", flush=True)
-                print(tracker.experiment_link(filter_eq(keys.TAG_INVOCATION, invocation_id()),
-                                              "runs of this command", run_id), flush=True)
+                print(
+                    tracker.experiment_link(
+                        filter_eq(keys.TAG_INVOCATION, invocation_id()),
+                        "runs of this command",
+                        run_id,
+                    ),
+                    flush=True,
+                )
         if tracker.enabled:
-            tracker.log_text(run_id, json.dumps(_results_json(cfg, result, tracker), indent=2,
-                                                default=_json_default), "results.json")
+            tracker.log_text(
+                run_id,
+                json.dumps(_results_json(cfg, result, tracker), indent=2, default=_json_default),
+                "results.json",
+            )
     return result
 
 
@@ -580,11 +640,20 @@ def _run_fold(
         inputs = dataset_inputs(split)
         digests = {i["context"]: i["digest"] for i in inputs}
         fingerprint = _fingerprint(*(digests.get(p) for p in ("train", "vali", "test")))
-        data = prepare(cfg, protocol, dataset.relevance_threshold, split.train, split.vali, split.test,
-                       dataset=dataset)
+        data = prepare(
+            cfg,
+            protocol,
+            dataset.relevance_threshold,
+            split.train,
+            split.vali,
+            split.test,
+            dataset=dataset,
+        )
     assert data.test is not None
     fold_tags = {
-        **tags, keys.TAG_FOLD: split.fold, keys.TAG_FINGERPRINT: fingerprint,
+        **tags,
+        keys.TAG_FOLD: split.fold,
+        keys.TAG_FINGERPRINT: fingerprint,
         keys.TAG_FOLD_NAME: split.name,
         keys.TAG_N_TRAIN_QUERIES: data.train.n_queries,
         keys.TAG_N_TEST_QUERIES: data.test.n_queries,
@@ -594,7 +663,9 @@ def _run_fold(
         keys.TAG_PREPROCESSING: json.dumps(data.preprocessing.describe(), default=str),
     }
     model = str(tags[keys.TAG_MODEL])
-    with tracker.run(keys.fold_run_name(model, split.name, refit_seed), fold_tags, parent_id=parent_id) as run_id:
+    with tracker.run(
+        keys.fold_run_name(model, split.name, refit_seed), fold_tags, parent_id=parent_id
+    ) as run_id:
         tracker.log_params(run_id, params)
         tracker.log_inputs(run_id, inputs)
         ranker = build_ranker(cfg)
@@ -606,24 +677,46 @@ def _run_fold(
                 if d is not None:
                     evals[s] = evaluate_split(cfg, ranker.score(d), d, s)
         metrics = {s: dict(e.means) for s, e in evals.items()}
-        tracker.log_metrics(run_id, {keys.metric_key(s, n): v for s, d in metrics.items() for n, v in d.items()})
+        tracker.log_metrics(
+            run_id, {keys.metric_key(s, n): v for s, d in metrics.items() for n, v in d.items()}
+        )
         tracker.log_metrics(run_id, times)
         history = list(getattr(ranker, "history", []) or [])
         tracker.log_history(run_id, history)
         model_uri = None
         if tracker.enabled and tracker.log_artifacts_enabled:
             _log_fold_artifacts(tracker, run_id, evals, history)
-            info = {"run_id": run_id, "fold": split.name, "model": tags.get(keys.TAG_MODEL),
-                    "dataset": tags.get(keys.TAG_DATASET), "eval": tags.get(keys.TAG_EVAL),
-                    "seed": tags.get(keys.TAG_SEED), "ltr_bench_version": tags.get(keys.TAG_VERSION)}
-            if log_model(tracker, run_id, scoring_pipeline(cfg, data, ranker, dataset.relevance_threshold, info)):
+            info = {
+                "run_id": run_id,
+                "fold": split.name,
+                "model": tags.get(keys.TAG_MODEL),
+                "dataset": tags.get(keys.TAG_DATASET),
+                "eval": tags.get(keys.TAG_EVAL),
+                "seed": tags.get(keys.TAG_SEED),
+                "ltr_bench_version": tags.get(keys.TAG_VERSION),
+            }
+            if log_model(
+                tracker,
+                run_id,
+                scoring_pipeline(cfg, data, ranker, dataset.relevance_threshold, info),
+            ):
                 model_uri = f"runs:/{run_id}/{MODEL_NAME}"
-    fr = FoldResult(split.fold, split.name, metrics, times, data.train.n_queries,
-                    data.test.n_queries, run_id or None, model_uri)
+    fr = FoldResult(
+        split.fold,
+        split.name,
+        metrics,
+        times,
+        data.train.n_queries,
+        data.test.n_queries,
+        run_id or None,
+        model_uri,
+    )
     return fr, fingerprint, inputs
 
 
-def dataset_inputs(split: OuterSplit, parts: tuple[str, ...] = ("train", "vali", "test")) -> list[dict[str, Any]]:
+def dataset_inputs(
+    split: OuterSplit, parts: tuple[str, ...] = ("train", "vali", "test")
+) -> list[dict[str, Any]]:
     """MLflow dataset inputs of one split: name ``mq2008/Fold1``, digest = the part's
     fingerprint, context train / vali / test, source = its file (LETOR) or generator."""
     out = []
@@ -631,18 +724,27 @@ def dataset_inputs(split: OuterSplit, parts: tuple[str, ...] = ("train", "vali",
         qs: QuerySet | None = getattr(split, part)
         if qs is None:
             continue
-        source = {k: v for k, v in (qs.source or {}).items() if k in ("path", "sha256", "generator", "kind")}
-        out.append({
-            "name": split.name, "digest": qs.fingerprint(), "context": part,
-            "source_type": "local" if "path" in source else "code",
-            "source": {"uri": source["path"]} if "path" in source else source,
-            "profile": {"n_queries": qs.n_queries, "n_docs": qs.n_docs},
-        })
+        source = {
+            k: v
+            for k, v in (qs.source or {}).items()
+            if k in ("path", "sha256", "generator", "kind")
+        }
+        out.append(
+            {
+                "name": split.name,
+                "digest": qs.fingerprint(),
+                "context": part,
+                "source_type": "local" if "path" in source else "code",
+                "source": {"uri": source["path"]} if "path" in source else source,
+                "profile": {"n_queries": qs.n_queries, "n_docs": qs.n_docs},
+            }
+        )
     return out
 
 
-def scoring_pipeline(cfg: DictConfig, data: Prepared, ranker: Any, relevance_threshold: int,
-                     info: Mapping[str, Any]) -> Any:
+def scoring_pipeline(
+    cfg: DictConfig, data: Prepared, ranker: Any, relevance_threshold: int, info: Mapping[str, Any]
+) -> Any:
     """What a fold run saves as its model: the fitted preprocessing and ranker, the model config
     that rebuilds the ranker, and the evaluation's metric options (no data)."""
     from ltr_bench.saved_model import ScoringPipeline
@@ -652,10 +754,20 @@ def scoring_pipeline(cfg: DictConfig, data: Prepared, ranker: Any, relevance_thr
     for k in MODEL_META_KEYS:
         spec.pop(k, None)
     m = cfg.eval.metrics
-    metrics = {"names": metric_names(cfg), "relevance_threshold": m.get("relevance_threshold", 1),
-               "no_relevant": m.get("no_relevant", "drop")}
-    return ScoringPipeline(data.preprocessing, ranker, data.train.n_features, int(relevance_threshold),
-                           spec, metrics, {k: v for k, v in info.items() if v is not None})
+    metrics = {
+        "names": metric_names(cfg),
+        "relevance_threshold": m.get("relevance_threshold", 1),
+        "no_relevant": m.get("no_relevant", "drop"),
+    }
+    return ScoringPipeline(
+        data.preprocessing,
+        ranker,
+        data.train.n_features,
+        int(relevance_threshold),
+        spec,
+        metrics,
+        {k: v for k, v in info.items() if v is not None},
+    )
 
 
 def log_model(tracker: Tracker, run_id: str, pipeline: Any) -> bool:
@@ -674,8 +786,16 @@ def log_model(tracker: Tracker, run_id: str, pipeline: Any) -> bool:
         except NotImplementedError as exc:
             logging.getLogger(__name__).warning("no model logged: %s", exc)
             return False
-        model_id = tracker.log_model(run_id, PyfuncModel(folder, LOADER_MODULE, pyfunc_inputs(pipeline.n_features),
-                                                         PYFUNC_OUTPUTS, pipeline.info))
+        model_id = tracker.log_model(
+            run_id,
+            PyfuncModel(
+                folder,
+                LOADER_MODULE,
+                pyfunc_inputs(pipeline.n_features),
+                PYFUNC_OUTPUTS,
+                pipeline.info,
+            ),
+        )
     return model_id is not None
 
 
@@ -700,7 +820,8 @@ def _run_inner_cv(
     model, dataset_name = str(tags[keys.TAG_MODEL]), str(tags[keys.TAG_DATASET])
     sampler = _sampler_choice()
     sweep_id = tracker.find_or_create_sweep_run(
-        str(study or "no-study"), tags, keys.sweep_run_name(model, dataset_name, sampler))
+        str(study or "no-study"), tags, keys.sweep_run_name(model, dataset_name, sampler)
+    )
     trial_tags = {**tags, keys.TAG_ROLE: keys.ROLE_TRIAL, keys.TAG_TRIAL: trial}
     name = keys.trial_run_name(model, trial, reevaluation)
     if reevaluation:
@@ -720,31 +841,56 @@ def _run_inner_cv(
                     split = protocol.load(dataset, pos, with_test=False)
                 split_names.append(split.name)
                 tracker.log_inputs(run_id, dataset_inputs(split, ("train",)))
-                for repeat, k, inner_train, inner_vali in protocol.inner_folds(split.train, reevaluation):
+                for repeat, k, inner_train, inner_vali in protocol.inner_folds(
+                    split.train, reevaluation
+                ):
                     t: dict[str, float] = {keys.TIME_READ: times.pop(keys.TIME_READ, 0.0)}
                     with _timer(t, keys.TIME_READ):
-                        data = prepare(cfg, protocol, dataset.relevance_threshold,
-                                       inner_train, split.vali, inner_vali, test_role="vali", dataset=dataset)
+                        data = prepare(
+                            cfg,
+                            protocol,
+                            dataset.relevance_threshold,
+                            inner_train,
+                            split.vali,
+                            inner_vali,
+                            test_role="vali",
+                            dataset=dataset,
+                        )
                     assert data.test is not None
                     ranker = build_ranker(cfg, seed=seed_for_repeat(int(cfg.seed), repeat))
                     with _timer(t, keys.TIME_FIT):
                         ranker.fit(data.train, data.vali, logger=None)
                     with _timer(t, keys.TIME_EVAL):
-                        ev = evaluate_split(cfg, ranker.score(data.test), data.test, "the inner validation fold")
+                        ev = evaluate_split(
+                            cfg, ranker.score(data.test), data.test, "the inner validation fold"
+                        )
                     several = protocol.inner_repeats > 1 or reevaluation
                     inner = f"repeat{repeat}/inner{k}" if several else f"inner{k}"
-                    fr = FoldResult(step, f"{split.name}/{inner}", {"vali": dict(ev.means)}, t,
-                                    data.train.n_queries, data.test.n_queries)
+                    fr = FoldResult(
+                        step,
+                        f"{split.name}/{inner}",
+                        {"vali": dict(ev.means)},
+                        t,
+                        data.train.n_queries,
+                        data.test.n_queries,
+                    )
                     folds.append(fr)
-                    tracker.log_metrics(run_id, {keys.metric_key(keys.SPLIT_CV_FOLD, n): v
-                                                 for n, v in ev.means.items()}, step=step)
+                    tracker.log_metrics(
+                        run_id,
+                        {keys.metric_key(keys.SPLIT_CV_FOLD, n): v for n, v in ev.means.items()},
+                        step=step,
+                    )
                     step += 1
-                    if reporter is not None and reporter.report(_running_objective(cfg, folds), step):
+                    if reporter is not None and reporter.report(
+                        _running_objective(cfg, folds), step
+                    ):
                         pruned = True  # racing: the pruner stopped this trial after `step` folds
                         break
             result = _aggregate("inner_cv", cfg, folds)
             if result.objective is None or not math.isfinite(result.objective):
-                raise TrialFailed(f"the inner-CV objective {result.objective_name} is {result.objective}")
+                raise TrialFailed(
+                    f"the inner-CV objective {result.objective_name} is {result.objective}"
+                )
         except TrialFailed:
             raise
         except (UserError, KeyboardInterrupt, SystemExit):
@@ -752,8 +898,12 @@ def _run_inner_cv(
         except Exception as exc:  # a fit that raises fails this trial, not the sweep
             raise TrialFailed(f"{name} failed: {exc.__class__.__name__}: {exc}") from exc
         summary = {keys.metric_key(keys.SPLIT_CV, n): v for n, v in result.mean["vali"].items()}
-        summary.update({keys.metric_key(keys.SPLIT_CV, n) + keys.SE_SUFFIX: v
-                        for n, v in result.se["vali"].items()})
+        summary.update(
+            {
+                keys.metric_key(keys.SPLIT_CV, n) + keys.SE_SUFFIX: v
+                for n, v in result.se["vali"].items()
+            }
+        )
         summary.update(result.times)
         summary[keys.OBJECTIVE] = result.objective
         tracker.log_metrics(run_id, summary)
@@ -767,15 +917,19 @@ def _run_inner_cv(
     if pruned:
         assert reporter is not None
         if verbose:
-            print(f"{name}: pruned after {len(folds)} folds, running {result.objective_name} = "
-                  f"{result.objective:.4f}", flush=True)
+            print(
+                f"{name}: pruned after {len(folds)} folds, running {result.objective_name} = "
+                f"{result.objective:.4f}",
+                flush=True,
+            )
         raise reporter.pruned()
     if verbose:
-        print(f"{name}: {result.objective_name} = {result.objective:.4f} "
-              f"over {len(folds)} folds ({result.times[keys.TIME_FIT]:.1f} s fitting)", flush=True)
+        print(
+            f"{name}: {result.objective_name} = {result.objective:.4f} "
+            f"over {len(folds)} folds ({result.times[keys.TIME_FIT]:.1f} s fitting)",
+            flush=True,
+        )
     return result
-
-
 
 
 def _trial_reporter(cfg: DictConfig) -> Any:
@@ -797,8 +951,11 @@ def _quiet_trial_trainer(cfg: DictConfig) -> None:
     """No Lightning per-epoch bars inside sweep trials unless ``sweep.progress_bars=true``: the
     sweeper's own progress line says how far the sweep is."""
     trainer, sweep = cfg.get("trainer"), cfg.get("sweep", {})
-    if isinstance(trainer, DictConfig) and sweep.get("trial_number") is not None \
-            and not sweep.get("progress_bars", False):
+    if (
+        isinstance(trainer, DictConfig)
+        and sweep.get("trial_number") is not None
+        and not sweep.get("progress_bars", False)
+    ):
         with open_dict(cfg):
             trainer.enable_progress_bar = False
 
@@ -815,15 +972,20 @@ def _aggregate(mode: str, cfg: DictConfig, folds: list[FoldResult]) -> RunResult
 
     mean: dict[str, dict[str, float]] = {}
     se: dict[str, dict[str, float]] = {}
-    splits = sorted({s for f in folds for s in f.metrics}, key=lambda s: ("vali", "test").index(s) if s in ("vali", "test") else 9)
+    splits = sorted(
+        {s for f in folds for s in f.metrics},
+        key=lambda s: ("vali", "test").index(s) if s in ("vali", "test") else 9,
+    )
     for s in splits:
         names = [n for n in folds[0].metrics.get(s, {})]
         mean[s], se[s] = {}, {}
         for n in names:
             m, e, _ = mean_se([f.metrics.get(s, {}).get(n, math.nan) for f in folds])
             mean[s][n], se[s][n] = m, e
-    times = {k: float(sum(f.times.get(k, 0.0) for f in folds))
-             for k in (keys.TIME_READ, keys.TIME_FIT, keys.TIME_EVAL)}
+    times = {
+        k: float(sum(f.times.get(k, 0.0) for f in folds))
+        for k in (keys.TIME_READ, keys.TIME_FIT, keys.TIME_EVAL)
+    }
     obj_metric = str(cfg.objective.metric)
     obj_split = "vali" if mode == "inner_cv" else str(cfg.objective.split)
     objective = mean.get(obj_split, {}).get(obj_metric)
@@ -844,17 +1006,26 @@ def format_results(cfg: DictConfig, result: RunResult) -> str:
     if several:
         for f in result.folds:
             for s, d in f.metrics.items():
-                lines.append(f"{f.name[-14:] + ' ' + s:<22}" + "".join(f"{d.get(n, math.nan):>{cell}.4f}" for n in names))
+                lines.append(
+                    f"{f.name[-14:] + ' ' + s:<22}"
+                    + "".join(f"{d.get(n, math.nan):>{cell}.4f}" for n in names)
+                )
         for s in result.mean:
-            lines.append(f"{'mean(SE) ' + s:<22}" + "".join(
-                f"{format_mean_se(result.mean[s][n], result.se[s][n]):>{cell}}" for n in names))
+            lines.append(
+                f"{'mean(SE) ' + s:<22}"
+                + "".join(
+                    f"{format_mean_se(result.mean[s][n], result.se[s][n]):>{cell}}" for n in names
+                )
+            )
     else:
         for s, d in result.folds[0].metrics.items():
             lines.append(f"{s:<22}" + "".join(f"{d.get(n, math.nan):>{cell}.4f}" for n in names))
     t = result.times
     per = f" (sum over {len(result.folds)} folds)" if several else ""
-    lines.append(f"run times{per}: read {t[keys.TIME_READ]:.2f} s, fit {t[keys.TIME_FIT]:.2f} s, "
-                 f"eval {t[keys.TIME_EVAL]:.2f} s")
+    lines.append(
+        f"run times{per}: read {t[keys.TIME_READ]:.2f} s, fit {t[keys.TIME_FIT]:.2f} s, "
+        f"eval {t[keys.TIME_EVAL]:.2f} s"
+    )
     if result.objective is not None:
         lines.append(f"objective ({result.objective_name}): {result.objective:.4f}")
     return "\n".join(lines)
@@ -899,7 +1070,9 @@ def _sampler_choice() -> str | None:
 
 
 # ------------------------------------------------------------------------------ artifacts
-def _log_fold_artifacts(tracker: Tracker, run_id: str, evals: Mapping[str, Any], history: list[dict]) -> None:
+def _log_fold_artifacts(
+    tracker: Tracker, run_id: str, evals: Mapping[str, Any], history: list[dict]
+) -> None:
     """Per-query metrics CSV and the learning-curve PNG of one fold run."""
     import pandas as pd
 
@@ -925,8 +1098,14 @@ def plot_learning_curve(history: list[Mapping[str, Any]], path: Path) -> bool:
     """
     step_keys = ("epoch", "round", "iteration", "step")
     epochs = [next((r[k] for k in step_keys if k in r), i) for i, r in enumerate(history)]
-    keys_ = list(dict.fromkeys(k for r in history for k, v in r.items()
-                               if isinstance(v, (int, float)) and k not in step_keys))
+    keys_ = list(
+        dict.fromkeys(
+            k
+            for r in history
+            for k, v in r.items()
+            if isinstance(v, (int, float)) and k not in step_keys
+        )
+    )
     losses = [k for k in keys_ if "loss" in k]
     valis = [k for k in keys_ if k.startswith(("vali", "val_")) and "loss" not in k]
     if not losses and not valis:
@@ -949,7 +1128,9 @@ def plot_learning_curve(history: list[Mapping[str, Any]], path: Path) -> bool:
     if valis:
         ax2 = ax.twinx() if losses else ax
         for k in valis:
-            handles += ax2.plot(epochs, series[k], marker="s", ms=3, ls="--", color=next(colors), label=k)
+            handles += ax2.plot(
+                epochs, series[k], marker="s", ms=3, ls="--", color=next(colors), label=k
+            )
         ax2.set_ylabel("validation metric")
     ax.legend(handles, [h.get_label() for h in handles], loc="best", fontsize=8)
     fig.tight_layout()

@@ -51,7 +51,9 @@ def pyfunc_inputs(n_features: int) -> list[tuple[str, str, bool]]:
     """The signature's input columns ``(name, MLflow type, required)``: an optional ``qid`` and
     the raw feature values ``f1`` .. ``f<F>`` (double, so float32 and float64 frames both pass
     MLflow's type check; scoring reads them as float32, as LETOR files are read)."""
-    return [(QID_COLUMN, "long", False)] + [(c, "double", True) for c in feature_columns(n_features)]
+    return [(QID_COLUMN, "long", False)] + [
+        (c, "double", True) for c in feature_columns(n_features)
+    ]
 
 
 # ------------------------------------------------------------------------------- the pipeline
@@ -106,7 +108,9 @@ class ScoringPipeline:
         """
         x = np.asarray(features, dtype=np.float32)
         if x.ndim != 2:
-            raise UserError(f"features must be a 2-D array [documents, {self.n_features}], got shape {x.shape}")
+            raise UserError(
+                f"features must be a 2-D array [documents, {self.n_features}], got shape {x.shape}"
+            )
         self.check_features(x.shape[1])
         n = x.shape[0]
         q = np.arange(n, dtype=np.int64) if qid is None else np.asarray(qid).astype(np.int64)
@@ -140,7 +144,9 @@ def save_pipeline(pipeline: ScoringPipeline, folder: str | Path) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if (folder / PIPELINE_FILE).exists():
-        raise FileExistsError(f"{folder / PIPELINE_FILE} exists; a saved model is never overwritten")
+        raise FileExistsError(
+            f"{folder / PIPELINE_FILE} exists; a saved model is never overwritten"
+        )
     save_params = getattr(pipeline.ranker, "save_params", None)
     if not callable(save_params):
         raise NotImplementedError(
@@ -265,7 +271,10 @@ def _preprocessing_state(pre: Any) -> tuple[dict[str, Any], dict[str, np.ndarray
     if "quantiles" in arrays:
         stats = None
         if "order_values" in arrays:
-            stats = (int(np.asarray(arrays.pop("order_rows")).reshape(-1)[0]), arrays.pop("order_values"))
+            stats = (
+                int(np.asarray(arrays.pop("order_rows")).reshape(-1)[0]),
+                arrays.pop("order_values"),
+            )
         arrays.update(pack_knots(arrays.pop("quantiles"), stats))
     return options, arrays
 
@@ -304,14 +313,20 @@ def pack_knots(
         ):
             cols = np.ascontiguousarray(values.T)
             steps = np.diff(cols.view(np.int32), axis=1, prepend=np.int32(0))
-            return {"order_xz": _xz(steps.astype("<i4")), "order_shape": np.asarray(cols.shape),
-                    "order_rows": np.asarray([rows]), "knots_count": np.asarray([quantiles.shape[0]])}
+            return {
+                "order_xz": _xz(steps.astype("<i4")),
+                "order_shape": np.asarray(cols.shape),
+                "order_rows": np.asarray([rows]),
+                "knots_count": np.asarray([quantiles.shape[0]]),
+            }
     cols = np.ascontiguousarray(quantiles.T)
     steps = np.diff(cols.view(np.int64), axis=1, prepend=np.int64(0))
     return {"knots_xz": _xz(steps.astype("<i8")), "knots_shape": np.asarray(cols.shape)}
 
 
-def unpack_knots(arrays: Mapping[str, np.ndarray]) -> tuple[np.ndarray, tuple[int, np.ndarray] | None]:
+def unpack_knots(
+    arrays: Mapping[str, np.ndarray],
+) -> tuple[np.ndarray, tuple[int, np.ndarray] | None]:
     """The inverse of :func:`pack_knots`: ``[n_q, F]`` float64 knots and the order statistics
     when they were stored."""
     import lzma
@@ -337,7 +352,9 @@ def unpack_knots(arrays: Mapping[str, np.ndarray]) -> tuple[np.ndarray, tuple[in
 def _xz(arr: np.ndarray) -> np.ndarray:
     import lzma
 
-    return np.frombuffer(lzma.compress(arr.tobytes(), preset=9 | lzma.PRESET_EXTREME), dtype=np.uint8)
+    return np.frombuffer(
+        lzma.compress(arr.tobytes(), preset=9 | lzma.PRESET_EXTREME), dtype=np.uint8
+    )
 
 
 def _jsonable(value: Any) -> Any:

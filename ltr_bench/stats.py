@@ -355,9 +355,15 @@ def pairwise_bayesian_ttests(
     for i, j, a, b, ratio in _common_fold_pairs(scores, test_train_ratio):
         r = bayesian_correlated_ttest(a, b, test_train_ratio=ratio, rope=rope)
         rows.append(
-            {"a": models[i], "b": models[j], "p_a_better": r.p_a_better,
-             "p_equivalent": r.p_equivalent, "p_b_better": r.p_b_better,
-             "mean_diff": r.mean_diff, "n": r.n}
+            {
+                "a": models[i],
+                "b": models[j],
+                "p_a_better": r.p_a_better,
+                "p_equivalent": r.p_equivalent,
+                "p_b_better": r.p_b_better,
+                "mean_diff": r.mean_diff,
+                "n": r.n,
+            }
         )
     cols = ["a", "b", "p_a_better", "p_equivalent", "p_b_better", "mean_diff", "n"]
     return pd.DataFrame(rows, columns=cols)
@@ -444,8 +450,11 @@ def win_tie_loss(values: pd.DataFrame, baseline: str, tol: float = 0.0) -> pd.Da
             continue
         d = values[model].to_numpy(dtype=float) - base
         d = d[~np.isnan(d)]
-        rows[model] = {"win": int((d > tol).sum()), "tie": int((np.abs(d) <= tol).sum()),
-                       "loss": int((d < -tol).sum())}
+        rows[model] = {
+            "win": int((d > tol).sum()),
+            "tie": int((np.abs(d) <= tol).sum()),
+            "loss": int((d < -tol).sum()),
+        }
     return pd.DataFrame.from_dict(rows, orient="index", columns=["win", "tie", "loss"])
 
 
@@ -463,11 +472,20 @@ def per_query_comparison(
         x, y = values[a].to_numpy(dtype=float), values[b].to_numpy(dtype=float)
         keep = ~(np.isnan(x) | np.isnan(y))
         rows.append(
-            {"a": a, "b": b, "n_queries": int(keep.sum()), "mean_diff": float(np.mean(x[keep] - y[keep])),
-             "p_randomization": paired_randomization_test(x, y, n_resamples=n_resamples, seed=seed),
-             "p_ttest": paired_ttest(x, y)}
+            {
+                "a": a,
+                "b": b,
+                "n_queries": int(keep.sum()),
+                "mean_diff": float(np.mean(x[keep] - y[keep])),
+                "p_randomization": paired_randomization_test(
+                    x, y, n_resamples=n_resamples, seed=seed
+                ),
+                "p_ttest": paired_ttest(x, y),
+            }
         )
-    out = pd.DataFrame(rows, columns=["a", "b", "n_queries", "mean_diff", "p_randomization", "p_ttest"])
+    out = pd.DataFrame(
+        rows, columns=["a", "b", "n_queries", "mean_diff", "p_randomization", "p_ttest"]
+    )
     out["p_randomization_holm"] = holm(out["p_randomization"])
     out["p_ttest_holm"] = holm(out["p_ttest"])
     return out

@@ -209,8 +209,11 @@ def _walk_params(
         for k, v in node.items():
             if k in keys.META_KEYS and (depth == 0 or k.startswith("_")):
                 continue
-            ref = reference.get(k, _MISSING) if isinstance(reference, dict) else (
-                _ALL if reference is _ALL else _MISSING)
+            ref = (
+                reference.get(k, _MISSING)
+                if isinstance(reference, dict)
+                else (_ALL if reference is _ALL else _MISSING)
+            )
             _walk_params(cfg, v, f"{path}.{k}", out, ref, depth + 1)
         return
     if path in keys.MACHINE_KEYS or _refers_to_node(node):
@@ -375,8 +378,13 @@ def ui_base(tracking_uri: str | None) -> str:
     return _UI_DEFAULT
 
 
-def ui_link(tracking_uri: str | None, experiment_id: str, search_filter: str | None = None,
-            run_id: str | None = None, view: str | None = None) -> str:
+def ui_link(
+    tracking_uri: str | None,
+    experiment_id: str,
+    search_filter: str | None = None,
+    run_id: str | None = None,
+    view: str | None = None,
+) -> str:
     """A link that opens the experiment's runs (or one run) in MLflow's machine-learning view
     (``workflowType=machine_learning``; MLflow 3's default is the GenAI view), filtered, or in a
     saved ``view`` (its own filter and columns: MLflow 3.17 does not combine the two)."""
@@ -397,16 +405,25 @@ def filter_eq(tag: str, value: str) -> str:
     return f"tags.`{tag}` = '{value}'"
 
 
-def format_links(tracking_uri: str | None, experiment_id: str, search_filter: str,
-                 what: str, run_id: str | None = None) -> str:
+def format_links(
+    tracking_uri: str | None,
+    experiment_id: str,
+    search_filter: str,
+    what: str,
+    run_id: str | None = None,
+) -> str:
     """The lines printed after a run, sweep or report: how to open the UI and the links."""
     lines = []
     if not (tracking_uri or "").startswith(("http://", "https://")):
-        lines.append(f"MLflow UI: mlflow ui --backend-store-uri {tracking_uri}   (then open the links)")
+        lines.append(
+            f"MLflow UI: mlflow ui --backend-store-uri {tracking_uri}   (then open the links)"
+        )
     lines.append(f"  {what}: {ui_link(tracking_uri, experiment_id, search_filter)}")
     lines.append(f"  filter:  {search_filter}")
-    lines.append(f"  with metric columns (view '{keys.SAVED_VIEW_NAME}'; paste the filter there): "
-                 f"{ui_link(tracking_uri, experiment_id, view=keys.SAVED_VIEW_ID)}")
+    lines.append(
+        f"  with metric columns (view '{keys.SAVED_VIEW_NAME}'; paste the filter there): "
+        f"{ui_link(tracking_uri, experiment_id, view=keys.SAVED_VIEW_ID)}"
+    )
     if run_id:
         lines.append(f"  run:     {ui_link(tracking_uri, experiment_id, run_id=run_id)}")
     return "\n".join(lines)
@@ -434,9 +451,7 @@ def _quiet_mlflow() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def ensure_experiment(
-    tracking_uri: str, name: str, artifact_location: str | None = None
-) -> str:
+def ensure_experiment(tracking_uri: str, name: str, artifact_location: str | None = None) -> str:
     """Create the store (if new) and the experiment ``name`` (if missing); return its id.
 
     For a SQLite store this happens under an exclusive inter-process file lock, so any
@@ -512,19 +527,46 @@ def experiment_ui_tags() -> dict[str, str]:
     import time
 
     state = {
-        "searchFilter": "", "orderByKey": "attributes.start_time", "orderByAsc": False,
-        "startTime": "ALL", "lifecycleFilter": "Active", "datasetsFilter": [],
-        "modelVersionFilter": "All Runs", "selectedColumns": list(keys.VIEW_COLUMNS),
-        "columnOrder": [], "columnWidths": {}, "runsExpanded": {}, "runsPinned": [], "runsHidden": [],
-        "runsVisibilityMap": {}, "runsHiddenMode": "FIRST_10_RUNS", "viewMaximized": False,
-        "runListHidden": False, "isAccordionReordered": False, "useGroupedValuesInCharts": True,
-        "hideEmptyCharts": True, "groupBy": None, "groupsExpanded": {}, "autoRefreshEnabled": True,
-        "globalLineChartConfig": {"xAxisKey": "step", "lineSmoothness": 0, "selectedXAxisMetricKey": ""},
+        "searchFilter": "",
+        "orderByKey": "attributes.start_time",
+        "orderByAsc": False,
+        "startTime": "ALL",
+        "lifecycleFilter": "Active",
+        "datasetsFilter": [],
+        "modelVersionFilter": "All Runs",
+        "selectedColumns": list(keys.VIEW_COLUMNS),
+        "columnOrder": [],
+        "columnWidths": {},
+        "runsExpanded": {},
+        "runsPinned": [],
+        "runsHidden": [],
+        "runsVisibilityMap": {},
+        "runsHiddenMode": "FIRST_10_RUNS",
+        "viewMaximized": False,
+        "runListHidden": False,
+        "isAccordionReordered": False,
+        "useGroupedValuesInCharts": True,
+        "hideEmptyCharts": True,
+        "groupBy": None,
+        "groupsExpanded": {},
+        "autoRefreshEnabled": True,
+        "globalLineChartConfig": {
+            "xAxisKey": "step",
+            "lineSmoothness": 0,
+            "selectedXAxisMetricKey": "",
+        },
     }
     now = int(time.time() * 1000)
-    view = {"name": keys.SAVED_VIEW_NAME, "createdAt": now, "updatedAt": now, "state": json.dumps(state)}
-    return {keys.EXPERIMENT_KIND: keys.EXPERIMENT_KIND_ML,
-            keys.SAVED_VIEW_PREFIX + keys.SAVED_VIEW_ID: json.dumps(view)}
+    view = {
+        "name": keys.SAVED_VIEW_NAME,
+        "createdAt": now,
+        "updatedAt": now,
+        "state": json.dumps(state),
+    }
+    return {
+        keys.EXPERIMENT_KIND: keys.EXPERIMENT_KIND_ML,
+        keys.SAVED_VIEW_PREFIX + keys.SAVED_VIEW_ID: json.dumps(view),
+    }
 
 
 # ----------------------------------------------------------------------------------- reading runs
@@ -545,7 +587,9 @@ def find_experiment(tracking_uri: str, name: str) -> tuple[str | None, list[str]
     return None, sorted(e.name for e in client.search_experiments(max_results=50))
 
 
-def download_run_artifact(tracking_uri: str, run_id: str, path: str, dst: str | os.PathLike[str]) -> Path:
+def download_run_artifact(
+    tracking_uri: str, run_id: str, path: str, dst: str | os.PathLike[str]
+) -> Path:
     """The artifact ``path`` of run ``run_id``, downloaded into the folder ``dst``; its local path."""
     client = open_client(tracking_uri)
     Path(dst).mkdir(parents=True, exist_ok=True)
@@ -562,11 +606,16 @@ def runs_frame(tracking_uri: str, experiment_id: str, search_filter: str = "") -
     rows: list[dict[str, Any]] = []
     token = None
     while True:
-        page = client.search_runs([experiment_id], search_filter, max_results=50_000, page_token=token)
+        page = client.search_runs(
+            [experiment_id], search_filter, max_results=50_000, page_token=token
+        )
         for run in page:
             row: dict[str, Any] = {
-                "run_id": run.info.run_id, "run_name": run.info.run_name, "status": run.info.status,
-                "start_time": run.info.start_time, "end_time": run.info.end_time,
+                "run_id": run.info.run_id,
+                "run_name": run.info.run_name,
+                "status": run.info.status,
+                "start_time": run.info.start_time,
+                "end_time": run.info.end_time,
             }
             row.update({f"tags.{k}": v for k, v in run.data.tags.items()})
             row.update({f"params.{k}": v for k, v in run.data.params.items()})
@@ -610,7 +659,9 @@ class Tracker:
 
     # ------------------------------------------------------------------ construction
     @staticmethod
-    def from_config(tracking: DictConfig | Mapping[str, Any], base_dir: str | os.PathLike[str]) -> "Tracker":
+    def from_config(
+        tracking: DictConfig | Mapping[str, Any], base_dir: str | os.PathLike[str]
+    ) -> "Tracker":
         """A Tracker for the ``tracking`` config group, or a no-op one when disabled / not rank 0."""
         if not tracking.get("enabled", True) or not is_rank_zero():
             return NullTracker()
@@ -628,7 +679,10 @@ class Tracker:
 
     # ------------------------------------------------------------------ runs
     def start_run(
-        self, name: str, tags: Mapping[str, Any], parent_id: str | None = None,
+        self,
+        name: str,
+        tags: Mapping[str, Any],
+        parent_id: str | None = None,
         description: str | None = None,
     ) -> str:
         """Create a RUNNING run (nested under ``parent_id`` if given); return its id.
@@ -636,8 +690,11 @@ class Tracker:
         The run gets MLflow's standard fields (user, source, git commit: :func:`context_tags`),
         the command line as its description and the ``ltr.invocation`` tag, then ``tags``.
         """
-        all_tags = {**context_tags(), keys.MLFLOW_DESCRIPTION: description or command_line(),
-                    keys.TAG_INVOCATION: invocation_id()}
+        all_tags = {
+            **context_tags(),
+            keys.MLFLOW_DESCRIPTION: description or command_line(),
+            keys.TAG_INVOCATION: invocation_id(),
+        }
         all_tags.update({k: str(v)[:_MAX_TAG_LEN] for k, v in tags.items() if v is not None})
         if parent_id:
             all_tags[keys.MLFLOW_PARENT] = parent_id
@@ -663,11 +720,15 @@ class Tracker:
         items = []
         for i in inputs:
             ds = Dataset(
-                name=str(i["name"]), digest=str(i["digest"])[:36], source_type=str(i.get("source_type", "local")),
+                name=str(i["name"]),
+                digest=str(i["digest"])[:36],
+                source_type=str(i.get("source_type", "local")),
                 source=json.dumps(i.get("source") or {}, default=str),
                 profile=json.dumps(i["profile"], default=str) if i.get("profile") else None,
             )
-            items.append(DatasetInput(ds, [InputTag(keys.MLFLOW_DATASET_CONTEXT, str(i["context"]))]))
+            items.append(
+                DatasetInput(ds, [InputTag(keys.MLFLOW_DATASET_CONTEXT, str(i["context"]))])
+            )
         if items:
             self.client.log_inputs(run_id, datasets=items)
 
@@ -680,7 +741,10 @@ class Tracker:
 
     @contextlib.contextmanager
     def run(
-        self, name: str, tags: Mapping[str, Any], parent_id: str | None = None,
+        self,
+        name: str,
+        tags: Mapping[str, Any],
+        parent_id: str | None = None,
         description: str | None = None,
     ) -> Iterator[str]:
         """``with tracker.run(...) as run_id:`` — ends FINISHED, FAILED (error) or KILLED (signal)."""
@@ -728,9 +792,7 @@ class Tracker:
         from mlflow.entities import Param
         from mlflow.exceptions import MlflowException
 
-        items = [
-            Param(sanitize_key(str(k)), str(v)[:_MAX_PARAM_LEN]) for k, v in params.items()
-        ]
+        items = [Param(sanitize_key(str(k)), str(v)[:_MAX_PARAM_LEN]) for k, v in params.items()]
         if not items:
             return
         try:
@@ -740,7 +802,9 @@ class Tracker:
             new = [p for p in items if p.key not in held]
             for p in items:
                 if p.key in held and held[p.key] != p.value:
-                    log.warning("param %s of run %s stays %r (not %r)", p.key, run_id, held[p.key], p.value)
+                    log.warning(
+                        "param %s of run %s stays %r (not %r)", p.key, run_id, held[p.key], p.value
+                    )
             if new:
                 self.client.log_batch(run_id, params=new)
 
@@ -796,7 +860,9 @@ class Tracker:
         if items:
             self.client.log_batch(run_id, metrics=items)
 
-    def log_artifact(self, run_id: str, path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
+    def log_artifact(
+        self, run_id: str, path: str | os.PathLike[str], artifact_path: str | None = None
+    ) -> None:
         self.client.log_artifact(run_id, str(path), artifact_path)
 
     def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
@@ -809,7 +875,9 @@ class Tracker:
         if not self.log_model_enabled:
             return None
         try:
-            return log_pyfunc_model(self.client, self.experiment_id, run_id, model, self.register_model)
+            return log_pyfunc_model(
+                self.client, self.experiment_id, run_id, model, self.register_model
+            )
         except Exception as exc:  # noqa: BLE001 - a model that cannot be logged keeps its run
             log.warning("no model logged: %s", exc)
             return None
@@ -836,8 +904,13 @@ class NullTracker(Tracker):
         self.log_artifacts_enabled = False
         self.register_model = None
 
-    def start_run(self, name: str, tags: Mapping[str, Any], parent_id: str | None = None,
-                  description: str | None = None) -> str:
+    def start_run(
+        self,
+        name: str,
+        tags: Mapping[str, Any],
+        parent_id: str | None = None,
+        description: str | None = None,
+    ) -> str:
         return ""
 
     def end_run(self, run_id: str, status: str = "FINISHED") -> None:
@@ -866,7 +939,9 @@ class NullTracker(Tracker):
     def set_tags(self, run_id: str, tags: Mapping[str, Any]) -> None:
         pass
 
-    def log_metrics(self, run_id: str, metrics: Mapping[str, float], step: int | None = None) -> None:
+    def log_metrics(
+        self, run_id: str, metrics: Mapping[str, float], step: int | None = None
+    ) -> None:
         pass
 
     def log_history(self, run_id: str, history: list[Mapping[str, Any]]) -> None:
@@ -921,19 +996,33 @@ def log_pyfunc_model(
         inputs=Schema([ColSpec(t, n, required=r) for n, t, r in model.inputs]),
         outputs=Schema([ColSpec(t, n, required=r) for n, t, r in model.outputs]),
     )
-    logged = client.create_logged_model(experiment_id, name=MODEL_NAME, source_run_id=run_id,
-                                        params={k: str(v) for k, v in model.params.items()})
+    logged = client.create_logged_model(
+        experiment_id,
+        name=MODEL_NAME,
+        source_run_id=run_id,
+        params={k: str(v) for k, v in model.params.items()},
+    )
     try:
-        with tempfile.TemporaryDirectory(prefix="ltr_bench_model_") as tmp, warnings.catch_warnings():
+        with (
+            tempfile.TemporaryDirectory(prefix="ltr_bench_model_") as tmp,
+            warnings.catch_warnings(),
+        ):
             warnings.filterwarnings("ignore", message=".*input example was not provided")
             local = Path(tmp) / MODEL_NAME
             mlflow.pyfunc.save_model(
-                str(local), loader_module=model.loader_module, data_path=str(model.data_dir),
+                str(local),
+                loader_module=model.loader_module,
+                data_path=str(model.data_dir),
                 # No input example: rows of zeros tell nothing the signature does not, and MLflow
                 # would store them twice (2.7 kB of a ~100 kB model).
-                signature=signature, pip_requirements=_model_requirements(),
-                mlflow_model=Model(artifact_path=logged.artifact_location, run_id=run_id,
-                                   model_id=logged.model_id, model_uuid=logged.model_id),
+                signature=signature,
+                pip_requirements=_model_requirements(),
+                mlflow_model=Model(
+                    artifact_path=logged.artifact_location,
+                    run_id=run_id,
+                    model_id=logged.model_id,
+                    model_uuid=logged.model_id,
+                ),
             )
             client.log_model_artifacts(logged.model_id, str(local))
         client.log_outputs(run_id, [LoggedModelOutput(logged.model_id, step=0)])
@@ -949,8 +1038,9 @@ def log_pyfunc_model(
                 raise
         # source: the artifact location, not models:/<id> (MLflow resolves that one through the
         # global tracking URI, which this client-only gateway never sets)
-        client.create_model_version(register_as, source=logged.artifact_location, run_id=run_id,
-                                    model_id=logged.model_id)
+        client.create_model_version(
+            register_as, source=logged.artifact_location, run_id=run_id, model_id=logged.model_id
+        )
     return logged.model_id
 
 
@@ -1011,17 +1101,22 @@ def log_study_to_mlflow(
     tracker.log_params(run_id, sweep_params(config, summary))
     for path in files:
         tracker.log_artifact(run_id, path, "study")
-    tracker.log_metrics(run_id, {
-        keys.BEST_OBJECTIVE: summary.get("best_value"),
-        keys.BEST_OBJECTIVE + keys.SE_SUFFIX: summary.get("best_value_se"),
-        keys.N_TRIALS_WITHIN_ONE_SE: summary.get("n_within_one_se"),
-        keys.N_TRIALS_COMPLETE: summary.get("n_complete"),
-        # with re-evaluated top trials: best_objective is the chosen trial's pooled value
-        keys.SEARCH_BEST_OBJECTIVE: summary.get("search_best_value"),
-        keys.N_TRIALS_REEVALUATED: len(summary["reevaluated"]) if summary.get("reevaluated") else None,
-        keys.N_TRIALS_FAILED: summary.get("n_failed"),
-        keys.N_TRIALS_PRUNED: summary.get("n_pruned"),
-    })
+    tracker.log_metrics(
+        run_id,
+        {
+            keys.BEST_OBJECTIVE: summary.get("best_value"),
+            keys.BEST_OBJECTIVE + keys.SE_SUFFIX: summary.get("best_value_se"),
+            keys.N_TRIALS_WITHIN_ONE_SE: summary.get("n_within_one_se"),
+            keys.N_TRIALS_COMPLETE: summary.get("n_complete"),
+            # with re-evaluated top trials: best_objective is the chosen trial's pooled value
+            keys.SEARCH_BEST_OBJECTIVE: summary.get("search_best_value"),
+            keys.N_TRIALS_REEVALUATED: len(summary["reevaluated"])
+            if summary.get("reevaluated")
+            else None,
+            keys.N_TRIALS_FAILED: summary.get("n_failed"),
+            keys.N_TRIALS_PRUNED: summary.get("n_pruned"),
+        },
+    )
     trials = next((p for p in files if Path(p).name == "trials.csv"), None)
     if trials is not None:
         _log_convergence(tracker, run_id, Path(trials), str(summary.get("direction", "maximize")))
@@ -1030,15 +1125,24 @@ def log_study_to_mlflow(
         best[keys.TAG_BEST_TRIAL] = summary["best_trial"]
     tracker.set_tags(run_id, best)
     tracker.extend(run_id)
-    print(tracker.experiment_link(filter_eq(keys.TAG_STUDY, study_name),
-                                  f"sweep '{study_name}' (sweep run, trials, refits)", run_id), flush=True)
+    print(
+        tracker.experiment_link(
+            filter_eq(keys.TAG_STUDY, study_name),
+            f"sweep '{study_name}' (sweep run, trials, refits)",
+            run_id,
+        ),
+        flush=True,
+    )
 
 
 def sweep_params(config: DictConfig, summary: Mapping[str, Any]) -> dict[str, str]:
     """A sweep run's params: fixed choices, search space, sampler, budget, direction, storage."""
     space = search_space_of(config)
-    fixed = {k: v for k, v in run_params(config, _hydra_choices(config)).items()
-             if k not in space and not any(k.startswith(s + ".") for s in space)}
+    fixed = {
+        k: v
+        for k, v in run_params(config, _hydra_choices(config)).items()
+        if k not in space and not any(k.startswith(s + ".") for s in space)
+    }
     out = {**fixed, **{f"search.{k}": v for k, v in space.items()}}
     sampler = _hydra_choices(config).get("hydra/sweeper/sampler") or summary.get("sampler")
     if sampler:
@@ -1104,7 +1208,10 @@ def _log_convergence(tracker: Tracker, run_id: str, trials_csv: Path, direction:
             continue
         stamp = pd.to_datetime(getattr(row, "datetime_complete", None), errors="coerce")
         ms = int(stamp.timestamp() * 1000) if not pd.isna(stamp) else 0
-        items += [Metric(keys.TRIAL_OBJECTIVE, value, ms, step), Metric(keys.BEST_SO_FAR, best, ms, step)]
+        items += [
+            Metric(keys.TRIAL_OBJECTIVE, value, ms, step),
+            Metric(keys.BEST_SO_FAR, best, ms, step),
+        ]
     for i in range(0, len(items), 900):
         tracker.client.log_batch(run_id, metrics=items[i : i + 900])
 
@@ -1144,7 +1251,11 @@ def mark_interrupted_runs(
         tracker.end_run(run.info.run_id, "KILLED")
         killed.append(run.info.run_id)
     if killed:
-        log.warning("Marked %d MLflow run(s) of interrupted trials of study '%s' KILLED.", len(killed), study_name)
+        log.warning(
+            "Marked %d MLflow run(s) of interrupted trials of study '%s' KILLED.",
+            len(killed),
+            study_name,
+        )
     return killed
 
 
@@ -1180,7 +1291,10 @@ def _signals_deferred() -> Iterator[None]:
     """Hold SIGINT/SIGTERM while a run is being ended, so a second Ctrl-C cannot leave it RUNNING."""
     received: list[int] = []
     try:
-        old = {s: signal.signal(s, lambda n, f: received.append(n)) for s in (signal.SIGINT, signal.SIGTERM)}
+        old = {
+            s: signal.signal(s, lambda n, f: received.append(n))
+            for s in (signal.SIGINT, signal.SIGTERM)
+        }
     except ValueError:  # not in the main thread: signals cannot arrive here anyway
         yield
         return
@@ -1208,7 +1322,9 @@ def _make_run_logger_class() -> type:
             if "epoch" in metrics:  # Lightning adds the epoch to epoch-level logs: use it as step
                 step = int(metrics["epoch"])
             with _signals_deferred():  # a Ctrl-C mid-write would leave the SQLite store locked
-                super().log_metrics({curve_key(k): v for k, v in metrics.items() if k != "epoch"}, step)
+                super().log_metrics(
+                    {curve_key(k): v for k, v in metrics.items() if k != "epoch"}, step
+                )
 
         def log_hyperparams(self, params: Any) -> None:
             """Nothing: the run's params are its config's choices (:func:`run_params`), logged
@@ -1241,5 +1357,11 @@ def find_runs(tracker: Tracker, tags: Mapping[str, str], status: str = "FINISHED
         raise ValueError(f"tag values with quotes cannot be searched: {dict(tags)}")
     conditions = [f"tags.`{k}` = '{v}'" for k, v in tags.items()]
     conditions.append(f"attributes.status = '{status}'")
-    return list(tracker.client.search_runs([tracker.experiment_id], " and ".join(conditions),
-                                           order_by=["attributes.start_time DESC"], max_results=1000))
+    return list(
+        tracker.client.search_runs(
+            [tracker.experiment_id],
+            " and ".join(conditions),
+            order_by=["attributes.start_time DESC"],
+            max_results=1000,
+        )
+    )

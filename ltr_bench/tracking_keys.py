@@ -104,7 +104,16 @@ N_FOLD_RUNS = "n_fold_runs"  # on a report run
 # values that differ from the chosen option's file (the option's name stands for the rest).
 # Config metadata is never a param; machine facts (threads, paths) are tags. The whole resolved
 # config is the artifact ``config.yaml``.
-CHOICE_GROUPS = ("model", "dataset", "protocol", "eval", "loss", "optimizer", "activation", "trainer")
+CHOICE_GROUPS = (
+    "model",
+    "dataset",
+    "protocol",
+    "eval",
+    "loss",
+    "optimizer",
+    "activation",
+    "trainer",
+)
 HYPERPARAMETER_GROUPS = ("model", "loss", "optimizer", "activation")
 TOP_LEVEL_PARAMS = ("seed", "objective")
 META_KEYS = ("_target_", "_recursive_", "_convert_", "_partial_", "name", "accepts")
@@ -114,9 +123,16 @@ RUN_NAME_SEP = " · "
 
 # Columns of the saved view (MLflow's column keys: <type>.`<key>`).
 VIEW_COLUMNS = (
-    "attributes.`Dataset`", "params.`model`", "params.`dataset`", "tags.`ltr.fold_name`",
-    "metrics.`test/ndcg_at_10`", "metrics.`test/map`", "metrics.`vali/ndcg_at_10`",
-    "metrics.`cv/ndcg_at_10`", "metrics.`best_objective`", "metrics.`time_fit_s`",
+    "attributes.`Dataset`",
+    "params.`model`",
+    "params.`dataset`",
+    "tags.`ltr.fold_name`",
+    "metrics.`test/ndcg_at_10`",
+    "metrics.`test/map`",
+    "metrics.`vali/ndcg_at_10`",
+    "metrics.`cv/ndcg_at_10`",
+    "metrics.`best_objective`",
+    "metrics.`time_fit_s`",
 )
 
 

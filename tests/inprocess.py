@@ -29,7 +29,9 @@ class CliResult:
 
 
 @contextlib.contextmanager
-def restored(cwd: Path, env: dict[str, str | None], argv: list[str] | None = None) -> Iterator[None]:
+def restored(
+    cwd: Path, env: dict[str, str | None], argv: list[str] | None = None
+) -> Iterator[None]:
     """Run a Hydra app in ``cwd`` with ``env`` changes (None: unset) and ``sys.argv = argv``; put
     back everything it may change."""
     import torch

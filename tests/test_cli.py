@@ -37,8 +37,17 @@ def test_config_tree_is_the_repositorys_conf() -> None:
 def test_defaults_order_puts_model_after_the_groups_it_may_override() -> None:
     defaults = yaml.safe_load((REPO / "conf" / "config.yaml").read_text())["defaults"]
     names = [next(iter(d)) if isinstance(d, dict) else d for d in defaults]
-    core = ["optimizer", "activation", "loss", "dataset", "model", "protocol", "eval", "trainer",
-            "tracking"]
+    core = [
+        "optimizer",
+        "activation",
+        "loss",
+        "dataset",
+        "model",
+        "protocol",
+        "eval",
+        "trainer",
+        "tracking",
+    ]
     assert [n for n in names if n in core] == core and names[-1] == "_self_"
     assert "experiment" in names  # optional groups (experiment, search) come after the core ones
     assert min(names.index(g) for g in ("experiment",)) > names.index("tracking")
@@ -55,8 +64,12 @@ def test_top_level_keys_and_output_folders() -> None:
     assert cfg.hydra.job.chdir is False  # relative paths (data, mlflow.db) keep their meaning
     assert cfg.protocol.inner_cv == 5
     assert _compose("model=lambdamart", "protocol=holdout").protocol.inner_cv == 3
-    assert _compose("model=lambdamart", "tracking=server",
-                    "tracking.tracking_uri=http://h:1").tracking.experiment_name == "ltr_bench"
+    assert (
+        _compose(
+            "model=lambdamart", "tracking=server", "tracking.tracking_uri=http://h:1"
+        ).tracking.experiment_name
+        == "ltr_bench"
+    )
 
 
 def test_every_trainer_option_is_plain_trainer_kwargs() -> None:
@@ -71,18 +84,27 @@ def test_every_trainer_option_is_plain_trainer_kwargs() -> None:
         assert "max_epochs" not in cfg.trainer  # the model config owns its epochs
 
 
-@pytest.mark.parametrize("overrides, expected", [
-    (["model=nosuchmodel"],
-     "model=nosuchmodel is not an option of the config group 'model'; choose one of ["),
-    (["model=lambdamart", "protocol=nosuch"],
-     "protocol=nosuch is not an option of the config group 'protocol'; choose one of "
-     "[holdout, letor_folds, single]"),
-    (["model=lambdamart", "protocol.nokey=1"],
-     "protocol.nokey is not a config key; check the spelling"),
-    (["model=lambdamart", "+seed=1"], "seed already exists; set it without the leading '+'"),
-    (["model=lambdamart", "~nokey"], "nokey is not a config key, so it cannot be deleted"),
-    (["model=="], "cannot parse the override 'model=='"),
-])
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        (
+            ["model=nosuchmodel"],
+            "model=nosuchmodel is not an option of the config group 'model'; choose one of [",
+        ),
+        (
+            ["model=lambdamart", "protocol=nosuch"],
+            "protocol=nosuch is not an option of the config group 'protocol'; choose one of "
+            "[holdout, letor_folds, single]",
+        ),
+        (
+            ["model=lambdamart", "protocol.nokey=1"],
+            "protocol.nokey is not a config key; check the spelling",
+        ),
+        (["model=lambdamart", "+seed=1"], "seed already exists; set it without the leading '+'"),
+        (["model=lambdamart", "~nokey"], "nokey is not a config key, so it cannot be deleted"),
+        (["model=="], "cannot parse the override 'model=='"),
+    ],
+)
 def test_composition_errors_become_one_sentence(overrides: list[str], expected: str) -> None:
     message = describe_user_error(_composition_error(*overrides))
     assert message is not None and message.startswith(expected), message

@@ -25,10 +25,20 @@ from ltr_bench.tracking import git_commit
 from tests.inprocess import CliResult, run_ltr_bench
 
 LTR_BENCH = str(Path(sys.executable).parent / "ltr-bench")
-DATA_ROOT = Path(os.environ.get("LTR_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data" / "letor")
+DATA_ROOT = Path(
+    os.environ.get("LTR_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data" / "letor"
+)
 METRICS = ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map", "mrr"]
-TINY = ["dataset.n_train=300", "dataset.n_vali=100", "dataset.n_test=200", "dataset.n_features=10",
-        "dataset.docs_per_query=20", "model.epochs=2", "trainer.enable_progress_bar=false", "threads=1"]
+TINY = [
+    "dataset.n_train=300",
+    "dataset.n_vali=100",
+    "dataset.n_test=200",
+    "dataset.n_features=10",
+    "dataset.docs_per_query=20",
+    "model.epochs=2",
+    "trainer.enable_progress_bar=false",
+    "threads=1",
+]
 
 
 def _env() -> dict[str, str]:
@@ -55,8 +65,14 @@ _REPORT_IMPORTS = (
 
 def ltr_bench_process(cwd: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     """``ltr-bench <args>`` in a fresh interpreter; stderr ends with ``HEAVY=<modules>``."""
-    return subprocess.run([sys.executable, "-c", _REPORT_IMPORTS, *args], cwd=cwd, env=_env(),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", _REPORT_IMPORTS, *args],
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _client(cwd: Path) -> Any:
@@ -85,8 +101,11 @@ def test_default_run_logs_everything(tmp_path: Path) -> None:
     # The results table: a header with every metric, a vali and a test row, run times.
     header = next(line for line in out.splitlines() if "ndcg@10" in line)
     assert header.split() == METRICS
-    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()
-            if line.split() and line.split()[0] in ("vali", "test")}
+    rows = {
+        line.split()[0]: line.split()[1:]
+        for line in out.splitlines()
+        if line.split() and line.split()[0] in ("vali", "test")
+    }
     assert set(rows) == {"vali", "test"} and all(len(v) == 6 for v in rows.values())
     assert "run times: read" in out and "fit" in out
     # results.json in the Hydra output folder, whose path is printed.
@@ -128,10 +147,17 @@ def test_default_run_logs_everything(tmp_path: Path) -> None:
     # Names and MLflow's own fields.
     assert child.info.run_name == "direct_ranker · synthetic/0"
     assert parent.info.run_name == "direct_ranker · synthetic/0 · single"
-    assert tags["mlflow.note.content"].startswith("ltr-bench ") and "dataset.n_train=300" in tags["mlflow.note.content"]
+    assert (
+        tags["mlflow.note.content"].startswith("ltr-bench ")
+        and "dataset.n_train=300" in tags["mlflow.note.content"]
+    )
     assert {(i.dataset.name, i.tags[0].value) for i in child.inputs.dataset_inputs} == {
-        ("synthetic/0", c) for c in ("train", "vali", "test")}
-    assert "workflowType=machine_learning" in proc.stdout and "tags.`ltr.invocation` = '" in proc.stdout
+        ("synthetic/0", c) for c in ("train", "vali", "test")
+    }
+    assert (
+        "workflowType=machine_learning" in proc.stdout
+        and "tags.`ltr.invocation` = '" in proc.stdout
+    )
     # The model's URI, as ltr-bench-predict takes it (README "Using a trained model").
     assert f"model of synthetic/0: runs:/{child.info.run_id}/model" in out.splitlines()
     # Metrics: test and vali, run times; per-epoch training loss and vali NDCG@10.
@@ -149,9 +175,12 @@ def test_default_run_logs_everything(tmp_path: Path) -> None:
     assert {"config.yaml", "results.json"} <= _artifacts(client, parent.info.run_id)
     fold_art = _artifacts(client, child.info.run_id)
     assert {"per_query_metrics.csv", "learning_curve.png"} <= fold_art
-    (logged,) = client.search_logged_models([child.info.experiment_id],
-                                            filter_string=f"source_run_id = '{child.info.run_id}'")
-    assert logged.name == "model" and {a.path for a in client.list_logged_model_artifacts(logged.model_id)} >= {"MLmodel", "data"}
+    (logged,) = client.search_logged_models(
+        [child.info.experiment_id], filter_string=f"source_run_id = '{child.info.run_id}'"
+    )
+    assert logged.name == "model" and {
+        a.path for a in client.list_logged_model_artifacts(logged.model_id)
+    } >= {"MLmodel", "data"}
     art_dir = Path(child.info.artifact_uri.replace("file://", ""))
     csv = (art_dir / "per_query_metrics.csv").read_text().splitlines()
     assert csv[0].split(",")[:2] == ["split", "qid"]
@@ -161,11 +190,15 @@ def test_default_run_logs_everything(tmp_path: Path) -> None:
 
 
 def test_letor_folds_protocol_prints_progress_and_mean_se(tmp_path: Path) -> None:
-    proc = ltr_bench(tmp_path, *TINY, "protocol=letor_folds", "dataset.n_folds=2",
-                     "experiment_name=folds")
+    proc = ltr_bench(
+        tmp_path, *TINY, "protocol=letor_folds", "dataset.n_folds=2", "experiment_name=folds"
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
-    assert "[1/2] letor_folds: reading and training" in out and "[2/2] synthetic/1: vali ndcg@10=" in out
+    assert (
+        "[1/2] letor_folds: reading and training" in out
+        and "[2/2] synthetic/1: vali ndcg@10=" in out
+    )
     assert "synthetic/0 test" in out and "synthetic/1 test" in out
     mean_row = next(line for line in out.splitlines() if line.startswith("mean(SE) test"))
     assert len(mean_row.split()) == 2 + 6 and "(" in mean_row.split()[2]  # 0.xxx(yy)
@@ -177,35 +210,54 @@ def test_letor_folds_protocol_prints_progress_and_mean_se(tmp_path: Path) -> Non
     ndcg = [r.data.metrics["test/ndcg_at_10"] for r in folds]
     assert parent.data.metrics["test/ndcg_at_10"] == pytest.approx(sum(ndcg) / 2)
     assert parent.data.metrics[keys.TIME_FIT] == pytest.approx(
-        sum(r.data.metrics[keys.TIME_FIT] for r in folds))
+        sum(r.data.metrics[keys.TIME_FIT] for r in folds)
+    )
 
 
 @pytest.mark.realdata
 def test_mq2008_one_fold(tmp_path: Path) -> None:
     if not (DATA_ROOT / "MQ2008" / "Fold1" / "train.txt").is_file():
         pytest.skip(f"MQ2008 not found under {DATA_ROOT}")
-    proc = ltr_bench(tmp_path, "dataset=mq2008", f"dataset.root={DATA_ROOT}", "dataset.fold=1",
-                     "model.epochs=3", "trainer.enable_progress_bar=false", "threads=1")
+    proc = ltr_bench(
+        tmp_path,
+        "dataset=mq2008",
+        f"dataset.root={DATA_ROOT}",
+        "dataset.fold=1",
+        "model.epochs=3",
+        "trainer.enable_progress_bar=false",
+        "threads=1",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = _runs(_client(tmp_path))
     (fold,) = runs[keys.ROLE_FOLD]
     t, m = fold.data.tags, fold.data.metrics
     assert t[keys.TAG_N_TRAIN_QUERIES] == "471"  # Fold1/train.txt
     assert 100 < int(t[keys.TAG_N_TEST_QUERIES]) < 156  # 156 test queries, no-relevant dropped
-    assert fold.info.run_name == "direct_ranker · mq2008/Fold1" and fold.data.params["dataset.fold"] == "1"
+    assert (
+        fold.info.run_name == "direct_ranker · mq2008/Fold1"
+        and fold.data.params["dataset.fold"] == "1"
+    )
     assert {i.dataset.name for i in fold.inputs.dataset_inputs} == {"mq2008/Fold1"}
     assert fold.data.tags[keys.TAG_DATASET] == "mq2008" and fold.data.tags[keys.TAG_FOLD] == "0"
     assert m["test/ndcg_at_10"] > 0.6 and m["test/map"] > 0.55  # random ranking: ~0.4 / ~0.4
 
 
 # ------------------------------------------------------------------------------ user errors
-@pytest.mark.parametrize("args, needle", [
-    (["model=nosuch"], "model=nosuch is not an option of the config group 'model'"),
-    (["dataset=mq2008", "dataset.root=/no/such/dir"], "dataset.root"),
-    (["loss=none"], "loss=none is not a loss, and this model trains with pair losses; choose a pair loss, one of ["),
-    (["seed=-1"], "seed must be a non-negative integer"),
-])
-def test_user_errors_print_one_line_and_exit_2(tmp_path: Path, args: list[str], needle: str) -> None:
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["model=nosuch"], "model=nosuch is not an option of the config group 'model'"),
+        (["dataset=mq2008", "dataset.root=/no/such/dir"], "dataset.root"),
+        (
+            ["loss=none"],
+            "loss=none is not a loss, and this model trains with pair losses; choose a pair loss, one of [",
+        ),
+        (["seed=-1"], "seed must be a non-negative integer"),
+    ],
+)
+def test_user_errors_print_one_line_and_exit_2(
+    tmp_path: Path, args: list[str], needle: str
+) -> None:
     proc = ltr_bench(tmp_path, *args, timeout=60)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
@@ -218,8 +270,17 @@ def test_help_and_cfg_job(tmp_path: Path) -> None:
     """A fresh process: --help and --cfg job answer without importing torch, Lightning or MLflow."""
     help_ = ltr_bench_process(tmp_path, "--help")
     assert help_.returncode == 0
-    for group in ("model:", "dataset:", "protocol: holdout, letor_folds, single", "tracking:",
-                  "trainer: cpu, ddp, gpu", "loss:", "optimizer:", "activation:", "eval:"):
+    for group in (
+        "model:",
+        "dataset:",
+        "protocol: holdout, letor_folds, single",
+        "tracking:",
+        "trainer: cpu, ddp, gpu",
+        "loss:",
+        "optimizer:",
+        "activation:",
+        "eval:",
+    ):
         assert group in help_.stdout, group
     cfg = ltr_bench_process(tmp_path, "--cfg", "job", "model.epochs=7")
     assert cfg.returncode == 0
@@ -256,13 +317,26 @@ def test_killed_runs_end_killed_not_running(tmp_path: Path) -> None:
         cwd = tmp_path / sig.name
         cwd.mkdir()
         args = [a for a in TINY if not a.startswith(("model.epochs", "dataset.n_train"))]
-        procs[sig] = (cwd, subprocess.Popen(
-            [LTR_BENCH, *args, "dataset.n_train=3000", "model.epochs=500",
-             "model.early_stopping_patience=null"],
-            cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            # as from a terminal: an ignored SIGINT is inherited through exec (a non-interactive
-            # shell ignores it in its background jobs), and Python then never raises KeyboardInterrupt
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)))
+        procs[sig] = (
+            cwd,
+            subprocess.Popen(
+                [
+                    LTR_BENCH,
+                    *args,
+                    "dataset.n_train=3000",
+                    "model.epochs=500",
+                    "model.early_stopping_patience=null",
+                ],
+                cwd=cwd,
+                env=_env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                # as from a terminal: an ignored SIGINT is inherited through exec (a non-interactive
+                # shell ignores it in its background jobs), and Python then never raises KeyboardInterrupt
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            ),
+        )
     try:
         deadline = time.time() + 240  # start-up alone takes over a minute on a busy 2-core VM
         pending = dict(procs)
@@ -279,8 +353,13 @@ def test_killed_runs_end_killed_not_running(tmp_path: Path) -> None:
             assert proc.returncode == {signal.SIGTERM: 143, signal.SIGINT: 130}[sig], err[-2000:]
             assert "Traceback" not in err
             runs = _runs(_client(cwd))
-            statuses = {r.data.tags[keys.TAG_ROLE]: r.info.status for rs in runs.values() for r in rs}
-            assert statuses == {keys.ROLE_PROTOCOL: "KILLED", keys.ROLE_FOLD: "KILLED"}, (sig, statuses)
+            statuses = {
+                r.data.tags[keys.TAG_ROLE]: r.info.status for rs in runs.values() for r in rs
+            }
+            assert statuses == {keys.ROLE_PROTOCOL: "KILLED", keys.ROLE_FOLD: "KILLED"}, (
+                sig,
+                statuses,
+            )
     finally:
         for _, proc in procs.values():
             if proc.poll() is None:

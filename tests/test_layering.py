@@ -17,36 +17,80 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 LINT = Path(sys.executable).with_name("lint-imports")
 
-pytestmark = pytest.mark.skipif(not LINT.exists(), reason="import-linter is not installed (dev extra)")
+pytestmark = pytest.mark.skipif(
+    not LINT.exists(), reason="import-linter is not installed (dev extra)"
+)
 
 # (file to append the wrong import to, the import, the contract that must break, and the arrow
 #  it reports): every arrow issue 18 found, each removed from the code since
 WRONG_ARROWS = [
-    ("experiments/common.py", "from ltr_bench.cli import config_dir",  # the cli <-> experiments cycle
-     "layers", "ltr_bench.experiments.common -> ltr_bench.cli"),
-    ("experiments/common.py", "from ltr_bench.cli import config_dir",
-     "entry-points", "ltr_bench.experiments.common -> ltr_bench.cli"),
-    ("metrics.py", "from ltr_bench.data.queryset import QuerySet",
-     "pure-numbers", "ltr_bench.metrics -> ltr_bench.data.queryset"),
-    ("data/batching.py", "from ltr_bench.metrics import gains",
-     "layers", "ltr_bench.data.batching -> ltr_bench.metrics"),
-    ("models/neural.py", "from ltr_bench.tracking_keys import metric_key",
-     "no-tracking-below-runner", "ltr_bench.models.neural -> ltr_bench.tracking_keys"),
-    ("protocols.py", "import yaml",  # the refit planning, which now lives in the sweeper
-     "protocols-split-data", "ltr_bench.protocols -> yaml"),
-    ("experiments/letor_tables.py", "from ltr_bench.report.cli import main",
-     "entry-points", "ltr_bench.experiments.letor_tables -> ltr_bench.report.cli"),
-    ("models/direct_ranker.py", "from ltr_bench.tracking import Tracker",
-     "no-tracking-below-runner", "ltr_bench.models.direct_ranker -> ltr_bench.tracking"),
-    ("sweeper/grid.py", "from ltr_bench.runner import run",
-     "sweeper-generic", "ltr_bench.sweeper.grid -> ltr_bench.runner"),
+    (
+        "experiments/common.py",
+        "from ltr_bench.cli import config_dir",  # the cli <-> experiments cycle
+        "layers",
+        "ltr_bench.experiments.common -> ltr_bench.cli",
+    ),
+    (
+        "experiments/common.py",
+        "from ltr_bench.cli import config_dir",
+        "entry-points",
+        "ltr_bench.experiments.common -> ltr_bench.cli",
+    ),
+    (
+        "metrics.py",
+        "from ltr_bench.data.queryset import QuerySet",
+        "pure-numbers",
+        "ltr_bench.metrics -> ltr_bench.data.queryset",
+    ),
+    (
+        "data/batching.py",
+        "from ltr_bench.metrics import gains",
+        "layers",
+        "ltr_bench.data.batching -> ltr_bench.metrics",
+    ),
+    (
+        "models/neural.py",
+        "from ltr_bench.tracking_keys import metric_key",
+        "no-tracking-below-runner",
+        "ltr_bench.models.neural -> ltr_bench.tracking_keys",
+    ),
+    (
+        "protocols.py",
+        "import yaml",  # the refit planning, which now lives in the sweeper
+        "protocols-split-data",
+        "ltr_bench.protocols -> yaml",
+    ),
+    (
+        "experiments/letor_tables.py",
+        "from ltr_bench.report.cli import main",
+        "entry-points",
+        "ltr_bench.experiments.letor_tables -> ltr_bench.report.cli",
+    ),
+    (
+        "models/direct_ranker.py",
+        "from ltr_bench.tracking import Tracker",
+        "no-tracking-below-runner",
+        "ltr_bench.models.direct_ranker -> ltr_bench.tracking",
+    ),
+    (
+        "sweeper/grid.py",
+        "from ltr_bench.runner import run",
+        "sweeper-generic",
+        "ltr_bench.sweeper.grid -> ltr_bench.runner",
+    ),
 ]
 
 
 def lint(root: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(root)}
-    return subprocess.run([str(LINT), "--no-cache", "--no-logo", str(root / "pyproject.toml")],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [str(LINT), "--no-cache", "--no-logo", str(root / "pyproject.toml")],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_code_keeps_every_contract() -> None:
@@ -56,8 +100,11 @@ def test_the_code_keeps_every_contract() -> None:
 
 
 def test_each_wrong_arrow_breaks_its_contract(tmp_path: Path) -> None:
-    shutil.copytree(REPO / "ltr_bench", tmp_path / "ltr_bench",
-                    ignore=shutil.ignore_patterns("__pycache__", "conf"))
+    shutil.copytree(
+        REPO / "ltr_bench",
+        tmp_path / "ltr_bench",
+        ignore=shutil.ignore_patterns("__pycache__", "conf"),
+    )
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     for file, line in dict.fromkeys((f, i) for f, i, _, _ in WRONG_ARROWS):
         with open(tmp_path / "ltr_bench" / file, "a") as f:
@@ -72,9 +119,14 @@ def test_each_wrong_arrow_breaks_its_contract(tmp_path: Path) -> None:
 
 def _broken_section(report: str, contract: str) -> str:
     """The part of lint-imports' report that lists the broken contract ``contract``."""
-    names = {"layers": "Layers:", "entry-points": "Nothing imports a command",
-             "pure-numbers": "metrics and losses take", "no-tracking-below-runner": "Rankers and data",
-             "protocols-split-data": "Protocols split data", "sweeper-generic": "The sweeper is generic"}
+    names = {
+        "layers": "Layers:",
+        "entry-points": "Nothing imports a command",
+        "pure-numbers": "metrics and losses take",
+        "no-tracking-below-runner": "Rankers and data",
+        "protocols-split-data": "Protocols split data",
+        "sweeper-generic": "The sweeper is generic",
+    }
     broken = report.split("Broken contracts", 1)[-1]
     starts = sorted((broken.find(n), c) for c, n in names.items() if broken.find(n) >= 0)
     for i, (pos, c) in enumerate(starts):

@@ -18,8 +18,20 @@ from ltr_bench import metrics as M
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 
-ALL_METRICS = ["ndcg@1", "ndcg@3", "ndcg@10", "ndcg", "map", "p@1", "p@5", "mrr", "wta",
-               "err@5", "err", "pair_acc"]
+ALL_METRICS = [
+    "ndcg@1",
+    "ndcg@3",
+    "ndcg@10",
+    "ndcg",
+    "map",
+    "p@1",
+    "p@5",
+    "mrr",
+    "wta",
+    "err@5",
+    "err",
+    "pair_acc",
+]
 
 
 # ====================================================================== independent reference
@@ -162,11 +174,22 @@ def test_hand_computed_single_query(name):
 def test_hand_computed_perfect_two_document_query():
     # scores [2, 1], labels [1, 0]: the relevant document is on top.
     s, l = torch.tensor([[2.0, 1.0]]), torch.tensor([[1, 0]])
-    out = M.evaluate_padded(s, l, torch.ones_like(s, dtype=torch.bool),
-                            ["ndcg", "map", "p@2", "mrr", "wta", "err", "pair_acc"])
+    out = M.evaluate_padded(
+        s,
+        l,
+        torch.ones_like(s, dtype=torch.bool),
+        ["ndcg", "map", "p@2", "mrr", "wta", "err", "pair_acc"],
+    )
     # ERR with g_max = 1: R = (2^1 - 1) / 2^1 = 1/2 at rank 1 -> 1/2
-    want = {"ndcg": 1.0, "map": 1.0, "p@2": 0.5, "mrr": 1.0, "wta": 1.0, "err": 0.5,
-            "pair_acc": 1.0}
+    want = {
+        "ndcg": 1.0,
+        "map": 1.0,
+        "p@2": 0.5,
+        "mrr": 1.0,
+        "wta": 1.0,
+        "err": 0.5,
+        "pair_acc": 1.0,
+    }
     assert {k: v.item() for k, v in out.items()} == pytest.approx(want)
 
 
@@ -280,8 +303,10 @@ def test_evaluate_matches_reference_and_policy(queries, policy, fill):
         np.testing.assert_allclose(res.per_query[name], want, rtol=1e-12, atol=1e-12)
         assert res.means[name] == pytest.approx(np.nanmean(want), abs=1e-12)
     assert res.policy == {
-        "no_relevant": policy, "tie_break": "document_order",
-        "relevance_threshold": 1, "err_max_grade": float(g_max),
+        "no_relevant": policy,
+        "tie_break": "document_order",
+        "relevance_threshold": 1,
+        "err_max_grade": float(g_max),
     }
     frame = res.to_frame()
     assert list(frame.columns) == ALL_METRICS and frame.index.name == "qid"
@@ -330,9 +355,19 @@ def ranx_results():
         order = ref_order(sc)  # feed ranx scores already tie-broken by document order
         qrels[f"q{i:03d}"] = {f"d{j}": int(lb[j]) for j in range(len(sc))}
         run[f"q{i:03d}"] = {f"d{j}": float(len(sc) - order.index(j)) for j in range(len(sc))}
-    names = {"ndcg@1": "ndcg_burges@1", "ndcg@3": "ndcg_burges@3", "ndcg@10": "ndcg_burges@10",
-             "ndcg": "ndcg_burges", "map": "map", "map_l2": "map-l2", "p@1": "precision@1",
-             "p@5": "precision@5", "mrr": "mrr", "mrr_l3": "mrr-l3", "wta": "precision@1"}
+    names = {
+        "ndcg@1": "ndcg_burges@1",
+        "ndcg@3": "ndcg_burges@3",
+        "ndcg@10": "ndcg_burges@10",
+        "ndcg": "ndcg_burges",
+        "map": "map",
+        "map_l2": "map-l2",
+        "p@1": "precision@1",
+        "p@5": "precision@5",
+        "mrr": "mrr",
+        "mrr_l3": "mrr-l3",
+        "wta": "precision@1",
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = ranx.evaluate(qrels, run, sorted(set(names.values())), return_mean=False, threads=1)
@@ -346,8 +381,7 @@ def test_matches_ranx(ranx_results):
         name, _, level = ours.partition("_l")
         threshold = int(level) if level else 1
         res = M.evaluate(scores, qs, [name], relevance_threshold=threshold, no_relevant="zero")
-        np.testing.assert_allclose(res.per_query[name], want, rtol=1e-10, atol=1e-12,
-                                   err_msg=ours)
+        np.testing.assert_allclose(res.per_query[name], want, rtol=1e-10, atol=1e-12, err_msg=ours)
 
 
 # ====================================================================== flat API
@@ -358,9 +392,11 @@ def test_flat_api_non_contiguous_qids_and_public_functions(queries):
     idx = _interleave(qid, np.random.default_rng(3))
     assert not np.all(np.diff(qid[idx]) == 0)  # really interleaved
     assert M.ndcg_at_k(scores[idx], labels[idx], qid[idx], k=10) == pytest.approx(
-        res.means["ndcg@10"], abs=1e-12)
+        res.means["ndcg@10"], abs=1e-12
+    )
     assert M.average_precision(scores[idx], labels[idx], qid[idx]) == pytest.approx(
-        res.means["map"], abs=1e-12)
+        res.means["map"], abs=1e-12
+    )
 
 
 def _interleave(qid, rng):
@@ -382,7 +418,8 @@ def test_flat_api_threshold_and_no_relevant_queries():
     # query 7 ranked labels 2, 1, 0 -> AP = 1 (threshold 1); threshold 2 -> AP = 1 too
     assert M.average_precision(scores, labels, qid) == pytest.approx(1.0)
     assert M.average_precision([3.0, 2.0, 1.0], [0, 1, 2], [1, 1, 1], threshold=2) == (
-        pytest.approx(1 / 3))
+        pytest.approx(1 / 3)
+    )
     assert M.ndcg_at_k(scores, labels, qid, k=3) == pytest.approx(1.0)
     assert math.isnan(M.ndcg_at_k([1.0, 2.0], [0, 0], [1, 1], k=3))
 
@@ -510,7 +547,8 @@ def test_ideal_dcg_integer_and_float_paths_agree(queries):
         assert torch.allclose(a, b, rtol=1e-13, atol=1e-13), k
     many = torch.tensor([[70, 3, 0, 65]])  # more than 64 grades: sorting path for integers too
     assert M.ideal_dcg(many, torch.ones_like(many, dtype=torch.bool), 2).item() == pytest.approx(
-        (2.0**70 - 1) + (2.0**65 - 1) / LOG3)
+        (2.0**70 - 1) + (2.0**65 - 1) / LOG3
+    )
 
 
 def test_zero_width_batch():
@@ -546,8 +584,11 @@ def test_real_mq2008_fold_matches_reference():
     import os
     from pathlib import Path
 
-    root = Path(os.environ.get("LTR_DATA", Path(__file__).resolve().parents[1] / ".." / "shared"
-                               / "data" / "letor"))
+    root = Path(
+        os.environ.get(
+            "LTR_DATA", Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "letor"
+        )
+    )
     path = root / "MQ2008" / "Fold1" / "test.txt"
     if not path.exists():
         pytest.skip(f"{path} not found (set LTR_DATA)")

@@ -50,8 +50,12 @@ def test_all_metrics_in_unit_interval(batch):
 @given(batches)
 def test_scores_sorted_by_label_are_perfect(batch):
     scores, labels, mask = pad(batch)
-    out = run(labels.to(torch.float64), labels, mask, ["ndcg@1", "ndcg@3", "ndcg", "map",
-                                                       "mrr", "wta", "pair_acc"])
+    out = run(
+        labels.to(torch.float64),
+        labels,
+        mask,
+        ["ndcg@1", "ndcg@3", "ndcg", "map", "mrr", "wta", "pair_acc"],
+    )
     for name, values in out.items():
         v = values[~values.isnan()]
         assert torch.allclose(v, torch.ones_like(v), atol=1e-12), name
@@ -101,9 +105,19 @@ def test_independent_of_padding_width_and_padded_values(batch, extra, seed):
 
 
 @SETTINGS
-@given(st.lists(st.lists(st.tuples(st.floats(-1e3, 1e3), st.integers(0, 4)), min_size=1,
-                         max_size=12, unique_by=lambda d: d[0]), min_size=1, max_size=4),
-       st.randoms(use_true_random=False))
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.floats(-1e3, 1e3), st.integers(0, 4)),
+            min_size=1,
+            max_size=12,
+            unique_by=lambda d: d[0],
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.randoms(use_true_random=False),
+)
 def test_without_ties_document_order_does_not_matter(batch, rnd):
     shuffled = [rnd.sample(q, len(q)) for q in batch]
     before, after = run(*pad(batch)), run(*pad(shuffled))
@@ -136,17 +150,33 @@ def test_integer_and_float_labels_give_the_same_metrics(batch):
 
 
 @SETTINGS
-@given(st.lists(st.lists(st.floats(allow_nan=False, width=32), min_size=8, max_size=8),
-                min_size=1, max_size=5), st.sampled_from([torch.float32, torch.float64]))
+@given(
+    st.lists(
+        st.lists(st.floats(allow_nan=False, width=32), min_size=8, max_size=8),
+        min_size=1,
+        max_size=5,
+    ),
+    st.sampled_from([torch.float32, torch.float64]),
+)
 def test_fast_cpu_argsort_equals_torch_stable_sort(rows, dtype):
     keys = torch.tensor(rows, dtype=dtype)
     assert torch.equal(M._stable_argsort(keys), torch.sort(keys, dim=1, stable=True).indices)
 
 
 @SETTINGS
-@given(st.lists(st.lists(st.sampled_from([-2.0, -0.5, 0.0, 0.5, 1.0, 3.0, float("inf"), float("-inf")]),
-                         min_size=12, max_size=12), min_size=1, max_size=6),
-       st.integers(1, 12), st.sampled_from([torch.float32, torch.float64]))
+@given(
+    st.lists(
+        st.lists(
+            st.sampled_from([-2.0, -0.5, 0.0, 0.5, 1.0, 3.0, float("inf"), float("-inf")]),
+            min_size=12,
+            max_size=12,
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.integers(1, 12),
+    st.sampled_from([torch.float32, torch.float64]),
+)
 def test_partial_top_k_equals_the_head_of_the_full_stable_sort(rows, k, dtype):
     """Few distinct values force ties across the k-th rank; infinities stand in for padding."""
     keys = torch.tensor(rows, dtype=dtype)
@@ -160,7 +190,9 @@ def test_cut_off_metrics_ranked_to_depth_equal_a_full_ranking(batch, k):
     scores, labels, mask = pad(batch)
     names = [f"ndcg@{k}", f"p@{k}", f"err@{k}", "wta"]
     full = M._Ranked(scores, labels, mask)
-    partial = M._Ranked(scores, labels, mask, depth=M._ranking_depth([M.parse_metric(n) for n in names]))
+    partial = M._Ranked(
+        scores, labels, mask, depth=M._ranking_depth([M.parse_metric(n) for n in names])
+    )
     for name in names:
         spec = M.parse_metric(name)
         a, da = M._raw_metric(spec, full, 1, 4.0)

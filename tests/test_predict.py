@@ -33,13 +33,20 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("predict")
     mp = pytest.MonkeyPatch()
     try:
-        cfg = compose_cfg(tmp, "model=lambdamart", "model.n_estimators=15", "tracking.register_model=tiny")
+        cfg = compose_cfg(
+            tmp, "model=lambdamart", "model.n_estimators=15", "tracking.register_model=tiny"
+        )
         result, scores, raw_test = run_capturing_test(cfg, mp)
     finally:
         mp.undo()
-    return {"tmp": tmp, "uri": str(cfg.tracking.tracking_uri), "result": result,
-            "run_id": result.folds[0].mlflow_run_id, "test": write_letor(tmp / "test.txt", raw_test),
-            "raw_test": raw_test}
+    return {
+        "tmp": tmp,
+        "uri": str(cfg.tracking.tracking_uri),
+        "result": result,
+        "run_id": result.folds[0].mlflow_run_id,
+        "test": write_letor(tmp / "test.txt", raw_test),
+        "raw_test": raw_test,
+    }
 
 
 def predict(trained: dict[str, Any], *args: str) -> int:
@@ -54,15 +61,21 @@ def test_predict_writes_scores_trec_run_and_the_runs_test_metrics(
     trained: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
-    assert trained["result"].folds[0].model_uri == f"runs:/{trained['run_id']}/model"  # as the run prints it
-    code = predict(trained, trained["result"].folds[0].model_uri, str(trained["test"]), "--out", str(out))
+    assert (
+        trained["result"].folds[0].model_uri == f"runs:/{trained['run_id']}/model"
+    )  # as the run prints it
+    code = predict(
+        trained, trained["result"].folds[0].model_uri, str(trained["test"]), "--out", str(out)
+    )
     assert code == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
     data = load_letor(trained["test"], with_docids=True, use_cache=False)
     rows = list(csv.DictReader(open(out / "test.scores.tsv"), delimiter="\t"))
     assert len(rows) == data.n_docs and rows[0]["docid"] == "D0000"
     trec = [line.split() for line in (out / "test.run").read_text().splitlines()]
-    assert len(trec) == data.n_docs and all(len(t) == 6 and t[1] == "Q0" and t[5] == "lambdamart" for t in trec)
+    assert len(trec) == data.n_docs and all(
+        len(t) == 6 and t[1] == "Q0" and t[5] == "lambdamart" for t in trec
+    )
     # per query: ranks 1..n, scores non-increasing down the ranks
     by_q: dict[str, list[tuple[int, float]]] = {}
     for q, _, _, rank, score, _ in trec:
@@ -82,13 +95,23 @@ def test_registered_model_latest_and_local_folder_give_the_same_scores(
 ) -> None:
     import mlflow
 
-    assert predict(trained, "models:/tiny/latest", str(trained["test"]), "--out", str(tmp_path / "a")) == 0
+    assert (
+        predict(trained, "models:/tiny/latest", str(trained["test"]), "--out", str(tmp_path / "a"))
+        == 0
+    )
     mlflow.set_tracking_uri(trained["uri"])
     try:
-        local = mlflow.artifacts.download_artifacts(f"runs:/{trained['run_id']}/model", dst_path=str(tmp_path / "dl"))
+        local = mlflow.artifacts.download_artifacts(
+            f"runs:/{trained['run_id']}/model", dst_path=str(tmp_path / "dl")
+        )
     finally:
         mlflow.set_tracking_uri(None)
-    assert predict(trained, local, str(trained["test"]), "--out", str(tmp_path / "b"), "--eval", "graded") == 0
+    assert (
+        predict(
+            trained, local, str(trained["test"]), "--out", str(tmp_path / "b"), "--eval", "graded"
+        )
+        == 0
+    )
     a = (tmp_path / "a" / "test.scores.tsv").read_text()
     assert a == (tmp_path / "b" / "test.scores.tsv").read_text()
     assert list(csv.DictReader(open(tmp_path / "b" / "metrics.csv")))[0]["eval"] == "graded"
@@ -96,22 +119,34 @@ def test_registered_model_latest_and_local_folder_give_the_same_scores(
 
 def test_docids_default_to_line_numbers(trained: dict[str, Any], tmp_path: Path) -> None:
     plain = write_letor(tmp_path / "plain.txt", trained["raw_test"], docids=False)
-    assert predict(trained, f"runs:/{trained['run_id']}/model", str(plain), "--out", str(tmp_path / "o")) == 0
+    assert (
+        predict(
+            trained, f"runs:/{trained['run_id']}/model", str(plain), "--out", str(tmp_path / "o")
+        )
+        == 0
+    )
     ids = [line.split()[2] for line in (tmp_path / "o" / "plain.run").read_text().splitlines()]
     assert sorted(map(int, ids)) == list(range(1, trained["raw_test"].n_docs + 1))
 
 
-@pytest.mark.parametrize("case, expected", [
-    ("missing_file", "does not exist"),
-    ("unknown_run", "was not found in"),
-    ("unknown_name", "was not found in"),
-    ("not_a_model", "is neither a folder nor a model URI"),
-    ("features", "has 5 features but the model was trained on 8"),
-    ("bad_line", "bad.txt:2: "),
-    ("exists", "exists; choose another --out"),
-])
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("missing_file", "does not exist"),
+        ("unknown_run", "was not found in"),
+        ("unknown_name", "was not found in"),
+        ("not_a_model", "is neither a folder nor a model URI"),
+        ("features", "has 5 features but the model was trained on 8"),
+        ("bad_line", "bad.txt:2: "),
+        ("exists", "exists; choose another --out"),
+    ],
+)
 def test_bad_input_is_one_sentence_and_exit_2(
-    case: str, expected: str, trained: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    case: str,
+    expected: str,
+    trained: dict[str, Any],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     model, data = f"runs:/{trained['run_id']}/model", str(trained["test"])
     out = tmp_path / "o"

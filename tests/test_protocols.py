@@ -36,7 +36,9 @@ class RecordingRanker(Ranker):
         super().__init__(seed)
         self.nan, self.epochs = nan, epochs
 
-    def fit(self, train: QuerySet, vali: QuerySet | None = None, *, logger: Any = None) -> "RecordingRanker":
+    def fit(
+        self, train: QuerySet, vali: QuerySet | None = None, *, logger: Any = None
+    ) -> "RecordingRanker":
         SEEN.append(("fit", np.unique(train.qid), np.unique(train.labels)))
         if vali is not None:
             SEEN.append(("vali", np.unique(vali.qid), np.unique(vali.labels)))
@@ -58,8 +60,13 @@ STANDIN = {
     "seed": "${seed}",
 }
 
-SMALL = ["dataset.n_train=600", "dataset.n_vali=200", "dataset.n_test=300",
-         "dataset.n_features=8", "dataset.docs_per_query=20"]
+SMALL = [
+    "dataset.n_train=600",
+    "dataset.n_vali=200",
+    "dataset.n_test=300",
+    "dataset.n_features=8",
+    "dataset.docs_per_query=20",
+]
 
 
 def make_cfg(*overrides: str, tracking: Path | None = None, **model: Any) -> DictConfig:
@@ -85,7 +92,9 @@ def _queries(n_queries: int, docs: int = 4, start: int = 0, seed: int = 0) -> Qu
     rng = np.random.default_rng(seed)
     n = n_queries * docs
     return QuerySet.from_arrays(
-        rng.normal(size=(n, 3)), rng.integers(0, 3, n), np.repeat(np.arange(start, start + n_queries), docs)
+        rng.normal(size=(n, 3)),
+        rng.integers(0, 3, n),
+        np.repeat(np.arange(start, start + n_queries), docs),
     )
 
 
@@ -101,24 +110,31 @@ class FakeFolds:
         from ltr_bench.data.datasets import FoldData
 
         base = 100 * i
-        return FoldData(_queries(10, start=base), _queries(3, start=base + 50),
-                        _queries(3, start=base + 80), name=f"fake/Fold{self.fold_numbers[i]}")
+        return FoldData(
+            _queries(10, start=base),
+            _queries(3, start=base + 50),
+            _queries(3, start=base + 80),
+            name=f"fake/Fold{self.fold_numbers[i]}",
+        )
 
     def load_all(self) -> QuerySet:
         return _queries(40)
 
 
 # ------------------------------------------------------------------------------ protocol objects
-@pytest.mark.parametrize("kwargs, key", [
-    ({"objective": "best"}, "protocol.objective"),
-    ({"inner_cv": 1}, "protocol.inner_cv"),
-    ({"inner_cv": "five"}, "protocol.inner_cv"),
-    ({"train_labels": "ordinal"}, "protocol.train_labels"),
-    ({"train_fraction": 1.0}, "protocol.train_fraction"),
-    ({"vali_fraction": -0.1}, "protocol.vali_fraction"),
-    ({"n_splits": 0}, "protocol.n_splits"),
-    ({"split": 15}, "protocol.split"),
-])
+@pytest.mark.parametrize(
+    "kwargs, key",
+    [
+        ({"objective": "best"}, "protocol.objective"),
+        ({"inner_cv": 1}, "protocol.inner_cv"),
+        ({"inner_cv": "five"}, "protocol.inner_cv"),
+        ({"train_labels": "ordinal"}, "protocol.train_labels"),
+        ({"train_fraction": 1.0}, "protocol.train_fraction"),
+        ({"vali_fraction": -0.1}, "protocol.vali_fraction"),
+        ({"n_splits": 0}, "protocol.n_splits"),
+        ({"split": 15}, "protocol.split"),
+    ],
+)
 def test_bad_protocol_options_name_their_key(kwargs: dict, key: str) -> None:
     with pytest.raises(UserError, match=key.replace(".", r"\.")):
         HoldOut(**kwargs)
@@ -171,7 +187,10 @@ def test_inner_folds_partition_the_training_queries() -> None:
     for (_, _, tr, va), vq in zip(folds, vali_q):
         assert set(tr.query_ids.tolist()).isdisjoint(vq)
         assert tr.n_queries + va.n_queries == 23
-    again = [set(v.query_ids.tolist()) for *_, v in LetorFolds(inner_cv=5, split_seed=3).inner_folds(train)]
+    again = [
+        set(v.query_ids.tolist())
+        for *_, v in LetorFolds(inner_cv=5, split_seed=3).inner_folds(train)
+    ]
     assert again == vali_q  # the same folds for every trial
     with pytest.raises(UserError, match="protocol.inner_cv"):
         list(LetorFolds(inner_cv=5).inner_folds(_queries(4)))
@@ -179,10 +198,15 @@ def test_inner_folds_partition_the_training_queries() -> None:
 
 def test_inner_repeats_reassign_queries_and_keep_the_first_repeat() -> None:
     train = _queries(23)
-    plain = [frozenset(v.query_ids.tolist()) for *_, v in LetorFolds(inner_cv=5, split_seed=3).inner_folds(train)]
+    plain = [
+        frozenset(v.query_ids.tolist())
+        for *_, v in LetorFolds(inner_cv=5, split_seed=3).inner_folds(train)
+    ]
     folds = list(LetorFolds(inner_cv=5, split_seed=3, inner_repeats=3).inner_folds(train))
     assert [(r, k) for r, k, _, _ in folds] == [(r, k) for r in range(3) for k in range(5)]
-    by_repeat = [[frozenset(v.query_ids.tolist()) for r, _, _, v in folds if r == rep] for rep in range(3)]
+    by_repeat = [
+        [frozenset(v.query_ids.tolist()) for r, _, _, v in folds if r == rep] for rep in range(3)
+    ]
     assert by_repeat[0] == plain  # repeat 0 is the papers' single k-fold
     for partition in by_repeat:  # each repeat is a partition of all training queries
         assert sorted(q for v in partition for q in v) == list(range(23))
@@ -195,12 +219,17 @@ def test_a_reevaluation_runs_the_repeats_after_the_search_ones() -> None:
     train = _queries(23)
 
     def folds(protocol: LetorFolds, reevaluation: bool) -> list[tuple[int, frozenset]]:
-        return [(r, frozenset(v.query_ids.tolist())) for r, _, _, v in protocol.inner_folds(train, reevaluation)]
+        return [
+            (r, frozenset(v.query_ids.tolist()))
+            for r, _, _, v in protocol.inner_folds(train, reevaluation)
+        ]
 
     three = folds(LetorFolds(inner_cv=5, split_seed=3, inner_repeats=3), False)
     again = folds(LetorFolds(inner_cv=5, split_seed=3, reevaluation_repeats=2), True)
     assert again == three[5:]  # repeats 1 and 2: none of the search's repeat-0 folds
-    later = folds(LetorFolds(inner_cv=5, split_seed=3, inner_repeats=2, reevaluation_repeats=1), True)
+    later = folds(
+        LetorFolds(inner_cv=5, split_seed=3, inner_repeats=2, reevaluation_repeats=1), True
+    )
     assert [r for r, _ in later] == [2] * 5 and later == three[10:]
     with pytest.raises(UserError, match="protocol.reevaluation_repeats"):
         LetorFolds(reevaluation_repeats=0)
@@ -217,10 +246,14 @@ def test_inner_repeat_seeds() -> None:
 
 # ------------------------------------------------------------------------------ compatibility
 def test_incompatible_groups_are_rejected_with_one_sentence() -> None:
-    cfg = OmegaConf.create({
-        "model": {"name": "lambdamart", "accepts": {"loss": ["none"], "optimizer": ["none"]}},
-        "loss": {"name": "listnet"}, "optimizer": {"name": "none"}, "activation": {"name": "tanh"},
-    })
+    cfg = OmegaConf.create(
+        {
+            "model": {"name": "lambdamart", "accepts": {"loss": ["none"], "optimizer": ["none"]}},
+            "loss": {"name": "listnet"},
+            "optimizer": {"name": "none"},
+            "activation": {"name": "tanh"},
+        }
+    )
     with pytest.raises(UserError) as err:
         check_compatibility(cfg)
     assert str(err.value) == (
@@ -232,8 +265,9 @@ def test_incompatible_groups_are_rejected_with_one_sentence() -> None:
 
 # ------------------------------------------------------------------------------ runner: trial
 def test_sweep_trial_scores_inner_folds_only_and_logs_a_trial_run(tmp_path: Path) -> None:
-    cfg = make_cfg("sweep.trial_number=4", "sweep.study_name=s1", "protocol.inner_cv=3",
-                   tracking=tmp_path)
+    cfg = make_cfg(
+        "sweep.trial_number=4", "sweep.study_name=s1", "protocol.inner_cv=3", tracking=tmp_path
+    )
     ds_qids = _synthetic_qids(cfg)
     result = run(cfg, output_dir=tmp_path / "job")
     assert result.mode == "inner_cv" and len(result.folds) == 3
@@ -259,7 +293,9 @@ def test_sweep_trial_scores_inner_folds_only_and_logs_a_trial_run(tmp_path: Path
     assert sorted(m.value for m in hist) == pytest.approx(sorted(per_fold))
     assert trial.data.params["protocol.inner_cv"] == "3"
     assert trial.data.metrics[keys.TIME_FIT] >= 0
-    assert json.loads((tmp_path / "job" / "results.json").read_text())["objective"] == pytest.approx(result.objective)
+    assert json.loads((tmp_path / "job" / "results.json").read_text())[
+        "objective"
+    ] == pytest.approx(result.objective)
 
 
 def _runs(store: Path) -> tuple[Any, list]:
@@ -278,8 +314,13 @@ def _synthetic_qids(cfg: DictConfig) -> dict[str, set]:
 
 
 def test_nan_scores_fail_the_trial_and_its_mlflow_run(tmp_path: Path) -> None:
-    cfg = make_cfg("sweep.trial_number=0", "sweep.study_name=s2", "protocol.inner_cv=2",
-                   tracking=tmp_path, nan=True)
+    cfg = make_cfg(
+        "sweep.trial_number=0",
+        "sweep.study_name=s2",
+        "protocol.inner_cv=2",
+        tracking=tmp_path,
+        nan=True,
+    )
     with pytest.raises(TrialFailed, match="non-finite scores"):
         run(cfg, verbose=False)
     _, runs = _runs(tmp_path)
@@ -295,9 +336,15 @@ def test_trials_may_not_select_on_test() -> None:
 
 
 # ------------------------------------------------------------------------------ runner: final
-def test_holdout_protocol_runs_every_split_with_binary_training_labels(tmp_path: Path, capsys: Any) -> None:
-    cfg = make_cfg("protocol=holdout", "protocol.n_splits=3", "protocol.vali_fraction=0.25",
-                   "protocol.train_labels=binary")
+def test_holdout_protocol_runs_every_split_with_binary_training_labels(
+    tmp_path: Path, capsys: Any
+) -> None:
+    cfg = make_cfg(
+        "protocol=holdout",
+        "protocol.n_splits=3",
+        "protocol.vali_fraction=0.25",
+        "protocol.train_labels=binary",
+    )
     result = run(cfg, output_dir=tmp_path)
     assert result.mode == "final" and [f.fold for f in result.folds] == [0, 1, 2]
     fits = [labels for kind, _, labels in SEEN if kind == "fit"]
@@ -337,8 +384,11 @@ def test_threads_are_shared_among_a_parallel_launchers_jobs() -> None:
     from ltr_bench.runner import parallel_jobs
 
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        cfg = compose("config", overrides=["model=lambdamart", "hydra/launcher=joblib",
-                                           "hydra.launcher.n_jobs=-1"], return_hydra_config=True)
+        cfg = compose(
+            "config",
+            overrides=["model=lambdamart", "hydra/launcher=joblib", "hydra.launcher.n_jobs=-1"],
+            return_hydra_config=True,
+        )
     try:
         assert parallel_jobs() == 1  # no Hydra job
         with open_dict(cfg):

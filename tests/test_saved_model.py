@@ -35,13 +35,24 @@ from ltr_bench.saved_model import (
     unpack_knots,
 )
 
-TINY_DATA = ["dataset.n_train=400", "dataset.n_vali=100", "dataset.n_test=200", "dataset.n_features=8",
-             "dataset.docs_per_query=20", "threads=1"]
+TINY_DATA = [
+    "dataset.n_train=400",
+    "dataset.n_vali=100",
+    "dataset.n_test=200",
+    "dataset.n_features=8",
+    "dataset.docs_per_query=20",
+    "threads=1",
+]
 FAMILIES = {
     "neural": ["model=direct_ranker", "model.epochs=2", "trainer.enable_progress_bar=false"],
     "lambdamart": ["model=lambdamart", "model.n_estimators=15"],
     "adarank": ["model=adarank", "model.rounds=8"],
-    "sortnet": ["model=sortnet", "model.max_iter=2", "model.epochs_per_iter=1", "model.max_opponents=8"],
+    "sortnet": [
+        "model=sortnet",
+        "model.max_iter=2",
+        "model.epochs_per_iter=1",
+        "model.max_opponents=8",
+    ],
 }
 
 
@@ -53,12 +64,23 @@ def compose_cfg(tmp: Path, *overrides: str) -> Any:
     return cfg
 
 
-def run_capturing_test(cfg: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, np.ndarray, QuerySet]:
+def run_capturing_test(
+    cfg: Any, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, np.ndarray, QuerySet]:
     """Run ``cfg``; return its result, the scores it evaluated on test and the raw test split."""
     seen: dict[str, Any] = {}
     prepare, evaluate_split = runner.prepare, runner.evaluate_split
 
-    def spy_prepare(cfg_: Any, protocol: Any, threshold: int, train: Any, vali: Any, test: Any, *a: Any, **k: Any) -> Any:
+    def spy_prepare(
+        cfg_: Any,
+        protocol: Any,
+        threshold: int,
+        train: Any,
+        vali: Any,
+        test: Any,
+        *a: Any,
+        **k: Any,
+    ) -> Any:
         seen["raw_test"] = test
         return prepare(cfg_, protocol, threshold, train, vali, test, *a, **k)
 
@@ -69,7 +91,11 @@ def run_capturing_test(cfg: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, 
 
     monkeypatch.setattr(runner, "prepare", spy_prepare)
     monkeypatch.setattr(runner, "evaluate_split", spy_evaluate)
-    result = runner.run(cfg, output_dir=Path(str(cfg.tracking.tracking_uri)[len("sqlite:///"):]).parent, verbose=False)
+    result = runner.run(
+        cfg,
+        output_dir=Path(str(cfg.tracking.tracking_uri)[len("sqlite:///") :]).parent,
+        verbose=False,
+    )
     return result, seen["scores"], seen["raw_test"]
 
 
@@ -103,7 +129,9 @@ def test_pyfunc_scores_raw_features_as_the_run_scored_test(
     assert kept.n_docs == len(run_scores)
     scores = model.predict(frame(kept))
     np.testing.assert_allclose(scores, run_scores, rtol=0, atol=1e-6)
-    wide = frame(kept).astype({c: np.float64 for c in feature_columns(8)})  # float64 frames pass too
+    wide = frame(kept).astype(
+        {c: np.float64 for c in feature_columns(8)}
+    )  # float64 frames pass too
     np.testing.assert_allclose(model.predict(wide), run_scores, rtol=0, atol=1e-6)
     assert model.metadata.signature.inputs.input_names()[:2] == ["qid", "f1"]
     assert logged.source_run_id == fold_run and logged.name == "model"  # the UI's "Logged models"
@@ -118,14 +146,26 @@ def test_scores_do_not_depend_on_row_order_or_missing_qid(tmp_path: Path) -> Non
     data = make_synthetic(n_docs=60, n_features=8, docs_per_query=10, seed=3)
     base = pipeline.score_arrays(data.features, data.qid)
     perm = np.random.default_rng(0).permutation(data.n_docs)
-    np.testing.assert_array_equal(pipeline.score_arrays(data.features[perm], data.qid[perm]), base[perm])
+    np.testing.assert_array_equal(
+        pipeline.score_arrays(data.features[perm], data.qid[perm]), base[perm]
+    )
     np.testing.assert_array_equal(pipeline.score_arrays(data.features), base)
 
 
 def _fitted_pipeline(tmp: Path, n_train: int, model: str = "direct_ranker") -> ScoringPipeline:
-    cfg = compose_cfg(tmp, f"model={model}", "model.epochs=1", "trainer.enable_progress_bar=false",
-                      f"dataset.n_train={n_train}") if model == "direct_ranker" else \
-        compose_cfg(tmp, f"model={model}", "model.n_estimators=10", f"dataset.n_train={n_train}")
+    cfg = (
+        compose_cfg(
+            tmp,
+            f"model={model}",
+            "model.epochs=1",
+            "trainer.enable_progress_bar=false",
+            f"dataset.n_train={n_train}",
+        )
+        if model == "direct_ranker"
+        else compose_cfg(
+            tmp, f"model={model}", "model.n_estimators=10", f"dataset.n_train={n_train}"
+        )
+    )
     train = make_synthetic(n_docs=n_train, n_features=8, docs_per_query=20, seed=1)
     pre = runner.build_preprocessing(cfg).fit(train)
     ranker = runner.build_ranker(cfg)
@@ -140,7 +180,10 @@ def test_artifact_size_does_not_grow_with_training_documents(tmp_path: Path) -> 
         folder = save_pipeline(_fitted_pipeline(tmp_path / str(n), n), tmp_path / f"saved{n}")
         sizes[n] = folder_size(folder)
         assert sorted(p.name for p in folder.rglob("*") if p.is_file()) == [
-            "pipeline.json", "preprocessing.npz", "scorer.pt"]
+            "pipeline.json",
+            "preprocessing.npz",
+            "scorer.pt",
+        ]
     # 8x the training documents: the same parameters; only the knots' compressed size varies
     assert sizes[16_000] < 1.25 * sizes[2_000], sizes
     assert max(sizes.values()) < 100_000
@@ -153,7 +196,9 @@ def test_saved_pipeline_round_trip_and_no_overwrite(tmp_path: Path) -> None:
     data = make_synthetic(n_docs=100, n_features=8, docs_per_query=20, seed=5)
     np.testing.assert_allclose(loaded.score(data), pipeline.score(data), rtol=0, atol=1e-6)
     x, y = data.features[:5], data.features[5:10]  # DirectRanker's r(x, y) works when loaded
-    np.testing.assert_allclose(loaded.ranker.compare(x, y), pipeline.ranker.compare(x, y), atol=1e-6)
+    np.testing.assert_allclose(
+        loaded.ranker.compare(x, y), pipeline.ranker.compare(x, y), atol=1e-6
+    )
     with pytest.raises(FileExistsError):
         save_pipeline(pipeline, folder)
     with pytest.raises(UserError, match="has 5 features but the model was trained on 8"):
@@ -184,7 +229,10 @@ class _Evil:
 @given(st.integers(1, 50), st.integers(1, 4), st.integers(0, 2**32 - 1))
 def test_knot_packing_is_bit_exact(n_q: int, n_features: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
-    q = np.sort(rng.choice([0.0, -0.0, 1.5, -3.25e300, 7e-310, rng.normal()], size=(n_q, n_features)), axis=0)
+    q = np.sort(
+        rng.choice([0.0, -0.0, 1.5, -3.25e300, 7e-310, rng.normal()], size=(n_q, n_features)),
+        axis=0,
+    )
     q = np.maximum.accumulate(q + 0.0, axis=0)
     back, stats = unpack_knots(pack_knots(q))
     assert back.shape == q.shape and stats is None
@@ -201,9 +249,14 @@ def test_knots_from_the_fits_order_statistics_are_bit_exact(
     from ltr_bench.data.transforms import QuantileNormal
 
     rng = np.random.default_rng(seed)
-    pool = np.array([0.0, -0.0, 1.0, 0.5, -2.0, 3e30, 1e-40, rng.normal(), rng.normal()], dtype=np.float32)
-    X = np.where(rng.random((n_rows, n_features)) < 0.5, rng.choice(pool, (n_rows, n_features)),
-                 rng.normal(size=(n_rows, n_features)).astype(np.float32))
+    pool = np.array(
+        [0.0, -0.0, 1.0, 0.5, -2.0, 3e30, 1e-40, rng.normal(), rng.normal()], dtype=np.float32
+    )
+    X = np.where(
+        rng.random((n_rows, n_features)) < 0.5,
+        rng.choice(pool, (n_rows, n_features)),
+        rng.normal(size=(n_rows, n_features)).astype(np.float32),
+    )
     t = QuantileNormal(n_quantiles=n_quantiles).fit(X)
     packed = pack_knots(t.quantiles_, t.order_stats_)
     assert "order_xz" in packed  # the order statistics reproduce the knots
@@ -224,13 +277,20 @@ def test_standard_and_per_query_preprocessing_round_trip(tmp_path: Path) -> None
     for transform in ("standard", "per_query", "none"):
         pre = Preprocessing(feature_transform=transform, relevance_threshold=2).fit(train)
         ranker = AdaRank(rounds=5, relevance_threshold=2).fit(pre.apply(train, "train"))
-        p = ScoringPipeline(pre, ranker, 6, 2, {"_target_": "ltr_bench.models.AdaRank", "rounds": 5,
-                                                 "relevance_threshold": 2})
+        p = ScoringPipeline(
+            pre,
+            ranker,
+            6,
+            2,
+            {"_target_": "ltr_bench.models.AdaRank", "rounds": 5, "relevance_threshold": 2},
+        )
         loaded = load_pipeline(save_pipeline(p, tmp_path / transform))
         np.testing.assert_array_equal(loaded.score(test), p.score(test))
 
 
-def test_a_ranker_without_save_params_logs_no_model(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_ranker_without_save_params_logs_no_model(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from ltr_bench.tracking import Tracker
 
     tracker = Tracker(f"sqlite:///{tmp_path}/mlflow.db", "t")

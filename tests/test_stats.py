@@ -52,7 +52,12 @@ def test_format_mean_se_examples(mean, se, expected):
 
 @pytest.mark.parametrize(
     ("mean", "se", "expected"),
-    [(67.2, 6.1, "67(6)"), (103.2, 1.1, "103(1)"), (1046.0, 23.0, "1046(23)"), (0.157, 0.003, "0.157(3)")],
+    [
+        (67.2, 6.1, "67(6)"),
+        (103.2, 1.1, "103(1)"),
+        (1046.0, 23.0, "1046(23)"),
+        (0.157, 0.003, "0.157(3)"),
+    ],
 )
 def test_format_mean_se_one_digit_reproduces_paper_table3(mean, se, expected):
     assert format_mean_se(mean, se, digits=1) == expected
@@ -140,7 +145,9 @@ def test_corrected_ttest_per_split_sizes_average_the_ratio():
     scalar = corrected_resampled_ttest(a, b, n_train=1.0, n_test=0.375)
     assert per_split.p == pytest.approx(scalar.p)
     naive = corrected_resampled_ttest(a, b, n_train=1.0, n_test=0.0)
-    assert abs(per_split.t) < abs(naive.t) and per_split.p > naive.p  # the correction is conservative
+    assert (
+        abs(per_split.t) < abs(naive.t) and per_split.p > naive.p
+    )  # the correction is conservative
 
 
 def test_corrected_ttest_zero_variance():
@@ -160,13 +167,19 @@ def test_corrected_ttest_rejects_bad_input(a, b):
 
 def test_pairwise_ttests_use_common_folds():
     scores = pd.DataFrame(
-        [[0.51, 0.52, 0.53, 0.54, 0.55], [0.5, 0.5, 0.5, 0.5, 0.5], [0.4, math.nan, math.nan, math.nan, 0.3]],
+        [
+            [0.51, 0.52, 0.53, 0.54, 0.55],
+            [0.5, 0.5, 0.5, 0.5, 0.5],
+            [0.4, math.nan, math.nan, math.nan, 0.3],
+        ],
         index=["a", "b", "c"],
     )
     pvals, diffs = pairwise_corrected_ttests(scores, 1 / 3)
     assert pvals.loc["a", "b"] == pytest.approx(1 - 51 / 43 * math.sqrt(27 / 43), rel=1e-6)
     assert pvals.loc["a", "b"] == pvals.loc["b", "a"]
-    assert diffs.loc["a", "b"] == pytest.approx(0.03) and diffs.loc["b", "a"] == pytest.approx(-0.03)
+    assert diffs.loc["a", "b"] == pytest.approx(0.03) and diffs.loc["b", "a"] == pytest.approx(
+        -0.03
+    )
     # c has 2 folds in common with a (folds 0 and 4): d = [0.11, 0.25]
     d = np.array([0.11, 0.25])
     t = d.mean() / math.sqrt((1 / 2 + 1 / 3) * d.var(ddof=1))
@@ -184,8 +197,17 @@ def test_pairwise_ttests_use_common_folds():
 
 @pytest.mark.parametrize(
     ("k", "q05", "q10"),
-    [(2, 1.960, 1.645), (3, 2.343, 2.052), (4, 2.569, 2.291), (5, 2.728, 2.459), (6, 2.850, 2.589),
-     (7, 2.949, 2.693), (8, 3.031, 2.780), (9, 3.102, 2.855), (10, 3.164, 2.920)],
+    [
+        (2, 1.960, 1.645),
+        (3, 2.343, 2.052),
+        (4, 2.569, 2.291),
+        (5, 2.728, 2.459),
+        (6, 2.850, 2.589),
+        (7, 2.949, 2.693),
+        (8, 3.031, 2.780),
+        (9, 3.102, 2.855),
+        (10, 3.164, 2.920),
+    ],
 )
 def test_q_alpha_matches_demsar_table(k, q05, q10):
     assert nemenyi_q_alpha(k, 0.05) == pytest.approx(q05, abs=1e-3)
@@ -216,7 +238,9 @@ def test_friedman_strict_order_by_hand():
     for a, b, dr in [("best", "mid", 1), ("best", "worst", 2), ("mid", "worst", 1)]:
         expected = sst.studentized_range.sf(dr / se * math.sqrt(2), 3, np.inf)
         assert res.nemenyi_p.loc[a, b] == pytest.approx(expected, rel=1e-6)
-    assert res.significant_pairs() == [("best", "worst", pytest.approx(res.nemenyi_p.loc["best", "worst"]))]
+    assert res.significant_pairs() == [
+        ("best", "worst", pytest.approx(res.nemenyi_p.loc["best", "worst"]))
+    ]
     assert res.groups() == [("best", "mid"), ("mid", "worst")]
 
 
@@ -326,12 +350,17 @@ def test_bayesian_ttest_zero_variance_is_a_point_mass():
 def test_pairwise_bayesian_ttests_covers_every_pair_on_common_folds():
     scores = pd.DataFrame(
         [[0.7, 0.72, 0.71, np.nan], [0.6, 0.61, 0.65, 0.6], [0.7, 0.73, 0.70, 0.7]],
-        index=["x", "y", "z"], columns=["F1", "F2", "F3", "F4"],
+        index=["x", "y", "z"],
+        columns=["F1", "F2", "F3", "F4"],
     )
     table = pairwise_bayesian_ttests(scores, 0.25, rope=0.01)
     assert list(zip(table.a, table.b)) == [("x", "y"), ("x", "z"), ("y", "z")]
-    xy = bayesian_correlated_ttest(scores.loc["x", ["F1", "F2", "F3"]], scores.loc["y", ["F1", "F2", "F3"]],
-                                   test_train_ratio=0.25, rope=0.01)
+    xy = bayesian_correlated_ttest(
+        scores.loc["x", ["F1", "F2", "F3"]],
+        scores.loc["y", ["F1", "F2", "F3"]],
+        test_train_ratio=0.25,
+        rope=0.01,
+    )
     assert table.iloc[0]["p_a_better"] == pytest.approx(xy.p_a_better)
     assert table.iloc[0]["n"] == 3
 
@@ -377,8 +406,9 @@ def test_holm_hand_worked_and_statsmodels():
 
 
 def test_win_tie_loss_counts_against_the_baseline():
-    values = pd.DataFrame({"base": [0.5, 0.5, 0.5, np.nan], "m": [0.6, 0.5, 0.495, 0.9],
-                           "n": [0.1, 0.2, 0.5, 0.3]})
+    values = pd.DataFrame(
+        {"base": [0.5, 0.5, 0.5, np.nan], "m": [0.6, 0.5, 0.495, 0.9], "n": [0.1, 0.2, 0.5, 0.3]}
+    )
     table = win_tie_loss(values, "base", tol=0.01)
     assert table.loc["m"].tolist() == [1, 2, 0]
     assert table.loc["n"].tolist() == [0, 1, 2]

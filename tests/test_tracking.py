@@ -36,7 +36,9 @@ def tracker(tmp_path_factory: pytest.TempPathFactory) -> Tracker:
 
 
 def test_relative_sqlite_uri_is_resolved_against_the_start_directory(tmp_path: Path) -> None:
-    assert resolve_tracking_uri("sqlite:///mlflow.db", tmp_path) == f"sqlite:///{tmp_path}/mlflow.db"
+    assert (
+        resolve_tracking_uri("sqlite:///mlflow.db", tmp_path) == f"sqlite:///{tmp_path}/mlflow.db"
+    )
     assert resolve_tracking_uri("sqlite:///sub/x.db", tmp_path) == f"sqlite:///{tmp_path}/sub/x.db"
     assert resolve_tracking_uri("sqlite:////abs/x.db", tmp_path) == "sqlite:////abs/x.db"
     assert resolve_tracking_uri("http://host:5000", tmp_path) == "http://host:5000"
@@ -44,15 +46,17 @@ def test_relative_sqlite_uri_is_resolved_against_the_start_directory(tmp_path: P
 
 
 def test_flatten_config_drops_hydra_and_keeps_lists_as_json() -> None:
-    cfg = OmegaConf.create({
-        "seed": 3,
-        "model": {"hidden": [64, 32], "opt": {"lr": 0.1, "name": "adam"}, "x": None},
-        "hydra": {"run": {"dir": "out"}},
-        "long": "a" * 7000,
-        "ref": "${seed}",
-        "objective": {"metric": "ndcg@10"},
-        "empty": {},
-    })
+    cfg = OmegaConf.create(
+        {
+            "seed": 3,
+            "model": {"hidden": [64, 32], "opt": {"lr": 0.1, "name": "adam"}, "x": None},
+            "hydra": {"run": {"dir": "out"}},
+            "long": "a" * 7000,
+            "ref": "${seed}",
+            "objective": {"metric": "ndcg@10"},
+            "empty": {},
+        }
+    )
     flat = flatten_config(cfg)
     assert flat["seed"] == "3"
     assert flat["model.hidden"] == "[64, 32]"
@@ -187,7 +191,9 @@ def test_ctrl_c_inside_a_lightning_metric_write_is_held(
 def test_nesting_params_metrics_and_history(tracker: Tracker) -> None:
     client = tracker.client
     with tracker.run("parent", {keys.TAG_ROLE: keys.ROLE_PROTOCOL}) as parent:
-        with tracker.run("fold 0", {keys.TAG_ROLE: keys.ROLE_FOLD, keys.TAG_FOLD: 0}, parent_id=parent) as child:
+        with tracker.run(
+            "fold 0", {keys.TAG_ROLE: keys.ROLE_FOLD, keys.TAG_FOLD: 0}, parent_id=parent
+        ) as child:
             tracker.log_params(child, {"model.lr": 0.1, "a@b": "x"})
             tracker.log_metrics(child, {"test/ndcg@10": 0.5, "bad": float("nan"), "none": None})
             # A Lightning ranker logs its epochs itself; history must not duplicate them.
@@ -197,10 +203,13 @@ def test_nesting_params_metrics_and_history(tracker: Tracker) -> None:
             logger.log_hyperparams({"lr": 0.1})  # params come from the config, not Lightning
             logger.finalize("success")  # must not end the run
             assert client.get_run(child).info.status == "RUNNING"
-            tracker.log_history(child, [
-                {"epoch": 0, "train_loss": 1.0, "vali_ndcg@10": 0.25},
-                {"epoch": 1, "train_loss": 0.5, "vali_ndcg@10": 0.5},
-            ])
+            tracker.log_history(
+                child,
+                [
+                    {"epoch": 0, "train_loss": 1.0, "vali_ndcg@10": 0.25},
+                    {"epoch": 1, "train_loss": 0.5, "vali_ndcg@10": 0.5},
+                ],
+            )
     run = client.get_run(child)
     assert run.data.tags[TAG_PARENT] == parent
     assert run.data.params == {"model.lr": "0.1", "a_at_b": "x"}
@@ -217,7 +226,9 @@ def test_nesting_params_metrics_and_history(tracker: Tracker) -> None:
 
 def test_history_with_rounds_uses_them_as_steps(tracker: Tracker) -> None:
     with tracker.run("gbdt", {}) as rid:
-        tracker.log_history(rid, [{"round": 5, "vali_ndcg@10": 0.1}, {"round": 6, "vali_ndcg@10": 0.2}])
+        tracker.log_history(
+            rid, [{"round": 5, "vali_ndcg@10": 0.1}, {"round": 6, "vali_ndcg@10": 0.2}]
+        )
     hist = tracker.client.get_metric_history(rid, "curve/vali_ndcg_at_10")
     assert [(m.step, m.value) for m in hist] == [(5, 0.1), (6, 0.2)]
     assert set(tracker.client.get_run(rid).data.metrics) == {"curve/vali_ndcg_at_10"}
@@ -235,14 +246,21 @@ def test_sweep_run_is_found_by_study_tag(tracker: Tracker) -> None:
     assert run.info.status == "FINISHED"  # never left RUNNING
 
 
-def test_pyfunc_model_is_logged_with_its_signature_and_registered(tracker: Tracker, tmp_path: Path) -> None:
+def test_pyfunc_model_is_logged_with_its_signature_and_registered(
+    tracker: Tracker, tmp_path: Path
+) -> None:
     from ltr_bench.tracking import PyfuncModel
 
     data = tmp_path / "data"
     data.mkdir()
     (data / "params.txt").write_text("w")
-    model = PyfuncModel(data, "ltr_bench.saved_model", [("qid", "long", False), ("f1", "float", True)],
-                        [("score", "double", True)], {"model": "toy"})
+    model = PyfuncModel(
+        data,
+        "ltr_bench.saved_model",
+        [("qid", "long", False), ("f1", "float", True)],
+        [("score", "double", True)],
+        {"model": "toy"},
+    )
     with tracker.run("m", {}) as rid:
         tracker.register_model = "toy_model"
         try:
@@ -251,7 +269,9 @@ def test_pyfunc_model_is_logged_with_its_signature_and_registered(tracker: Track
         finally:
             tracker.register_model = None
     logged = tracker.client.get_logged_model(model_id)
-    assert logged.name == "model" and logged.source_run_id == rid and logged.params == {"model": "toy"}
+    assert (
+        logged.name == "model" and logged.source_run_id == rid and logged.params == {"model": "toy"}
+    )
     files = {a.path for a in tracker.client.list_logged_model_artifacts(model_id)}
     assert {"MLmodel", "data"} <= files and not any(f.endswith(".pkl") for f in files)
     versions = tracker.client.search_model_versions("name = 'toy_model'")
@@ -295,18 +315,51 @@ def test_params_are_the_choices_each_once() -> None:
     gbdt = run_params(_compose("model=lambdamart", *base))
     assert len(direct) <= 40 and len(ranknet) <= 40 and len(gbdt) <= 30
     # group choices, effective hyperparameters, the override of a non-hyperparameter group
-    assert {k: direct[k] for k in ("model", "loss", "optimizer", "activation", "dataset", "protocol",
-                                   "eval", "trainer")} == {
-        "model": "direct_ranker", "loss": "l2", "optimizer": "adam", "activation": "tanh",
-        "dataset": "mq2008", "protocol": "single", "eval": "paper", "trainer": "cpu"}
+    assert {
+        k: direct[k]
+        for k in (
+            "model",
+            "loss",
+            "optimizer",
+            "activation",
+            "dataset",
+            "protocol",
+            "eval",
+            "trainer",
+        )
+    } == {
+        "model": "direct_ranker",
+        "loss": "l2",
+        "optimizer": "adam",
+        "activation": "tanh",
+        "dataset": "mq2008",
+        "protocol": "single",
+        "eval": "paper",
+        "trainer": "cpu",
+    }
     assert direct["optimizer.lr"] == "0.004" and direct["model.hidden_sizes"] == "[64, 32]"
     assert direct["dataset.fold"] == "1" and direct["seed"] == "0"
     # nothing twice, no metadata, no machine facts, no unchanged option values
     for params in (direct, ranknet, gbdt):
-        assert not any(k.startswith(("model.loss", "model.optimizer", "model.trainer", "model.activation",
-                                     "hydra", "tracking")) for k in params)
-        assert not any(s in k for k in params for s in ("_target_", "_recursive_", "accepts", "name"))
-        assert "model.seed" not in params and "threads" not in params and "dataset.root" not in params
+        assert not any(
+            k.startswith(
+                (
+                    "model.loss",
+                    "model.optimizer",
+                    "model.trainer",
+                    "model.activation",
+                    "hydra",
+                    "tracking",
+                )
+            )
+            for k in params
+        )
+        assert not any(
+            s in k for k in params for s in ("_target_", "_recursive_", "accepts", "name")
+        )
+        assert (
+            "model.seed" not in params and "threads" not in params and "dataset.root" not in params
+        )
         assert not any(k.startswith(("eval.", "protocol.", "trainer.")) for k in params)
     # one family, one key set: direct_ranker and ranknet differ only in loss/optimizer options
     only = set(direct) ^ set(ranknet)
@@ -320,9 +373,18 @@ def test_params_are_the_choices_each_once() -> None:
 
 def test_runs_carry_mlflow_standard_fields_and_dataset_inputs(tracker: Tracker) -> None:
     with tracker.run("r", {}, description="ltr-bench model=x") as rid:
-        tracker.log_inputs(rid, [
-            {"name": "mq2008/Fold1", "digest": f"abc-{c}", "context": c, "source": {"uri": "/d"}}
-            for c in ("train", "vali", "test")])  # each part has its own fingerprint
+        tracker.log_inputs(
+            rid,
+            [
+                {
+                    "name": "mq2008/Fold1",
+                    "digest": f"abc-{c}",
+                    "context": c,
+                    "source": {"uri": "/d"},
+                }
+                for c in ("train", "vali", "test")
+            ],
+        )  # each part has its own fingerprint
         tracker.rename(rid, "better name")
     run = tracker.client.get_run(rid)
     tags = run.data.tags
@@ -330,7 +392,9 @@ def test_runs_carry_mlflow_standard_fields_and_dataset_inputs(tracker: Tracker) 
     assert tags["mlflow.note.content"] == "ltr-bench model=x"
     assert len(tags["mlflow.source.git.commit"]) == 40  # the clone's commit (tests run in it)
     assert tags[keys.TAG_INVOCATION] and run.info.run_name == "better name"
-    inputs = {(i.dataset.name, i.dataset.digest, i.tags[0].value) for i in run.inputs.dataset_inputs}
+    inputs = {
+        (i.dataset.name, i.dataset.digest, i.tags[0].value) for i in run.inputs.dataset_inputs
+    }
     assert inputs == {("mq2008/Fold1", f"abc-{c}", c) for c in ("train", "vali", "test")}
     exp = tracker.client.get_experiment(tracker.experiment_id)
     assert exp.tags[keys.EXPERIMENT_KIND] == keys.EXPERIMENT_KIND_ML
@@ -359,18 +423,36 @@ def test_links_open_the_machine_learning_view_with_a_filter() -> None:
 def test_sweep_run_gets_space_budget_and_convergence(tracker: Tracker, tmp_path: Path) -> None:
     from ltr_bench.tracking import _log_convergence, sweep_params
 
-    cfg = _compose("model=direct_ranker", "search=direct_ranker", "hydra/sweeper/sampler=tpe", hydra=True)
-    cfg = OmegaConf.merge(cfg, {"hydra": {"overrides": {"task": ["model.dropout=choice(0.0,0.5)"]},
-                                          "runtime": {"choices": {"hydra/sweeper/sampler": "tpe"}}}})
-    params = sweep_params(cfg, {"n_trials": 4, "direction": "maximize",
-                                "storage": "postgresql://u:***@h/db", "sampler": "TPESampler"})
+    cfg = _compose(
+        "model=direct_ranker", "search=direct_ranker", "hydra/sweeper/sampler=tpe", hydra=True
+    )
+    cfg = OmegaConf.merge(
+        cfg,
+        {
+            "hydra": {
+                "overrides": {"task": ["model.dropout=choice(0.0,0.5)"]},
+                "runtime": {"choices": {"hydra/sweeper/sampler": "tpe"}},
+            }
+        },
+    )
+    params = sweep_params(
+        cfg,
+        {
+            "n_trials": 4,
+            "direction": "maximize",
+            "storage": "postgresql://u:***@h/db",
+            "sampler": "TPESampler",
+        },
+    )
     assert params["search.model.dropout"] == "choice(0.0,0.5)" and "model.dropout" not in params
     assert {params[k] for k in ("sampler", "n_trials", "direction")} == {"tpe", "4", "maximize"}
     assert params["storage"] == "postgresql://u:***@h/db" and params["model"] == "direct_ranker"
     assert len(params) <= 50
     csv = tmp_path / "trials.csv"
-    csv.write_text("number,value,state,datetime_complete\n0,0.5,COMPLETE,2026-01-01 10:00:00\n"
-                   "1,,FAIL,\n2,0.7,COMPLETE,2026-01-01 10:01:00\n3,0.6,COMPLETE,2026-01-01 10:02:00\n")
+    csv.write_text(
+        "number,value,state,datetime_complete\n0,0.5,COMPLETE,2026-01-01 10:00:00\n"
+        "1,,FAIL,\n2,0.7,COMPLETE,2026-01-01 10:01:00\n3,0.6,COMPLETE,2026-01-01 10:02:00\n"
+    )
     rid = tracker.find_or_create_sweep_run("study-conv", {})
     _log_convergence(tracker, rid, csv, "maximize")
     _log_convergence(tracker, rid, csv, "maximize")  # a resumed study logs nothing twice

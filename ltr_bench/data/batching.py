@@ -208,8 +208,13 @@ class PairBatches:
     """
 
     def __init__(
-        self, sampler: PairSampler, batch_size: int, pairs_per_epoch: int, seed: int,
-        rank: int = 0, world_size: int = 1,
+        self,
+        sampler: PairSampler,
+        batch_size: int,
+        pairs_per_epoch: int,
+        seed: int,
+        rank: int = 0,
+        world_size: int = 1,
     ) -> None:
         if batch_size < 1 or pairs_per_epoch < 1:
             raise UserError(
@@ -259,9 +264,16 @@ class QueryBatches:
     """
 
     def __init__(
-        self, data: QuerySet, batch_queries: int = 32, max_cells: int = 1 << 20,
-        cost_power: int = 1, shuffle: bool = True, seed: int = 0, rank: int = 0,
-        world_size: int = 1, device: torch.device | str = "cpu",
+        self,
+        data: QuerySet,
+        batch_queries: int = 32,
+        max_cells: int = 1 << 20,
+        cost_power: int = 1,
+        shuffle: bool = True,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        device: torch.device | str = "cpu",
     ) -> None:
         if batch_queries < 1:
             raise UserError(f"model.batch_size={batch_queries} (queries per batch) must be >= 1")
@@ -282,7 +294,8 @@ class QueryBatches:
         chunks = bucket_chunks(
             self._lengths,
             lambda width: min(per_rank, max(1, self.max_cells // width**self.cost_power)),
-            queries=self._queries, rng=rng,
+            queries=self._queries,
+            rng=rng,
         )
         if rng is not None:
             chunks = [chunks[i] for i in rng.permutation(len(chunks))]
@@ -292,7 +305,11 @@ class QueryBatches:
         return max(1, math.ceil(self._n_batches / self.world_size)) if self._n_batches else 0
 
     def __iter__(self) -> Iterator[ListBatch]:
-        rng = np.random.default_rng(derive_seed(self.seed, self.epoch, bits=63)) if self.shuffle else None
+        rng = (
+            np.random.default_rng(derive_seed(self.seed, self.epoch, bits=63))
+            if self.shuffle
+            else None
+        )
         self.epoch += 1
         chunks = self._chunks(rng)
         if not chunks:

@@ -148,8 +148,11 @@ class ArrayCache:
         try:
             for name, arr in arrays.items():
                 np.save(tmp / f"{name}.npy", np.ascontiguousarray(arr), allow_pickle=False)
-            full_meta = {**dict(meta), "arrays": list(arrays),
-                         "checksums": {name: array_checksum(a) for name, a in arrays.items()}}
+            full_meta = {
+                **dict(meta),
+                "arrays": list(arrays),
+                "checksums": {name: array_checksum(a) for name, a in arrays.items()},
+            }
             (tmp / "meta.json").write_text(json.dumps(full_meta, default=str))
             if final.exists() and not _entry_ok(final):  # a broken leftover: replace it
                 shutil.rmtree(final, ignore_errors=True)
@@ -178,7 +181,7 @@ def array_checksum(arr: np.ndarray) -> dict[str, Any]:
     crc = 0
     flat = a.reshape(-1).view(np.uint8) if a.size else np.zeros(0, np.uint8)
     for start in range(0, flat.size, 1 << 26):
-        crc = zlib.crc32(flat[start: start + (1 << 26)], crc)
+        crc = zlib.crc32(flat[start : start + (1 << 26)], crc)
     return {"shape": list(a.shape), "dtype": a.dtype.str, "crc32": crc}
 
 

@@ -171,8 +171,9 @@ class LetorFolds:
 
     def load_all(self) -> QuerySet:
         """Every query once: the five ``test.txt`` files (LETOR folds rotate their test part)."""
-        parts = [self._load(self.path / f"Fold{k}" / "test.txt")
-                 for k in range(1, N_LETOR_FOLDS + 1)]
+        parts = [
+            self._load(self.path / f"Fold{k}" / "test.txt") for k in range(1, N_LETOR_FOLDS + 1)
+        ]
         check_same_n_features(*parts)
         out = QuerySet.concat(parts)
         if len(np.unique(out.query_ids)) != out.n_queries:

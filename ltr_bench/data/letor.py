@@ -219,8 +219,14 @@ class _Progress:
         if sys.stderr.isatty():
             from tqdm import tqdm
 
-            self.bar = tqdm(total=self.size, unit="B", unit_scale=True, file=sys.stderr,
-                            desc=path.name, leave=False)
+            self.bar = tqdm(
+                total=self.size,
+                unit="B",
+                unit_scale=True,
+                file=sys.stderr,
+                desc=path.name,
+                leave=False,
+            )
         self.done = 0
 
     def update(self, position: int) -> None:
@@ -283,7 +289,9 @@ def _is_unterminated_last_line(path: Path, line: int) -> bool:
             if f.read(1) == b"\n":
                 return False
             f.seek(0)
-            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b"")) + 1 == line
+            return (
+                sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b"")) + 1 == line
+            )
     except OSError:
         return False
 
@@ -382,8 +390,7 @@ def check_line(raw: bytes, n_features: int | None = None) -> str | None:
         return f"label {_show(tokens[0])} is not a non-negative integer"
     if label > LABEL_MAX:
         return (
-            f"label {_show(tokens[0])} is out of range (labels are stored as int32: "
-            f"0..{LABEL_MAX})"
+            f"label {_show(tokens[0])} is out of range (labels are stored as int32: 0..{LABEL_MAX})"
         )
     if len(tokens) < 2 or not tokens[1].startswith(b"qid:"):
         return "missing 'qid:' (the second field must be qid:<integer>)"

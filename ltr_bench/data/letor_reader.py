@@ -54,8 +54,12 @@ _STREAMS = {
     b"BZh": ("bzip2", lambda f: bz2.BZ2File(f, mode="rb")),
     b"\xfd7zXZ\x00": ("xz", lambda f: lzma.LZMAFile(f, mode="rb")),
 }
-_ARCHIVES = {b"PK\x03\x04": "a zip archive", b"Rar!": "a rar archive",
-             b"7z\xbc\xaf\x27\x1c": "a 7z archive", b"\x28\xb5\x2f\xfd": "zstd-compressed"}
+_ARCHIVES = {
+    b"PK\x03\x04": "a zip archive",
+    b"Rar!": "a rar archive",
+    b"7z\xbc\xaf\x27\x1c": "a 7z archive",
+    b"\x28\xb5\x2f\xfd": "zstd-compressed",
+}
 
 
 class BlockRejected(Exception):
@@ -109,7 +113,7 @@ def iter_lines(path: str | os.PathLike) -> Iterator[bytes]:
         first = True
         for line in stream:
             if first and line.startswith(BOM):
-                line = line[len(BOM):]
+                line = line[len(BOM) :]
             first = False
             yield line
 
@@ -122,7 +126,7 @@ def _blocks(stream: BinaryIO, size: int) -> Iterator[tuple[bytes, bool]]:
         chunk = stream.read(size)
         if first:
             if chunk.startswith(BOM):
-                chunk = chunk[len(BOM):]
+                chunk = chunk[len(BOM) :]
             first = False
         if not chunk:
             if rest:
@@ -133,7 +137,7 @@ def _blocks(stream: BinaryIO, size: int) -> Iterator[tuple[bytes, bool]]:
             rest += chunk
             continue
         yield (rest + chunk[: cut + 1] if rest else chunk[: cut + 1]), True
-        rest = chunk[cut + 1:]
+        rest = chunk[cut + 1 :]
 
 
 # ------------------------------------------------------------------------------ block parsing
@@ -346,17 +350,19 @@ class _Rows:
             self.buf = np.zeros((max(est, m), width), dtype=np.float32)
         width = self.buf.shape[1]
         if self.rows + m > self.buf.shape[0] or w > width:
-            grown = np.zeros((max(2 * self.buf.shape[0], self.rows + m), max(w, width)),
-                             dtype=np.float32)
+            grown = np.zeros(
+                (max(2 * self.buf.shape[0], self.rows + m), max(w, width)), dtype=np.float32
+            )
             grown[: self.rows, :width] = self.buf[: self.rows]
             self.buf = grown
-        self.buf[self.rows: self.rows + m, :w] = features
+        self.buf[self.rows : self.rows + m, :w] = features
         self.rows += m
 
     def result(self) -> np.ndarray:
         if self.buf is None:
-            return np.zeros((0, self.n_features if self.n_features is not None else 1),
-                            dtype=np.float32)
+            return np.zeros(
+                (0, self.n_features if self.n_features is not None else 1), dtype=np.float32
+            )
         return self.buf[: self.rows]
 
 

@@ -55,7 +55,9 @@ def pad_index(
 
 
 def pad_values(
-    values: Sequence[np.ndarray], offsets: np.ndarray, queries: np.ndarray,
+    values: Sequence[np.ndarray],
+    offsets: np.ndarray,
+    queries: np.ndarray,
     fills: Sequence[float] = (),
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Per-document arrays of ``queries`` padded into ``[B, L, ...]`` arrays, plus the ``[B, L]``
@@ -81,7 +83,9 @@ def pad_values(
     return out, mask
 
 
-def pad_all(values: np.ndarray, offsets: np.ndarray, fill: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def pad_all(
+    values: np.ndarray, offsets: np.ndarray, fill: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Every query padded: ``[N, ...]`` values -> ``[Q, L, ...]`` (L = longest query) and mask."""
     offsets = np.asarray(offsets)
     (out,), mask = pad_values([np.asarray(values)], offsets, np.arange(len(offsets) - 1), (fill,))
@@ -96,7 +100,9 @@ def length_buckets(lengths: np.ndarray) -> np.ndarray:
 
 
 def bucket_chunks(
-    lengths: np.ndarray, rows_for_width: Callable[[int], int], queries: np.ndarray | None = None,
+    lengths: np.ndarray,
+    rows_for_width: Callable[[int], int],
+    queries: np.ndarray | None = None,
     rng: np.random.Generator | None = None,
 ) -> list[np.ndarray]:
     """Chunks of query positions, each from one length bucket (see :func:`length_buckets`).

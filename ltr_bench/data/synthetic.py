@@ -97,7 +97,7 @@ class SyntheticSpec:
         true = rng.choice(c_, size=n, p=probs)
         noise = rng.standard_normal(n)
         z = rng.standard_normal((n, f_), dtype=np.float32)
-        features = (z * self.stds[true].astype(np.float32) + self.means[true].astype(np.float32))
+        features = z * self.stds[true].astype(np.float32) + self.means[true].astype(np.float32)
         labels = np.clip(np.rint(true + float(sigma) * noise), 0, c_ - 1).astype(np.int32)
         dpq = n if docs_per_query is None else int(docs_per_query)
         if dpq < 1:

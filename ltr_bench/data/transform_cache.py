@@ -56,7 +56,9 @@ Computed = tuple[list[QuerySet | None], Any]
 def entry_key(config: Mapping[str, Any], parts: Parts) -> str:
     """The entry key of ``parts`` (role, input data) preprocessed with ``config``."""
     h = hashlib.sha256()
-    h.update(json.dumps({"format": FORMAT, "config": dict(config)}, sort_keys=True, default=str).encode())
+    h.update(
+        json.dumps({"format": FORMAT, "config": dict(config)}, sort_keys=True, default=str).encode()
+    )
     for role, data in parts:
         h.update(f"|{role}:".encode())
         if data is None:
@@ -102,8 +104,14 @@ def cached_preprocessing(
 
 
 # ------------------------------------------------------------------ entries
-def _store(cache: ArrayCache, key: str, roles: list[str], out: list[QuerySet | None], pre: Any,
-           config: Mapping[str, Any]) -> bool:
+def _store(
+    cache: ArrayCache,
+    key: str,
+    roles: list[str],
+    out: list[QuerySet | None],
+    pre: Any,
+    config: Mapping[str, Any],
+) -> bool:
     arrays: dict[str, np.ndarray] = {}
     sources: dict[str, Any] = {}
     for role, data in zip(roles, out):
@@ -122,18 +130,27 @@ def _store(cache: ArrayCache, key: str, roles: list[str], out: list[QuerySet | N
         return False
     pre_options, pre_arrays = state()
     arrays.update({f"preprocessing.{name}": arr for name, arr in pre_arrays.items()})
-    meta = {"format": FORMAT, "roles": roles, "present": [r for r, d in zip(roles, out) if d is not None],
-            "sources": sources, "config": dict(config),
-            "preprocessing": {"class": f"{type(pre).__module__}.{type(pre).__qualname__}",
-                              "options": pre_options},
-            "sha256": {name: array_sha256(arr) for name, arr in arrays.items()}}
+    meta = {
+        "format": FORMAT,
+        "roles": roles,
+        "present": [r for r, d in zip(roles, out) if d is not None],
+        "sources": sources,
+        "config": dict(config),
+        "preprocessing": {
+            "class": f"{type(pre).__module__}.{type(pre).__qualname__}",
+            "options": pre_options,
+        },
+        "sha256": {name: array_sha256(arr) for name, arr in arrays.items()},
+    }
     if not cache.store(key, arrays, meta):
         return False
     _remember_verified(cache.entry_dir(key))  # just written from these very arrays
     return True
 
 
-def _load(cache: ArrayCache, key: str, roles: list[str]) -> tuple[list[QuerySet | None], Any] | None:
+def _load(
+    cache: ArrayCache, key: str, roles: list[str]
+) -> tuple[list[QuerySet | None], Any] | None:
     entry = cache.entry_dir(key)
     if not entry.is_dir():
         return None
@@ -156,7 +173,9 @@ def _load(cache: ArrayCache, key: str, roles: list[str]) -> tuple[list[QuerySet 
     if problem is None:
         try:
             pre = _preprocessing(arrays, meta)
-            out = [_queryset(arrays, role, meta) if role in meta["present"] else None for role in roles]
+            out = [
+                _queryset(arrays, role, meta) if role in meta["present"] else None for role in roles
+            ]
             return out, pre
         except Exception as exc:  # noqa: BLE001 - anything odd in an entry means: recompute
             problem = f"undecodable ({exc.__class__.__name__})"
@@ -170,7 +189,10 @@ def _open(entry: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
     read-only arrays, while the file and the shared page cache stay untouched), and its meta."""
     try:
         meta = json.loads((entry / "meta.json").read_text())
-        arrays = {n: np.load(entry / f"{n}.npy", mmap_mode="c", allow_pickle=False) for n in meta["arrays"]}
+        arrays = {
+            n: np.load(entry / f"{n}.npy", mmap_mode="c", allow_pickle=False)
+            for n in meta["arrays"]
+        }
     except (OSError, ValueError, KeyError):
         return None
     return arrays, meta
@@ -214,15 +236,19 @@ def _preprocessing(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) ->
     if spec.get("class") != f"{Preprocessing.__module__}.{Preprocessing.__qualname__}":
         raise ValueError(f"unknown preprocessing class {spec.get('class')!r}")
     prefix = "preprocessing."
-    fitted = {n[len(prefix):]: np.asarray(a) for n, a in arrays.items() if n.startswith(prefix)}
+    fitted = {n[len(prefix) :]: np.asarray(a) for n, a in arrays.items() if n.startswith(prefix)}
     return Preprocessing.from_state(spec["options"], fitted)
 
 
 def _queryset(arrays: Mapping[str, np.ndarray], role: str, meta: Mapping[str, Any]) -> QuerySet:
     get = arrays.get
     return QuerySet(
-        get(f"{role}.features"), get(f"{role}.labels"), get(f"{role}.qid"), get(f"{role}.offsets"),
-        get(f"{role}.docids"), dict(meta.get("sources", {}).get(role) or {}),
+        get(f"{role}.features"),
+        get(f"{role}.labels"),
+        get(f"{role}.qid"),
+        get(f"{role}.offsets"),
+        get(f"{role}.docids"),
+        dict(meta.get("sources", {}).get(role) or {}),
     )
 
 

@@ -57,7 +57,9 @@ def select(frame: pd.DataFrame, where: Where) -> pd.DataFrame:
     mask = np.ones(len(frame), dtype=bool)
     for column, cond in (where or {}).items():
         if column not in frame:
-            raise CheckError(f"no column {column!r} (columns: {', '.join(map(str, frame.columns))})")
+            raise CheckError(
+                f"no column {column!r} (columns: {', '.join(map(str, frame.columns))})"
+            )
         values = frame[column]
         if isinstance(cond, Mapping):
             num = pd.to_numeric(values, errors="coerce")
@@ -89,7 +91,9 @@ def estimate(frame: pd.DataFrame, column: str) -> tuple[float, float, int]:
     return mean_se(values)
 
 
-def group_estimates(frame: pd.DataFrame, column: str, by: str) -> dict[str, tuple[float, float, int]]:
+def group_estimates(
+    frame: pd.DataFrame, column: str, by: str
+) -> dict[str, tuple[float, float, int]]:
     """:func:`estimate` per value of ``by`` (labels as strings, in order of appearance)."""
     if by not in frame:
         raise CheckError(f"no column {by!r} (columns: {', '.join(map(str, frame.columns))})")
@@ -169,16 +173,25 @@ def per_column(check: Callable[..., Outcome]) -> Callable[..., Outcome]:
             return check(tables, *args, column=column, **kwargs)
         outs = [check(tables, *args, column=c, **kwargs) for c in column]
         holds = None if any(o.holds is None for o in outs) else all(o.holds for o in outs)
-        return Outcome(holds, "; ".join(f"{c}: {o.ours}" for c, o in zip(column, outs)),
-                       "; ".join(f"{c}: {o.detail}" for c, o in zip(column, outs) if o.detail))
+        return Outcome(
+            holds,
+            "; ".join(f"{c}: {o.ours}" for c, o in zip(column, outs)),
+            "; ".join(f"{c}: {o.detail}" for c, o in zip(column, outs) if o.detail),
+        )
 
     return wrapper
 
 
 # ------------------------------------------------------------------------------ the checks
 @per_column
-def threshold(tables: Tables, file: str, column: str, where: Where = None,
-              at_least: float | None = None, at_most: float | None = None) -> Outcome:
+def threshold(
+    tables: Tables,
+    file: str,
+    column: str,
+    where: Where = None,
+    at_least: float | None = None,
+    at_most: float | None = None,
+) -> Outcome:
     """The mean of ``column`` over the selected rows is ``>= at_least`` (and/or ``<= at_most``)."""
     rows = select(table(tables, file), where)
     est = estimate(rows, column) if len(rows) else (math.nan, math.nan, 0)
@@ -188,8 +201,14 @@ def threshold(tables: Tables, file: str, column: str, where: Where = None,
     return Outcome(ok, fmt(est), f"{column} {est[0]:.4f} {rule}")
 
 
-def within_se(tables: Tables, file: str, paper: Mapping[str, Any], where: Where = None,
-              by: str | None = None, n_se: float = 1.0) -> Outcome:
+def within_se(
+    tables: Tables,
+    file: str,
+    paper: Mapping[str, Any],
+    where: Where = None,
+    by: str | None = None,
+    n_se: float = 1.0,
+) -> Outcome:
     """Our value lies within ``n_se`` combined standard errors of the paper's.
 
     ``paper``: ``{column: "0.720(12)"}``, or with ``by`` ``{label: {column: "0.720(12)"}}`` (one
@@ -212,14 +231,27 @@ def within_se(tables: Tables, file: str, paper: Mapping[str, Any], where: Where 
             shown.append(f"{label + ' ' if label else ''}{column} {fmt(est)} ({z:.1f}σ)")
     if missing:
         cond = ", ".join(f"{k}={v}" for k, v in (where or {}).items())
-        return Outcome(None, "; ".join(shown) or "–", f"no rows for {', '.join(missing)} in {file}"
-                       + (f" where {cond}" if cond else ""))
+        return Outcome(
+            None,
+            "; ".join(shown) or "–",
+            f"no rows for {', '.join(missing)} in {file}" + (f" where {cond}" if cond else ""),
+        )
     return Outcome(bool(ok), "; ".join(shown), f"largest distance {worst:.2f}σ, allowed {n_se:g}σ")
 
 
-def _above(tables: Tables, file: str, column: str, by: str, top: Sequence[str],
-           others: Sequence[str] | None, where: Where, per: str | None, tolerance: float,
-           min_share: float, lower: bool) -> Outcome:
+def _above(
+    tables: Tables,
+    file: str,
+    column: str,
+    by: str,
+    top: Sequence[str],
+    others: Sequence[str] | None,
+    where: Where,
+    per: str | None,
+    tolerance: float,
+    min_share: float,
+    lower: bool,
+) -> Outcome:
     rows = select(table(tables, file), where)
     top = [str(t) for t in top]
     passed, judged, closest = 0, 0, None
@@ -239,25 +271,42 @@ def _above(tables: Tables, file: str, column: str, by: str, top: Sequence[str],
                     closest = (margin, t, o, label)
         passed += ok
         if len(notes) < 3 and not ok:
-            notes.append(f"not at {label or 'all'}: " + ", ".join(f"{k} {est[k][0]:.4f}" for k in [*top, *rest]))
+            notes.append(
+                f"not at {label or 'all'}: "
+                + ", ".join(f"{k} {est[k][0]:.4f}" for k in [*top, *rest])
+            )
     if judged == 0:
         return _nothing(file, where, f"rows with {by} in {[*top, *(others or [])]}")
     share = passed / judged
     word = "below" if lower else "above"
     rest_txt = "/".join(map(str, others)) if others is not None else "the others"
-    ours = f"{'/'.join(top)} {word} {rest_txt}" + (f" at {passed}/{judged} {per}" if per else
-                                                    f": {'yes' if passed else 'no'}")
+    ours = f"{'/'.join(top)} {word} {rest_txt}" + (
+        f" at {passed}/{judged} {per}" if per else f": {'yes' if passed else 'no'}"
+    )
     if closest is not None:
         m, t, o, lab = closest
-        ours += f" (closest: {t} vs {o} {'+' if m >= 0 else ''}{m:.4f}{' at ' + lab if lab else ''})"
-    detail = f"needs {min_share:.0%} of {per or 'the table'}" + (f"; {'; '.join(notes)}" if notes else "")
+        ours += (
+            f" (closest: {t} vs {o} {'+' if m >= 0 else ''}{m:.4f}{' at ' + lab if lab else ''})"
+        )
+    detail = f"needs {min_share:.0%} of {per or 'the table'}" + (
+        f"; {'; '.join(notes)}" if notes else ""
+    )
     return Outcome(share >= min_share, ours, detail)
 
 
 @per_column
-def above(tables: Tables, file: str, column: str, by: str, top: Sequence[str],
-          others: Sequence[str] | None = None, where: Where = None, per: str | None = None,
-          tolerance: float = 0.0, min_share: float = 1.0) -> Outcome:
+def above(
+    tables: Tables,
+    file: str,
+    column: str,
+    by: str,
+    top: Sequence[str],
+    others: Sequence[str] | None = None,
+    where: Where = None,
+    per: str | None = None,
+    tolerance: float = 0.0,
+    min_share: float = 1.0,
+) -> Outcome:
     """Every label in ``top`` has a higher mean than every label in ``others`` (default: all other
     labels of ``by``) — in each group of ``per`` (at least ``min_share`` of them) or overall.
     ``tolerance``: a deficit smaller than this still counts (ties at a ceiling)."""
@@ -265,16 +314,33 @@ def above(tables: Tables, file: str, column: str, by: str, top: Sequence[str],
 
 
 @per_column
-def below(tables: Tables, file: str, column: str, by: str, top: Sequence[str],
-          others: Sequence[str] | None = None, where: Where = None, per: str | None = None,
-          tolerance: float = 0.0, min_share: float = 1.0) -> Outcome:
+def below(
+    tables: Tables,
+    file: str,
+    column: str,
+    by: str,
+    top: Sequence[str],
+    others: Sequence[str] | None = None,
+    where: Where = None,
+    per: str | None = None,
+    tolerance: float = 0.0,
+    min_share: float = 1.0,
+) -> Outcome:
     """As :func:`above` with lower values winning (run times)."""
     return _above(tables, file, column, by, top, others, where, per, tolerance, min_share, True)
 
 
 @per_column
-def trend(tables: Tables, file: str, column: str, x: str, direction: str, where: Where = None,
-          per: str | None = None, min_rho: float = 0.8) -> Outcome:
+def trend(
+    tables: Tables,
+    file: str,
+    column: str,
+    x: str,
+    direction: str,
+    where: Where = None,
+    per: str | None = None,
+    min_rho: float = 0.8,
+) -> Outcome:
     """The mean of ``column`` rises (``direction: increasing``) or falls (``decreasing``) with
     ``x``: Spearman's rho over the points at least ``min_rho`` in that direction and the last
     point beyond the first, in every group of ``per``."""
@@ -292,21 +358,40 @@ def trend(tables: Tables, file: str, column: str, x: str, direction: str, where:
         xs = np.array([float(k) for k in est])
         order = np.argsort(xs)
         means = np.array([v[0] for v in est.values()])[order]
-        rho = float(spearmanr(xs[order], means).statistic) if len(est) > 2 else float(np.sign(means[-1] - means[0]))
+        rho = (
+            float(spearmanr(xs[order], means).statistic)
+            if len(est) > 2
+            else float(np.sign(means[-1] - means[0]))
+        )
         good = sign * rho >= min_rho and sign * (means[-1] - means[0]) > 0
         ok &= good
         judged += 1
-        shown.append(f"{label + ': ' if label else ''}rho {rho:+.2f}, {means[0]:.4f} -> {means[-1]:.4f} "
-                     f"({_fmt_x(xs[order][0])} -> {_fmt_x(xs[order][-1])})")
+        shown.append(
+            f"{label + ': ' if label else ''}rho {rho:+.2f}, {means[0]:.4f} -> {means[-1]:.4f} "
+            f"({_fmt_x(xs[order][0])} -> {_fmt_x(xs[order][-1])})"
+        )
     if not judged:
         return _nothing(file, where, f"two or more values of {x}")
-    return Outcome(bool(ok), "; ".join(shown), f"{direction}: rho {'>=' if sign > 0 else '<='} "
-                   f"{sign * min_rho:+g} and last point beyond the first")
+    return Outcome(
+        bool(ok),
+        "; ".join(shown),
+        f"{direction}: rho {'>=' if sign > 0 else '<='} "
+        f"{sign * min_rho:+g} and last point beyond the first",
+    )
 
 
 @per_column
-def change(tables: Tables, file: str, column: str, x: str, start: Any, end: Any,
-           where: Where = None, at_least: float | None = None, at_most: float | None = None) -> Outcome:
+def change(
+    tables: Tables,
+    file: str,
+    column: str,
+    x: str,
+    start: Any,
+    end: Any,
+    where: Where = None,
+    at_least: float | None = None,
+    at_most: float | None = None,
+) -> Outcome:
     """``value(x = end) - value(x = start)`` is within the bounds (e.g. a drop of at most 0.02:
     ``at_least: -0.02``)."""
     rows = select(table(tables, file), where)
@@ -316,14 +401,25 @@ def change(tables: Tables, file: str, column: str, x: str, start: Any, end: Any,
     ea, eb = estimate(a, column), estimate(b, column)
     diff = eb[0] - ea[0]
     ok, rule = _bounds(diff, at_least, at_most)
-    return Outcome(ok, f"{fmt(ea)} -> {fmt(eb)} ({diff:+.4f}, {sigma(eb, ea):+.1f}σ)",
-                   f"change from {x}={_fmt_x(start)} to {_fmt_x(end)} {rule}")
+    return Outcome(
+        ok,
+        f"{fmt(ea)} -> {fmt(eb)} ({diff:+.4f}, {sigma(eb, ea):+.1f}σ)",
+        f"change from {x}={_fmt_x(start)} to {_fmt_x(end)} {rule}",
+    )
 
 
 @per_column
-def ratio(tables: Tables, file: str, column: str, by: str, numerator: str | None = None,
-          denominator: str | None = None, where: Where = None, at_least: float | None = None,
-          at_most: float | None = None) -> Outcome:
+def ratio(
+    tables: Tables,
+    file: str,
+    column: str,
+    by: str,
+    numerator: str | None = None,
+    denominator: str | None = None,
+    where: Where = None,
+    at_least: float | None = None,
+    at_most: float | None = None,
+) -> Outcome:
     """``mean(numerator) / mean(denominator)`` over the labels of ``by`` is within the bounds;
     a missing numerator is the largest mean, a missing denominator the smallest (the spread)."""
     est = group_estimates(select(table(tables, file), where), column, by)
@@ -335,13 +431,24 @@ def ratio(tables: Tables, file: str, column: str, by: str, numerator: str | None
         return _nothing(file, where, f"rows with {by} in {[num, den]}")
     value = est[num][0] / est[den][0]
     ok, rule = _bounds(value, at_least, at_most)
-    return Outcome(ok, f"{num} {fmt(est[num])} / {den} {fmt(est[den])} = {value:.3g}", f"ratio {rule}")
+    return Outcome(
+        ok, f"{num} {fmt(est[num])} / {den} {fmt(est[den])} = {value:.3g}", f"ratio {rule}"
+    )
 
 
 @per_column
-def gap(tables: Tables, file: str, column: str, by: str, a: str | None = None, b: str | None = None,
-        where: Where = None, per: str | None = None, at_least: float | None = None,
-        at_most: float | None = None) -> Outcome:
+def gap(
+    tables: Tables,
+    file: str,
+    column: str,
+    by: str,
+    a: str | None = None,
+    b: str | None = None,
+    where: Where = None,
+    per: str | None = None,
+    at_least: float | None = None,
+    at_most: float | None = None,
+) -> Outcome:
     """``(mean(a) - mean(b))`` in combined SEs (sigma) is within the bounds; a missing ``a`` is the
     best label, a missing ``b`` the worst (ECML's "0.54 sigma between best and worst")."""
     rows = select(table(tables, file), where)
@@ -356,15 +463,18 @@ def gap(tables: Tables, file: str, column: str, by: str, a: str | None = None, b
         good, rule = _bounds(z, at_least, at_most)
         ok &= good
         judged += 1
-        shown.append(f"{label + ': ' if label else ''}{z:.2f}σ ({hi} {fmt(est[hi])} vs {lo} {fmt(est[lo])})")
+        shown.append(
+            f"{label + ': ' if label else ''}{z:.2f}σ ({hi} {fmt(est[hi])} vs {lo} {fmt(est[lo])})"
+        )
     if not judged:
         return _nothing(file, where, f"rows with {by} in {[a, b]}")
     return Outcome(bool(ok), "; ".join(shown), f"gap in sigma {rule}")
 
 
 @per_column
-def exceeds(tables: Tables, file: str, column: str, other: str, where: Where = None,
-            margin: float = 0.0) -> Outcome:
+def exceeds(
+    tables: Tables, file: str, column: str, other: str, where: Where = None, margin: float = 0.0
+) -> Outcome:
     """``mean(column) - mean(other)`` over the same rows is at least ``margin`` (negative: within
     that much below)."""
     rows = select(table(tables, file), where)
@@ -372,5 +482,8 @@ def exceeds(tables: Tables, file: str, column: str, other: str, where: Where = N
         return _nothing(file, where)
     ea, eb = estimate(rows, column), estimate(rows, other)
     diff = ea[0] - eb[0]
-    return Outcome(bool(diff >= margin), f"{column} {fmt(ea)} vs {other} {fmt(eb)} ({diff:+.4f})",
-                   f"difference >= {margin:g}")
+    return Outcome(
+        bool(diff >= margin),
+        f"{column} {fmt(ea)} vs {other} {fmt(eb)} ({diff:+.4f})",
+        f"difference >= {margin:g}",
+    )

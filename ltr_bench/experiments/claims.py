@@ -58,7 +58,17 @@ from ltr_bench.experiments.common import (
 
 HOLDS, FAILS = "holds", "does not hold"
 NOT_TESTABLE, NOT_JUDGED, TOO_SMALL = "not testable here", "not judged", "too small to judge"
-CLAIM_KEYS = {"id", "source", "statement", "paper", "run", "check", "datasets", "not_testable", "note"}
+CLAIM_KEYS = {
+    "id",
+    "source",
+    "statement",
+    "paper",
+    "run",
+    "check",
+    "datasets",
+    "not_testable",
+    "note",
+}
 RUN_KEYS = {"experiment", "overrides", "datasets", "parts"}
 _MLFLOW_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 
@@ -79,14 +89,24 @@ class RunSpec:
         """The invocations this run is made of: itself, or one per part (``<name>.part<k>``)."""
         if not self.parts:
             return [self]
-        return [RunSpec(f"{self.name}.part{k}", self.experiment, (*self.overrides, *part), self.datasets)
-                for k, part in enumerate(self.parts, 1)]
+        return [
+            RunSpec(
+                f"{self.name}.part{k}", self.experiment, (*self.overrides, *part), self.datasets
+            )
+            for k, part in enumerate(self.parts, 1)
+        ]
 
     def command(self, scale: str) -> str:
         if self.parts:
             return "; ".join(p.command(scale) for p in self.pieces())
-        return " ".join(["ltr-bench", f"experiment={self.experiment}", f"scale={scale}",
-                         *(_quote(o) for o in self.overrides)])
+        return " ".join(
+            [
+                "ltr-bench",
+                f"experiment={self.experiment}",
+                f"scale={scale}",
+                *(_quote(o) for o in self.overrides),
+            ]
+        )
 
 
 @dataclass(frozen=True)
@@ -150,20 +170,30 @@ def parse_ledger(spec: DictConfig | Mapping[str, Any]) -> tuple[dict[str, RunSpe
             raise UserError(f"experiment.runs.{name} needs an `experiment: <name>` entry")
         unknown = set(r) - RUN_KEYS
         if unknown:
-            raise UserError(f"experiment.runs.{name}: unknown key(s) {sorted(unknown)}; use {sorted(RUN_KEYS)}")
+            raise UserError(
+                f"experiment.runs.{name}: unknown key(s) {sorted(unknown)}; use {sorted(RUN_KEYS)}"
+            )
         parts = r.get("parts") or ()
         if not isinstance(parts, (list, tuple)) or not all(
-                isinstance(p, (list, tuple)) and p and all(isinstance(o, str) for o in p) for p in parts):
-            raise UserError(f"experiment.runs.{name}.parts: expected a list of override lists, one "
-                            "per invocation, e.g. [[\"experiment.models=[a,b]\"], "
-                            "[\"experiment.models=[c]\"]]")
+            isinstance(p, (list, tuple)) and p and all(isinstance(o, str) for o in p) for p in parts
+        ):
+            raise UserError(
+                f"experiment.runs.{name}.parts: expected a list of override lists, one "
+                'per invocation, e.g. [["experiment.models=[a,b]"], '
+                '["experiment.models=[c]"]]'
+            )
         if len({tuple(p) for p in parts}) < len(parts):  # the union would count a part twice
-            raise UserError(f"experiment.runs.{name}.parts: a part is listed twice; give each "
-                            "part its own overrides")
-        runs[str(name)] = RunSpec(str(name), str(r["experiment"]),
-                                  tuple(str(o) for o in r.get("overrides") or ()),
-                                  tuple(str(d) for d in r.get("datasets") or ()),
-                                  tuple(tuple(p) for p in parts))
+            raise UserError(
+                f"experiment.runs.{name}.parts: a part is listed twice; give each "
+                "part its own overrides"
+            )
+        runs[str(name)] = RunSpec(
+            str(name),
+            str(r["experiment"]),
+            tuple(str(o) for o in r.get("overrides") or ()),
+            tuple(str(d) for d in r.get("datasets") or ()),
+            tuple(tuple(p) for p in parts),
+        )
     claims: list[Claim] = []
     seen: set[str] = set()
     for i, c in enumerate(data.get("claims") or []):
@@ -185,17 +215,28 @@ def parse_ledger(spec: DictConfig | Mapping[str, Any]) -> tuple[dict[str, RunSpe
             if not c.get("run") or not c.get("check"):
                 raise UserError(f"{where} needs `run` and `check`, or `not_testable: <reason>`")
             if str(c["run"]) not in runs:
-                raise UserError(f"{where}: run {c['run']} is not in experiment.runs; choose one of "
-                                f"[{', '.join(runs)}]")
+                raise UserError(
+                    f"{where}: run {c['run']} is not in experiment.runs; choose one of "
+                    f"[{', '.join(runs)}]"
+                )
             if not isinstance(c["check"], Mapping) or not c["check"].get("_target_"):
-                raise UserError(f"{where}: `check` needs a `_target_` (a function of "
-                                "ltr_bench.experiments.checks) and its arguments")
-        claims.append(Claim(cid, str(c["source"]), str(c["statement"]), str(c["paper"]),
-                            str(c["run"]) if c.get("run") else None,
-                            dict(c["check"]) if c.get("check") else None,
-                            tuple(str(d) for d in c.get("datasets") or ()),
-                            str(c["not_testable"]) if c.get("not_testable") else None,
-                            str(c.get("note") or "")))
+                raise UserError(
+                    f"{where}: `check` needs a `_target_` (a function of "
+                    "ltr_bench.experiments.checks) and its arguments"
+                )
+        claims.append(
+            Claim(
+                cid,
+                str(c["source"]),
+                str(c["statement"]),
+                str(c["paper"]),
+                str(c["run"]) if c.get("run") else None,
+                dict(c["check"]) if c.get("check") else None,
+                tuple(str(d) for d in c.get("datasets") or ()),
+                str(c["not_testable"]) if c.get("not_testable") else None,
+                str(c.get("note") or ""),
+            )
+        )
     return runs, claims
 
 
@@ -208,8 +249,10 @@ def check_function(claim: Claim) -> Callable[..., Outcome]:
     try:
         fn = get_method(target)
     except Exception:  # noqa: BLE001 - Hydra wraps import errors in its own types
-        raise UserError(f"claim {claim.id}: check._target_={target} is not a function; use one "
-                        "of ltr_bench.experiments.checks (threshold, within_se, above, ...)") from None
+        raise UserError(
+            f"claim {claim.id}: check._target_={target} is not a function; use one "
+            "of ltr_bench.experiments.checks (threshold, within_se, above, ...)"
+        ) from None
     args = {k: v for k, v in claim.check.items() if k != "_target_"}
     try:
         inspect.signature(fn).bind({}, **args)
@@ -224,8 +267,13 @@ def run_spec_config(run: RunSpec, scale: str, seed: int, forwarded: list[str]) -
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    overrides = [f"experiment={run.experiment}", f"scale={scale}", *run.overrides, *forwarded,
-                 f"seed={seed}"]
+    overrides = [
+        f"experiment={run.experiment}",
+        f"scale={scale}",
+        *run.overrides,
+        *forwarded,
+        f"seed={seed}",
+    ]
     try:
         cfg = compose_run_config(overrides)
         if not cfg.experiment.get("_target_") or not cfg.experiment.get("name"):
@@ -233,12 +281,17 @@ def run_spec_config(run: RunSpec, scale: str, seed: int, forwarded: list[str]) -
         return apply_command_line(scaled_spec(cfg, scale), list(run.overrides))
     except (HydraException, OmegaConfBaseException, UserError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"experiment.runs.{run.name} ({run.command(scale)}) does not compose: "
-                        f"{first}") from None
+        raise UserError(
+            f"experiment.runs.{run.name} ({run.command(scale)}) does not compose: {first}"
+        ) from None
 
 
-def validate_ledger(spec: DictConfig | Mapping[str, Any], scale: str, seed: int = 0,
-                    forwarded: list[str] | None = None) -> Ledger:
+def validate_ledger(
+    spec: DictConfig | Mapping[str, Any],
+    scale: str,
+    seed: int = 0,
+    forwarded: list[str] | None = None,
+) -> Ledger:
     """Parse the ledger and check everything that can be checked without running: each run's
     experiment spec composes at ``scale``, each check's arguments fit its function, each named
     dataset is a dataset config. Raises :class:`UserError` naming the claim or run."""
@@ -248,16 +301,23 @@ def validate_ledger(spec: DictConfig | Mapping[str, Any], scale: str, seed: int 
         if claim.check:
             check_function(claim)
     used = {c.run for c in claims if c.run}
-    specs = {piece.name: run_spec_config(piece, scale, seed, forwarded)
-             for name in runs if name in used
-             for piece in runs[name].pieces()}
-    datasets = {d for r in runs.values() for d in r.datasets} | {d for c in claims for d in c.datasets}
+    specs = {
+        piece.name: run_spec_config(piece, scale, seed, forwarded)
+        for name in runs
+        if name in used
+        for piece in runs[name].pieces()
+    }
+    datasets = {d for r in runs.values() for d in r.datasets} | {
+        d for c in claims for d in c.datasets
+    }
     for ds in sorted(datasets):
         try:
             compose_run_config([f"dataset={ds}"])
         except Exception:  # noqa: BLE001 - Hydra's "could not find dataset/<ds>"
-            raise UserError(f"dataset {ds} (named by a claim or run of the ledger) is not a "
-                            "dataset config; see `ltr-bench --help` for the options") from None
+            raise UserError(
+                f"dataset {ds} (named by a claim or run of the ledger) is not a "
+                "dataset config; see `ltr-bench --help` for the options"
+            ) from None
     return Ledger(runs, claims, specs)
 
 
@@ -268,8 +328,9 @@ def select_claims(claims: list[Claim], only: list[str] | None) -> list[Claim]:
     known = {c.id for c in claims} | {c.run for c in claims if c.run}
     unknown = [o for o in only if o not in known]
     if unknown:
-        raise UserError(f"experiment.only: {unknown} are neither claim ids nor run names of the "
-                        "ledger")
+        raise UserError(
+            f"experiment.only: {unknown} are neither claim ids nor run names of the ledger"
+        )
     return [c for c in claims if c.id in only or c.run in only]
 
 
@@ -292,7 +353,9 @@ def absent_datasets(names: tuple[str, ...] | list[str]) -> list[str]:
             if path or not folder:
                 out.append(f"{ds}: {exc}")
             else:
-                out.append(f"{folder} absent from {resolve_data_root(OmegaConf.select(cfg, 'dataset.root'))}")
+                out.append(
+                    f"{folder} absent from {resolve_data_root(OmegaConf.select(cfg, 'dataset.root'))}"
+                )
     return out
 
 
@@ -310,9 +373,19 @@ class Tables(Mapping):
     """An experiment's CSV files by name, read on first use from a folder, else downloaded from
     the run's MLflow artifacts."""
 
-    def __init__(self, folder: Path | None, tracker: Any = None, run_id: str | None = None,
-                 download_to: Path | None = None) -> None:
-        self.folder, self.tracker, self.run_id, self.download_to = folder, tracker, run_id, download_to
+    def __init__(
+        self,
+        folder: Path | None,
+        tracker: Any = None,
+        run_id: str | None = None,
+        download_to: Path | None = None,
+    ) -> None:
+        self.folder, self.tracker, self.run_id, self.download_to = (
+            folder,
+            tracker,
+            run_id,
+            download_to,
+        )
         self._cache: dict[str, pd.DataFrame] = {}
 
     def _path(self, name: str) -> Path | None:
@@ -324,7 +397,9 @@ class Tables(Mapping):
         quiet = os.environ.get(_MLFLOW_BAR)
         os.environ[_MLFLOW_BAR] = "false"  # no progress bar per small CSV
         try:
-            return Path(self.tracker.client.download_artifacts(self.run_id, name, str(self.download_to)))
+            return Path(
+                self.tracker.client.download_artifacts(self.run_id, name, str(self.download_to))
+            )
         except Exception:  # noqa: BLE001 - MLflow raises various types for a missing artifact
             return None
         finally:
@@ -378,7 +453,8 @@ def combine(run: RunSpec, parts: list[Invocation]) -> Invocation:
         if part.tables is None:
             inv.status = part.status
             inv.reason = f"part {k}/{len(parts)} ({part.run.name}) {part.status}" + (
-                f": {part.reason}" if part.reason else "")
+                f": {part.reason}" if part.reason else ""
+            )
             if part.status == "absent":
                 inv.reason = part.reason
             return inv
@@ -403,8 +479,15 @@ def find_tracked(tracker: Any, name: str, scale: str, key: str) -> Any | None:
     from ltr_bench import tracking_keys as keys
     from ltr_bench.tracking import find_runs
 
-    runs = find_runs(tracker, {keys.TAG_ROLE: ROLE_EXPERIMENT, TAG_EXPERIMENT: name,
-                               TAG_SCALE: scale, TAG_EXPERIMENT_KEY: key})
+    runs = find_runs(
+        tracker,
+        {
+            keys.TAG_ROLE: ROLE_EXPERIMENT,
+            TAG_EXPERIMENT: name,
+            TAG_SCALE: scale,
+            TAG_EXPERIMENT_KEY: key,
+        },
+    )
     return runs[0] if runs else None
 
 
@@ -417,7 +500,11 @@ def provenance(run: Any) -> str:
 
     if run is None:
         return ""
-    parts = [datetime.fromtimestamp(run.info.start_time / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")]
+    parts = [
+        datetime.fromtimestamp(run.info.start_time / 1000, timezone.utc).strftime(
+            "%Y-%m-%d %H:%M UTC"
+        )
+    ]
     if run.info.end_time:
         minutes = (run.info.end_time - run.info.start_time) / 60_000
         parts.append(f"{minutes:.0f} min" if minutes >= 1 else f"{minutes * 60:.0f} s")
@@ -427,22 +514,38 @@ def provenance(run: Any) -> str:
     return ", ".join(parts)
 
 
-def execute(run: RunSpec, scale: str, seed: int, forwarded: list[str], out: Path, log: Path) -> None:
+def execute(
+    run: RunSpec, scale: str, seed: int, forwarded: list[str], out: Path, log: Path
+) -> None:
     """``ltr-bench experiment=<...> scale=<scale> <overrides>`` in a subprocess into ``out``;
     raises RuntimeError with the log's tail on failure."""
-    args = [f"experiment={run.experiment}", f"scale={scale}", *run.overrides, *forwarded,
-            f"seed={seed}", f"hydra.run.dir={out}"]
+    args = [
+        f"experiment={run.experiment}",
+        f"scale={scale}",
+        *run.overrides,
+        *forwarded,
+        f"seed={seed}",
+        f"hydra.run.dir={out}",
+    ]
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as fh:
-        code = subprocess.call([sys.executable, "-m", "ltr_bench.cli", *args], stdout=fh,
-                               stderr=subprocess.STDOUT)
+        code = subprocess.call(
+            [sys.executable, "-m", "ltr_bench.cli", *args], stdout=fh, stderr=subprocess.STDOUT
+        )
     if code != 0:
         tail = " / ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
         raise RuntimeError(f"exit {code} (log {log}): {tail}")
 
 
-def prepare(exp: Experiment, ledger: Ledger, claims: list[Claim], scale: str, seed: int,
-            forwarded: list[str], run_missing: bool) -> dict[str, Invocation]:
+def prepare(
+    exp: Experiment,
+    ledger: Ledger,
+    claims: list[Claim],
+    scale: str,
+    seed: int,
+    forwarded: list[str],
+    run_missing: bool,
+) -> dict[str, Invocation]:
     """One :class:`Invocation` per distinct invocation the claims need (a run in parts needs one
     per part): absent data, re-used tracked run, or a new run (``run_missing``). Returns the
     invocation each run name is judged on (for a run in parts: :func:`combine` of its parts)."""
@@ -455,7 +558,11 @@ def prepare(exp: Experiment, ledger: Ledger, claims: list[Claim], scale: str, se
         for piece in ledger.runs[claim.run].pieces():
             spec = ledger.specs[piece.name]
             key = invocation_key(str(spec.name), scale, seed, spec, forwarded)
-            invs.append(by_key.setdefault(key, Invocation(piece, key, str(spec.get("mlflow_experiment") or ""))))
+            invs.append(
+                by_key.setdefault(
+                    key, Invocation(piece, key, str(spec.get("mlflow_experiment") or ""))
+                )
+            )
         pieces_of[claim.run] = invs
     todo = list(by_key.values())
     for i, inv in enumerate(todo, 1):
@@ -472,8 +579,11 @@ def prepare(exp: Experiment, ledger: Ledger, claims: list[Claim], scale: str, se
         if found is not None:
             inv.status, inv.run_id, inv.provenance = "reused", found.info.run_id, provenance(found)
             inv.tables = Tables(None, tracker, inv.run_id, exp.path(f"inputs/{inv.run.name}"))
-            print(f"{head}: re-using MLflow run {inv.run_id} (experiment "
-                  f"'{inv.mlflow_experiment}', {inv.provenance})", flush=True)
+            print(
+                f"{head}: re-using MLflow run {inv.run_id} (experiment "
+                f"'{inv.mlflow_experiment}', {inv.provenance})",
+                flush=True,
+            )
             continue
         if not run_missing:
             inv.status, inv.reason = "not run", "no tracked run yet and experiment.execute=false"
@@ -492,17 +602,29 @@ def prepare(exp: Experiment, ledger: Ledger, claims: list[Claim], scale: str, se
         inv.status, inv.run_id = "ran", found.info.run_id if found is not None else None
         inv.provenance = provenance(found)
         inv.tables = Tables(out, tracker, inv.run_id, exp.path(f"inputs/{inv.run.name}"))
-    return {name: combine(ledger.runs[name], invs) if ledger.runs[name].parts else invs[0]
-            for name, invs in pieces_of.items()}
+    return {
+        name: combine(ledger.runs[name], invs) if ledger.runs[name].parts else invs[0]
+        for name, invs in pieces_of.items()
+    }
 
 
 # ------------------------------------------------------------------------------ verdicts
 def judge(claim: Claim, inv: Invocation | None, judging: bool, scale: str) -> dict[str, Any]:
     """One row of the ledger table for ``claim``."""
-    row = {"id": claim.id, "source": claim.source, "statement": claim.statement,
-           "paper": claim.paper, "ours": "–", "verdict": "", "check": claim.check_text,
-           "command": inv.run.command(scale) if inv else "", "mlflow_run": (inv.run_id or "") if inv else "",
-           "run_status": inv.status if inv else "", "detail": "", "note": claim.note}
+    row = {
+        "id": claim.id,
+        "source": claim.source,
+        "statement": claim.statement,
+        "paper": claim.paper,
+        "ours": "–",
+        "verdict": "",
+        "check": claim.check_text,
+        "command": inv.run.command(scale) if inv else "",
+        "mlflow_run": (inv.run_id or "") if inv else "",
+        "run_status": inv.status if inv else "",
+        "detail": "",
+        "note": claim.note,
+    }
     missing = absent_datasets(claim.datasets) if claim.datasets else []
     if claim.not_testable:
         row["verdict"] = f"{NOT_TESTABLE}: {claim.not_testable}"
@@ -524,7 +646,9 @@ def judge(claim: Claim, inv: Invocation | None, judging: bool, scale: str) -> di
     if outcome.holds is None:
         row["verdict"] = f"{TOO_SMALL if not judging else NOT_JUDGED}: {outcome.detail}"
     elif not judging:
-        row["verdict"] = f"{TOO_SMALL} (scale={scale}; would {'hold' if outcome.holds else 'not hold'})"
+        row["verdict"] = (
+            f"{TOO_SMALL} (scale={scale}; would {'hold' if outcome.holds else 'not hold'})"
+        )
     else:
         row["verdict"] = HOLDS if outcome.holds else FAILS
     return row
@@ -536,24 +660,53 @@ def _cell(text: Any) -> str:
 
 def markdown(rows: pd.DataFrame, invocations: list[Invocation], scale: str, header: str) -> str:
     """``claims.md``: counts, the table (statement | paper's value | ours | verdict) and the runs."""
-    lines = [f"# Claims ledger (scale={scale})", "", header, "", counts_line(rows), "",
-             "| id | source | statement | paper's value | ours | verdict |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"# Claims ledger (scale={scale})",
+        "",
+        header,
+        "",
+        counts_line(rows),
+        "",
+        "| id | source | statement | paper's value | ours | verdict |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for r in rows.itertuples(index=False):
-        lines.append("| " + " | ".join(_cell(v) for v in (r.id, r.source, r.statement, r.paper,
-                                                           r.ours, r.verdict)) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                _cell(v) for v in (r.id, r.source, r.statement, r.paper, r.ours, r.verdict)
+            )
+            + " |"
+        )
     notes = [(r.id, r.note) for r in rows.itertuples(index=False) if getattr(r, "note", "")]
     if notes:  # what a reader should know to read a verdict (e.g. a convention behind a gap)
         lines += ["", "## Notes", "", *(f"- `{cid}`: {_cell(note)}" for cid, note in notes)]
     if invocations:
-        lines += ["", "## Runs", "", "| run | command | status | MLflow run | claims |",
-                  "| --- | --- | --- | --- | --- |"]
+        lines += [
+            "",
+            "## Runs",
+            "",
+            "| run | command | status | MLflow run | claims |",
+            "| --- | --- | --- | --- | --- |",
+        ]
         for inv in invocations:
             status = inv.status + (f": {inv.reason}" if inv.reason else "")
-            lines.append("| " + " | ".join(_cell(v) for v in (
-                inv.run.name, f"`{inv.run.command(scale)}`", status,
-                f"{inv.run_id} ({inv.mlflow_experiment}; {inv.provenance})" if inv.run_id else "–",
-                ", ".join(inv.claims))) + " |")
+            lines.append(
+                "| "
+                + " | ".join(
+                    _cell(v)
+                    for v in (
+                        inv.run.name,
+                        f"`{inv.run.command(scale)}`",
+                        status,
+                        f"{inv.run_id} ({inv.mlflow_experiment}; {inv.provenance})"
+                        if inv.run_id
+                        else "–",
+                        ", ".join(inv.claims),
+                    )
+                )
+                + " |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -585,16 +738,21 @@ def run(exp: Experiment) -> pd.DataFrame:
     ledger = validate_ledger(spec, scale, seed, forwarded)
     claims = select_claims(ledger.claims, [str(o) for o in plain(spec.get("only") or [])])
     judging = bool(spec.get("judge", True))
-    invocations = prepare(exp, ledger, claims, scale, seed, forwarded, bool(spec.get("execute", True)))
+    invocations = prepare(
+        exp, ledger, claims, scale, seed, forwarded, bool(spec.get("execute", True))
+    )
     rows = pd.DataFrame([judge(c, invocations.get(c.run or ""), judging, scale) for c in claims])
     distinct = list({id(p): p for i in invocations.values() for p in (i.parts or [i])}.values())
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    header = (f"Generated {stamp} by `ltr-bench experiment=claims scale={scale}` "
-              f"(seed {seed}). Verdict rules: `claims.csv` (column `check`) and "
-              "`conf/experiment/claims.yaml`; sigma = combined standard error of two means.")
+    header = (
+        f"Generated {stamp} by `ltr-bench experiment=claims scale={scale}` "
+        f"(seed {seed}). Verdict rules: `claims.csv` (column `check`) and "
+        "`conf/experiment/claims.yaml`; sigma = combined standard error of two means."
+    )
     exp.write_csv(rows, "claims.csv")
     exp.write_text(markdown(rows, distinct, scale, header), "claims.md")
     exp.log_metrics({f"n_{k.replace(' ', '_')}": n for k, n in counts(rows).items()})
     print(counts_line(rows), flush=True)
     return rows[["id", "ours", "verdict"]].assign(
-        ours=rows["ours"].str.slice(0, 60), verdict=rows["verdict"].str.slice(0, 70))
+        ours=rows["ours"].str.slice(0, 60), verdict=rows["verdict"].str.slice(0, 70)
+    )

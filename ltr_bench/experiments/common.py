@@ -44,8 +44,13 @@ def scaled_spec(cfg: DictConfig, scale: str) -> DictConfig:
         raise UserError(f"scale={scale} is not a scale of this experiment; choose one of [{known}]")
     base = {k: v for k, v in data.items() if k not in SPEC_META_KEYS}
     merged = OmegaConf.merge(base, scales[scale] or {})
-    root = OmegaConf.create({k: v for k, v in OmegaConf.to_container(cfg, resolve=False).items()
-                             if k not in ("experiment", "hydra")})
+    root = OmegaConf.create(
+        {
+            k: v
+            for k, v in OmegaConf.to_container(cfg, resolve=False).items()
+            if k not in ("experiment", "hydra")
+        }
+    )
     root.experiment = merged
     resolved = OmegaConf.create(OmegaConf.to_container(root.experiment, resolve=True))
     assert isinstance(resolved, DictConfig)
@@ -63,15 +68,21 @@ def apply_command_line(spec: DictConfig, overrides: Sequence[str] | None = None)
         if not HydraConfig.initialized():
             return spec
         overrides = HydraConfig.get().overrides.task
-    mine = [o for o in overrides
-            if o.lstrip("+~").startswith("experiment.") and not o.startswith("~")]
+    mine = [
+        o for o in overrides if o.lstrip("+~").startswith("experiment.") and not o.startswith("~")
+    ]
     for o in OverridesParser.create().parse_overrides(mine):
         key = o.key_or_group.split(".", 1)[1]
         if key.split(".")[0] in SPEC_META_KEYS:
             continue
         value = o.value()
-        OmegaConf.update(spec, key, plain(value) if not isinstance(value, (str, int, float, bool))
-                         else value, merge=False, force_add=True)
+        OmegaConf.update(
+            spec,
+            key,
+            plain(value) if not isinstance(value, (str, int, float, bool)) else value,
+            merge=False,
+            force_add=True,
+        )
     return spec
 
 
@@ -169,15 +180,23 @@ class Experiment:
             self.tracker.log_artifact(self.run_id, path, artifact_dir)
 
     def log_metrics(self, metrics: Mapping[str, float]) -> None:
-        self.tracker.log_metrics(self.run_id, {k: v for k, v in metrics.items()
-                                               if v is not None and math.isfinite(float(v))})
+        self.tracker.log_metrics(
+            self.run_id,
+            {k: v for k, v in metrics.items() if v is not None and math.isfinite(float(v))},
+        )
 
     def progress(self, total: int, desc: str | None = None) -> Any:
         """A tqdm progress bar on stderr (one line, updated per cell)."""
         from tqdm.auto import tqdm
 
-        return tqdm(total=total, desc=desc or self.name, file=sys.stderr, dynamic_ncols=True,
-                    mininterval=0.5, leave=True)
+        return tqdm(
+            total=total,
+            desc=desc or self.name,
+            file=sys.stderr,
+            dynamic_ncols=True,
+            mininterval=0.5,
+            leave=True,
+        )
 
 
 def _choice(group: str) -> str:
@@ -225,10 +244,15 @@ def run_experiment(cfg: DictConfig) -> Any:
     tracker = Tracker.from_config(tracking, job_context().cwd)
     configure_threads(cfg)
     seed_everything(int(cfg.seed))
-    tags = {keys.TAG_ROLE: ROLE_EXPERIMENT, TAG_EXPERIMENT: name, TAG_SCALE: scale,
-            keys.TAG_SEED: cfg.seed, keys.TAG_VERSION: package_version(),
-            keys.TAG_GIT_COMMIT: git_commit(),
-            TAG_EXPERIMENT_KEY: invocation_key(name, scale, int(cfg.seed), spec, user_overrides())}
+    tags = {
+        keys.TAG_ROLE: ROLE_EXPERIMENT,
+        TAG_EXPERIMENT: name,
+        TAG_SCALE: scale,
+        keys.TAG_SEED: cfg.seed,
+        keys.TAG_VERSION: package_version(),
+        keys.TAG_GIT_COMMIT: git_commit(),
+        TAG_EXPERIMENT_KEY: invocation_key(name, scale, int(cfg.seed), spec, user_overrides()),
+    }
     with tracker.run(f"{name} ({scale})", tags) as run_id:
         tracker.log_params(run_id, flatten_config(spec, prefix="experiment"))
         tracker.log_params(run_id, {"seed": cfg.seed, "scale": scale})
@@ -241,8 +265,11 @@ def run_experiment(cfg: DictConfig) -> Any:
             print(format_summary(summary), flush=True)
     print(f"outputs: {out_dir}", flush=True)
     if tracker.enabled:
-        print(f"MLflow run {run_id} in {tracker.tracking_uri} (experiment "
-              f"'{tracker.experiment_name}')", flush=True)
+        print(
+            f"MLflow run {run_id} in {tracker.tracking_uri} (experiment "
+            f"'{tracker.experiment_name}')",
+            flush=True,
+        )
     return summary
 
 
@@ -250,13 +277,22 @@ def format_summary(frame: Any) -> str:
     """The summary table as aligned text (floats with 4 decimals)."""
     import pandas as pd
 
-    with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 160,
-                           "display.float_format", "{:.4f}".format):
+    with pd.option_context(
+        "display.max_rows",
+        500,
+        "display.max_columns",
+        50,
+        "display.width",
+        160,
+        "display.float_format",
+        "{:.4f}".format,
+    ):
         return frame.to_string(index=False)
 
 
-def invocation_key(name: str, scale: str, seed: int, spec: DictConfig,
-                   overrides: Sequence[str]) -> str:
+def invocation_key(
+    name: str, scale: str, seed: int, spec: DictConfig, overrides: Sequence[str]
+) -> str:
     """A short hash of an experiment invocation's results-deciding inputs: name, scale, seed, the
     resolved spec (after ``experiment.*`` overrides) and the other command-line overrides except
     :data:`NEUTRAL_OVERRIDES` (threads, tracking, ...). Not covered: the data files and the code
@@ -264,10 +300,21 @@ def invocation_key(name: str, scale: str, seed: int, spec: DictConfig,
     import hashlib
     import json
 
-    other = sorted(o for o in overrides
-                   if override_key(o).split(".")[0] not in NEUTRAL_OVERRIDES
-                   and not override_key(o).startswith("hydra"))
-    blob = json.dumps({"experiment": name, "scale": scale, "seed": seed, "overrides": other,
-                       "spec": OmegaConf.to_container(spec, resolve=True)},
-                      sort_keys=True, default=str)
+    other = sorted(
+        o
+        for o in overrides
+        if override_key(o).split(".")[0] not in NEUTRAL_OVERRIDES
+        and not override_key(o).startswith("hydra")
+    )
+    blob = json.dumps(
+        {
+            "experiment": name,
+            "scale": scale,
+            "seed": seed,
+            "overrides": other,
+            "spec": OmegaConf.to_container(spec, resolve=True),
+        },
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:20]

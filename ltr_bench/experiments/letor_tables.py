@@ -46,7 +46,9 @@ def check_datasets(exp: Experiment, datasets: list[str]) -> None:
     from hydra.utils import instantiate
 
     for ds in datasets:
-        cfg = compose_run_config(_with_user([f"dataset={ds}", *plain(exp.spec.get("cell_overrides") or [])]))
+        cfg = compose_run_config(
+            _with_user([f"dataset={ds}", *plain(exp.spec.get("cell_overrides") or [])])
+        )
         instantiate(cfg.dataset, _convert_="all")
 
 
@@ -69,8 +71,12 @@ def _fold_rows(results: dict[str, Any], base: dict[str, Any]) -> list[dict[str, 
     return rows
 
 
-def format_table(cells: pd.DataFrame, values: list[str], index: str = "row",
-                 columns: tuple[str, ...] = ("dataset", "column")) -> pd.DataFrame:
+def format_table(
+    cells: pd.DataFrame,
+    values: list[str],
+    index: str = "row",
+    columns: tuple[str, ...] = ("dataset", "column"),
+) -> pd.DataFrame:
     """Wide table: one row per ``index`` label, one column per (columns..., value), each cell
     mean(SE) over the folds (the papers' notation)."""
     out: dict[str, dict[str, str]] = {}
@@ -102,11 +108,18 @@ def plot_cells(exp: Experiment, cells: pd.DataFrame, values: list[str], name: st
         rows, cols = list(part["row"].unique()), list(part["column"].unique())
         width = 0.8 / max(1, len(cols))
         for j, c in enumerate(cols):
-            stats = [mean_se(part[(part["row"] == r) & (part["column"] == c)][v].to_numpy(float))
-                     for r in rows]
-            ax.bar(np.arange(len(rows)) + j * width, [s[0] for s in stats], width,
-                   yerr=[0 if np.isnan(s[1]) else s[1] for s in stats], capsize=3,
-                   label=str(c) or None)
+            stats = [
+                mean_se(part[(part["row"] == r) & (part["column"] == c)][v].to_numpy(float))
+                for r in rows
+            ]
+            ax.bar(
+                np.arange(len(rows)) + j * width,
+                [s[0] for s in stats],
+                width,
+                yerr=[0 if np.isnan(s[1]) else s[1] for s in stats],
+                capsize=3,
+                label=str(c) or None,
+            )
         ax.set_xticks(np.arange(len(rows)) + width * (len(cols) - 1) / 2)
         ax.set_xticklabels(rows, rotation=20, fontsize=8)
         ax.set_title(f"{ds}: {v}", fontsize=9)
@@ -126,8 +139,12 @@ def run_cells(exp: Experiment) -> pd.DataFrame:
     rows_spec, cols_spec = plain(spec.rows), plain(spec.get("columns") or {"": []})
     values = [str(v) for v in plain(spec["values"])]
     check_datasets(exp, datasets)
-    base = [*plain(spec.common), *plain(spec.get("scale_overrides") or []),
-            f"experiment_name={spec.mlflow_experiment}", *plain(spec.get("cell_overrides") or [])]
+    base = [
+        *plain(spec.common),
+        *plain(spec.get("scale_overrides") or []),
+        f"experiment_name={spec.mlflow_experiment}",
+        *plain(spec.get("cell_overrides") or []),
+    ]
     cells: list[dict[str, Any]] = []
     bar = exp.progress(len(datasets) * len(rows_spec) * len(cols_spec))
     for ds in datasets:
@@ -137,10 +154,25 @@ def run_cells(exp: Experiment) -> pd.DataFrame:
                 cfg = compose_run_config(overrides)
                 slug = "_".join(p for p in (ds, row, col) if p).replace(" ", "-").replace("/", "-")
                 result = run_config(cfg, output_dir=exp.path(f"cells/{slug}"), verbose=False)
-                res = json.loads(Path(result.results_path).read_text()) if result.results_path else \
-                    {"folds": [dict(name=f.name, metrics=f.metrics, times=f.times) for f in result.folds]}
-                cells += _fold_rows(res, {"dataset": ds, "row": row, "column": col,
-                                          "mlflow_run_id": result.mlflow_run_id})
+                res = (
+                    json.loads(Path(result.results_path).read_text())
+                    if result.results_path
+                    else {
+                        "folds": [
+                            dict(name=f.name, metrics=f.metrics, times=f.times)
+                            for f in result.folds
+                        ]
+                    }
+                )
+                cells += _fold_rows(
+                    res,
+                    {
+                        "dataset": ds,
+                        "row": row,
+                        "column": col,
+                        "mlflow_run_id": result.mlflow_run_id,
+                    },
+                )
                 shown = ", ".join(f"{v}={_run_value(result, v):.4g}" for v in values)
                 bar.write(f"[{ds}] {row} {col}: {shown}")
                 bar.update(1)
@@ -176,11 +208,14 @@ def _cli(args: list[str], log: Path) -> None:
     """``ltr-bench <args>`` in a subprocess, output into ``log``; a failure raises with its tail."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as fh:
-        code = subprocess.call([sys.executable, "-m", "ltr_bench.cli", *args], stdout=fh,
-                               stderr=subprocess.STDOUT)
+        code = subprocess.call(
+            [sys.executable, "-m", "ltr_bench.cli", *args], stdout=fh, stderr=subprocess.STDOUT
+        )
     if code != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-5:]
-        message = f"`ltr-bench {' '.join(args)}` failed (exit {code}; log {log}): " + " / ".join(tail)
+        message = f"`ltr-bench {' '.join(args)}` failed (exit {code}; log {log}): " + " / ".join(
+            tail
+        )
         raise UserError(message) if code == 2 else RuntimeError(message)
 
 
@@ -193,8 +228,9 @@ def _report(exp: Experiment, mlflow_experiment: str, subdir: str, args: list[str
     from ltr_bench.report.make import make_report, report_options
 
     out = exp.path(subdir)
-    make_report(str(exp.tracker.tracking_uri), mlflow_experiment, out, **report_options(args),
-                log_run=False)
+    make_report(
+        str(exp.tracker.tracking_uri), mlflow_experiment, out, **report_options(args), log_run=False
+    )
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
         parent = path.parent.relative_to(exp.out_dir).as_posix()
         exp.log_file(path, parent)
@@ -207,8 +243,12 @@ def run_sweeps(exp: Experiment) -> pd.DataFrame:
     models = {str(m): str(m) for m in plain(spec.models)}
     variants = {v: plain(spec.variants)[v] for v in plain(spec.run_variants)}
     check_datasets(exp, datasets)
-    sweep_o = [*plain(spec.sweep_overrides), *plain(spec.get("launcher_overrides") or []),
-               *plain(spec.get("scale_overrides") or []), *plain(spec.get("cell_overrides") or [])]
+    sweep_o = [
+        *plain(spec.sweep_overrides),
+        *plain(spec.get("launcher_overrides") or []),
+        *plain(spec.get("scale_overrides") or []),
+        *plain(spec.get("cell_overrides") or []),
+    ]
     rows: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
     bar = exp.progress(len(variants) * len(datasets) * len(models))
@@ -217,29 +257,51 @@ def run_sweeps(exp: Experiment) -> pd.DataFrame:
         for ds in datasets:
             for label, model in models.items():
                 fmt = {"model": model, "dataset": ds, "variant": variant}
-                own = [f"model={model}", f"dataset={ds}", *(o.format(**fmt) for o in sweep_o),
-                       *vspec["overrides"], f"experiment_name={mlflow_exp}"]
+                own = [
+                    f"model={model}",
+                    f"dataset={ds}",
+                    *(o.format(**fmt) for o in sweep_o),
+                    *vspec["overrides"],
+                    f"experiment_name={mlflow_exp}",
+                ]
                 sweep_dir = exp.path(f"sweeps/{variant}/{ds}/{model}")
                 try:
                     bar.set_postfix_str(f"{variant} {ds} {label}: sweep", refresh=True)
                     # studies stored with the sweep: a new experiment run starts new studies
-                    _cli(["-m", *_with_user(own), f"hydra.sweep.dir={sweep_dir}",
-                          f"hydra.sweeper.storage_dir={sweep_dir / 'optuna'}"], sweep_dir / "sweep.log")
+                    _cli(
+                        [
+                            "-m",
+                            *_with_user(own),
+                            f"hydra.sweep.dir={sweep_dir}",
+                            f"hydra.sweeper.storage_dir={sweep_dir / 'optuna'}",
+                        ],
+                        sweep_dir / "sweep.log",
+                    )
                     bar.set_postfix_str(f"{variant} {ds} {label}: refit", refresh=True)
                     _refit(sweep_dir, _refit_user_overrides(own))
-                    found = _refit_rows(sweep_dir, {"variant": variant, "dataset": ds, "model": label})
+                    found = _refit_rows(
+                        sweep_dir, {"variant": variant, "dataset": ds, "model": label}
+                    )
                 except RuntimeError as exc:  # one failed cell must not lose a days-long table
-                    failed.append({"variant": variant, "dataset": ds, "model": label, "error": str(exc)})
+                    failed.append(
+                        {"variant": variant, "dataset": ds, "model": label, "error": str(exc)}
+                    )
                     bar.write(f"[{variant}] {ds} {label}: FAILED ({str(exc)[:300]})")
                     bar.update(1)
                     continue
                 rows += found
-                shown = ", ".join(f"{m}={np.nanmean([r.get(f'test/{m}', np.nan) for r in found]):.4f}"
-                                  for m in plain(spec.metrics))
+                shown = ", ".join(
+                    f"{m}={np.nanmean([r.get(f'test/{m}', np.nan) for r in found]):.4f}"
+                    for m in plain(spec.metrics)
+                )
                 bar.write(f"[{variant}] {ds} {label}: {len(found)} refit folds, test {shown}")
                 bar.update(1)
-        _report(exp, mlflow_exp, f"report/{variant}",
-                ["--metrics", *plain(spec.metrics), *plain(spec.get("report_args") or [])])
+        _report(
+            exp,
+            mlflow_exp,
+            f"report/{variant}",
+            ["--metrics", *plain(spec.metrics), *plain(spec.get("report_args") or [])],
+        )
     bar.close()
     if failed:
         exp.write_csv(pd.DataFrame(failed), "failed.csv")
@@ -252,18 +314,25 @@ def run_sweeps(exp: Experiment) -> pd.DataFrame:
     table = format_table(frame, metrics, index="row", columns=("variant", "dataset"))
     exp.write_csv(table, f"{exp.name}.csv")
     exp.write_text(_markdown(table), f"{exp.name}.md")
-    plot_cells(exp, frame.assign(dataset=frame["variant"] + " " + frame["dataset"]), metrics,
-               f"{exp.name}.png")
+    plot_cells(
+        exp,
+        frame.assign(dataset=frame["variant"] + " " + frame["dataset"]),
+        metrics,
+        f"{exp.name}.png",
+    )
     if failed:
         print(format_table_failed(failed), flush=True)
-        raise RuntimeError(f"{len(failed)} sweep(s) failed (listed in {exp.path('failed.csv')}); "
-                           "the table and reports hold the others")
+        raise RuntimeError(
+            f"{len(failed)} sweep(s) failed (listed in {exp.path('failed.csv')}); "
+            "the table and reports hold the others"
+        )
     return table
 
 
 def format_table_failed(failed: list[dict[str, Any]]) -> str:
     return "failed sweeps:\n" + "\n".join(
-        f"  {f['variant']} {f['dataset']} {f['model']}: {f['error'][:200]}" for f in failed)
+        f"  {f['variant']} {f['dataset']} {f['model']}: {f['error'][:200]}" for f in failed
+    )
 
 
 def _refit_user_overrides(own: list[str]) -> list[str]:
@@ -292,8 +361,14 @@ def _refit_rows(sweep_dir: Path, base: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for refit in find_refits(sweep_dir)[0]:  # the latest refit per study and seed
         data = refit.results
-        rows += _fold_rows(data, {**base, "study": refit.path.relative_to(sweep_dir / "refit").parts[0],
-                                  "mlflow_run_id": data.get("mlflow_run_id")})
+        rows += _fold_rows(
+            data,
+            {
+                **base,
+                "study": refit.path.relative_to(sweep_dir / "refit").parts[0],
+                "mlflow_run_id": data.get("mlflow_run_id"),
+            },
+        )
     if not rows:
         raise RuntimeError(f"no refit results under {sweep_dir / 'refit'}")
     return rows

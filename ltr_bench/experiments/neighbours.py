@@ -30,7 +30,9 @@ from ltr_bench.experiments.synthetic_sensitivity import build_source, format_ove
 from ltr_bench.stats import mean_se
 
 
-def neighbour_outputs(ranker: Any, features: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def neighbour_outputs(
+    ranker: Any, features: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(order, scores_sorted, r)``: the list sorted by the ranker (best first) and
     ``r[n] = r(d_n, d_n+1)`` for its successive documents."""
     scores = np.asarray(ranker.score(_as_queryset(features)), dtype=np.float64)
@@ -42,8 +44,12 @@ def neighbour_outputs(ranker: Any, features: np.ndarray) -> tuple[np.ndarray, np
 
 def _as_queryset(features: np.ndarray) -> QuerySet:
     n = features.shape[0]
-    return QuerySet(np.ascontiguousarray(features, dtype=np.float32), np.zeros(n, np.int32),
-                    np.zeros(n, np.int64), np.array([0, n], dtype=np.int64))
+    return QuerySet(
+        np.ascontiguousarray(features, dtype=np.float32),
+        np.zeros(n, np.int32),
+        np.zeros(n, np.int64),
+        np.array([0, n], dtype=np.int64),
+    )
 
 
 def find_boundaries(r: np.ndarray, n_classes: int, distance: int = 1) -> np.ndarray:
@@ -67,7 +73,9 @@ def classes_from_boundaries(n: int, boundaries: np.ndarray, n_classes: int) -> n
     return (n_classes - 1) - np.searchsorted(boundaries, positions, side="left")
 
 
-def classes_from_thresholds(scores: np.ndarray, thresholds: np.ndarray, n_classes: int) -> np.ndarray:
+def classes_from_thresholds(
+    scores: np.ndarray, thresholds: np.ndarray, n_classes: int
+) -> np.ndarray:
     """Class of documents from their scores: how many thresholds they exceed, shifted so the
     highest class is ``n_classes - 1``."""
     return (n_classes - 1 - len(thresholds)) + (scores[:, None] > thresholds[None, :]).sum(axis=1)
@@ -79,7 +87,7 @@ def oracle_classes(labels_sorted: np.ndarray, classes: np.ndarray) -> np.ndarray
     start = 0
     for c in sorted(classes, reverse=True):
         size = int((labels_sorted == c).sum())
-        out[start:start + size] = c
+        out[start : start + size] = c
         start += size
     return out
 
@@ -91,16 +99,21 @@ def run(exp: Experiment) -> pd.DataFrame:
     spec = exp.spec
     panels = plain(spec.panels)
     models = plain(spec.models)
-    base = [*plain(spec.get("run_overrides") or []), f"seed={exp.cfg.seed}",
-            f"threads={exp.cfg.threads}"]
+    base = [
+        *plain(spec.get("run_overrides") or []),
+        f"seed={exp.cfg.seed}",
+        f"threads={exp.cfg.threads}",
+    ]
     reps = int(spec.repetitions)
     rows: list[dict[str, Any]] = []
     bar = exp.progress(len(panels) * len(models) * reps)
     for panel, pspec in panels.items():
         params = {**plain(spec.data), **(pspec.get("data") or {})}
         source = build_source(params)
-        fmt = {**plain(spec.get("model_params") or {}),
-               **{k: v for k, v in params.items() if not k.startswith("_")}}
+        fmt = {
+            **plain(spec.get("model_params") or {}),
+            **{k: v for k, v in params.items() if not k.startswith("_")},
+        }
         for model, overrides in models.items():
             cfg = compose_run_config([*base, *source.overrides, *format_overrides(overrides, fmt)])
             for rep in range(reps):
@@ -116,16 +129,21 @@ def run(exp: Experiment) -> pd.DataFrame:
                 if rep == 0:
                     exp.write_csv(seq, f"neighbours_{panel}.csv")
                     _plot(exp, seq, row, panel, model)
-                bar.set_postfix_str(f"{panel} {model} rep {rep}: accuracy "
-                                    f"{row['accuracy_list']:.3f}", refresh=False)
+                bar.set_postfix_str(
+                    f"{panel} {model} rep {rep}: accuracy {row['accuracy_list']:.3f}", refresh=False
+                )
                 bar.update(1)
     bar.close()
     results = pd.DataFrame(rows)
     exp.write_csv(results, "accuracy.csv")
     summary = summarise(results)
     for _, s in summary.iterrows():
-        exp.log_metrics({f"accuracy_list {s['panel']} {s['model']}": s["accuracy_list"],
-                         f"accuracy_test {s['panel']} {s['model']}": s["accuracy_test"]})
+        exp.log_metrics(
+            {
+                f"accuracy_list {s['panel']} {s['model']}": s["accuracy_list"],
+                f"accuracy_test {s['panel']} {s['model']}": s["accuracy_test"],
+            }
+        )
     return summary
 
 
@@ -135,15 +153,16 @@ def _choose_list(test: QuerySet, pspec: dict[str, Any], rng: np.random.Generator
     mask = np.zeros(test.n_docs, dtype=bool)
     if pspec.get("list") == "largest_query":
         q = int(np.argmax(test.query_lengths))
-        mask[test.offsets[q]:test.offsets[q + 1]] = True
+        mask[test.offsets[q] : test.offsets[q + 1]] = True
     else:
         size = min(int(pspec.get("list_size", 500)), test.n_docs)
         mask[rng.choice(test.n_docs, size=size, replace=False)] = True
     return mask
 
 
-def _classify(ranker: Any, test: QuerySet, in_list: np.ndarray, distance: int,
-              pspec: dict[str, Any]) -> tuple[dict[str, Any], pd.DataFrame]:
+def _classify(
+    ranker: Any, test: QuerySet, in_list: np.ndarray, distance: int, pspec: dict[str, Any]
+) -> tuple[dict[str, Any], pd.DataFrame]:
     x, y = test.features[in_list], test.labels[in_list]
     order, scores_sorted, r = neighbour_outputs(ranker, x)
     y_sorted = y[order]
@@ -156,11 +175,13 @@ def _classify(ranker: Any, test: QuerySet, in_list: np.ndarray, distance: int,
     acc_test = float("nan")
     if rest.any():
         s_rest = np.asarray(ranker.score(_as_queryset(test.features[rest])), dtype=np.float64)
-        acc_test = float(np.mean(classes_from_thresholds(s_rest, thresholds, n_classes)
-                                 == test.labels[rest]))
+        acc_test = float(
+            np.mean(classes_from_thresholds(s_rest, thresholds, n_classes) == test.labels[rest])
+        )
     true_bounds = np.flatnonzero(np.diff(y_sorted) != 0)
     row = {
-        "n_list": int(len(y_sorted)), "n_classes": n_classes,
+        "n_list": int(len(y_sorted)),
+        "n_classes": n_classes,
         "accuracy_list": float(np.mean(pred_list == y_sorted)),
         "accuracy_test": acc_test,
         "chance": float(np.max(np.bincount(y_sorted)) / len(y_sorted)),
@@ -170,9 +191,16 @@ def _classify(ranker: Any, test: QuerySet, in_list: np.ndarray, distance: int,
         "r_median": float(np.median(r)) if r.size else float("nan"),
         "label_changes": int(true_bounds.size),
     }
-    seq = pd.DataFrame({"n": np.arange(len(r)), "r": r, "label_n": y_sorted[:-1],
-                        "label_n1": y_sorted[1:], "predicted_n": pred_list[:-1],
-                        "boundary": np.isin(np.arange(len(r)), bounds)})
+    seq = pd.DataFrame(
+        {
+            "n": np.arange(len(r)),
+            "r": r,
+            "label_n": y_sorted[:-1],
+            "label_n1": y_sorted[1:],
+            "predicted_n": pred_list[:-1],
+            "boundary": np.isin(np.arange(len(r)), bounds),
+        }
+    )
     return row, seq
 
 
@@ -203,7 +231,10 @@ def _plot(exp: Experiment, seq: pd.DataFrame, row: dict[str, Any], panel: str, m
         ax.axvline(b + 0.5, color="red", lw=0.8, ls="--", alpha=0.7)
     ax.set_xlabel("n (position in the list sorted by the model)")
     ax.set_ylabel("r(d_n, d_n+1)")
-    ax.set_title(f"{exp.spec.get('title', exp.name)}\n{panel}, {model}: class accuracy from the "
-                 f"peaks {row['accuracy_list']:.3f} (red: thresholds found)", fontsize=8)
+    ax.set_title(
+        f"{exp.spec.get('title', exp.name)}\n{panel}, {model}: class accuracy from the "
+        f"peaks {row['accuracy_list']:.3f} (red: thresholds found)",
+        fontsize=8,
+    )
     ax.legend(fontsize=7, markerscale=2, title="class of d_n", title_fontsize=7)
     exp.save_figure(fig, f"{exp.name}_{panel}.png")

@@ -52,8 +52,14 @@ def _select_docs(data: QuerySet, keep: np.ndarray) -> QuerySet:
     qid = data.qid[keep]
     change = np.flatnonzero(np.diff(qid) != 0) + 1 if qid.size else np.array([], dtype=np.int64)
     offsets = np.concatenate([[0], change, [qid.size]]).astype(np.int64)
-    return replace(data, features=data.features[keep], labels=data.labels[keep], qid=qid,
-                   offsets=offsets, docids=None if data.docids is None else data.docids[keep])
+    return replace(
+        data,
+        features=data.features[keep],
+        labels=data.labels[keep],
+        qid=qid,
+        offsets=offsets,
+        docids=None if data.docids is None else data.docids[keep],
+    )
 
 
 def relevant_ratio(labels: np.ndarray, classes: Sequence[int] | None, threshold: int) -> float:
@@ -86,9 +92,14 @@ class SyntheticSource:
         max_size: int = 150,
         overrides: Sequence[str] = (),
     ) -> None:
-        self.params = dict(n_train=int(float(n_train)), n_test=int(float(n_test)),
-                           n_features=int(n_features), n_classes=int(n_classes),
-                           sigma=float(sigma), docs_per_query=docs_per_query)
+        self.params = dict(
+            n_train=int(float(n_train)),
+            n_test=int(float(n_test)),
+            n_features=int(n_features),
+            n_classes=int(n_classes),
+            sigma=float(sigma),
+            docs_per_query=docs_per_query,
+        )
         self.keep_classes = list(keep_classes) if keep_classes else None
         self.keep_fraction = float(keep_fraction)
         self.relevance_threshold = int(relevance_threshold)
@@ -105,11 +116,20 @@ class SyntheticSource:
         train = keep_fraction_of_classes(train, self.keep_classes, self.keep_fraction, rng)
         return train, test
 
-    def score(self, cfg: DictConfig, scores: np.ndarray, test: QuerySet, rng: np.random.Generator) -> float:
+    def score(
+        self, cfg: DictConfig, scores: np.ndarray, test: QuerySet, rng: np.random.Generator
+    ) -> float:
         from ltr_bench.experiments.subsets import subset_ndcg
 
-        values = subset_ndcg(scores, test.labels, k=self.k, n_subsets=self.n_subsets,
-                             min_size=self.min_size, max_size=self.max_size, rng=rng)
+        values = subset_ndcg(
+            scores,
+            test.labels,
+            k=self.k,
+            n_subsets=self.n_subsets,
+            min_size=self.min_size,
+            max_size=self.max_size,
+            rng=rng,
+        )
         return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
 
 
@@ -161,7 +181,9 @@ class LetorSource:
         train = keep_fraction_of_classes(train, self.keep_classes, self.keep_fraction, rng)
         return train, fold.test
 
-    def score(self, cfg: DictConfig, scores: np.ndarray, test: QuerySet, rng: np.random.Generator) -> float:
+    def score(
+        self, cfg: DictConfig, scores: np.ndarray, test: QuerySet, rng: np.random.Generator
+    ) -> float:
         from ltr_bench.runner import evaluate_split
 
         return float(evaluate_split(cfg, scores, test, "test").means[self.metric])

@@ -50,8 +50,14 @@ class _Configs:
         return self.cache[key]
 
 
-def fit_and_score(cfg: DictConfig, source: Any, train: Any, test: Any, rng: np.random.Generator,
-                  prepared: dict[str, Any]) -> tuple[float, float]:
+def fit_and_score(
+    cfg: DictConfig,
+    source: Any,
+    train: Any,
+    test: Any,
+    rng: np.random.Generator,
+    prepared: dict[str, Any],
+) -> tuple[float, float]:
     """(value, fit seconds) of the model of ``cfg`` (the runner's fit -> score step);
     preprocessing shared across models with the same preprocessing config (``prepared`` caches
     it per point and repetition)."""
@@ -71,7 +77,11 @@ def run(exp: Experiment) -> pd.DataFrame:
     series = plain(spec.series) or {"": {}}
     models = plain(spec.models)
     reps = int(spec.repetitions)
-    base = [*plain(spec.get("run_overrides") or []), f"seed={exp.cfg.seed}", f"threads={exp.cfg.threads}"]
+    base = [
+        *plain(spec.get("run_overrides") or []),
+        f"seed={exp.cfg.seed}",
+        f"threads={exp.cfg.threads}",
+    ]
     configs = _Configs(base)
     total = len(series) * len(values) * reps * len(models)
     rows: list[dict[str, Any]] = []
@@ -80,22 +90,36 @@ def run(exp: Experiment) -> pd.DataFrame:
         for xi, x in enumerate(values):
             params = {**plain(spec.data), **(series_params or {}), x_key: x}
             source = build_source(params)
-            fmt = {**plain(spec.get("model_params") or {}),
-                   **{k: v for k, v in params.items() if not k.startswith("_")}}
+            fmt = {
+                **plain(spec.get("model_params") or {}),
+                **{k: v for k, v in params.items() if not k.startswith("_")},
+            }
             for rep in range(reps):
                 train, test = source.load(rep)
-                ratio = relevant_ratio(train.labels, getattr(source, "keep_classes", None),
-                                       source.relevance_threshold)
+                ratio = relevant_ratio(
+                    train.labels, getattr(source, "keep_classes", None), source.relevance_threshold
+                )
                 prepared: dict[str, Any] = {}
                 for model, overrides in models.items():
                     cfg = configs.get([*source.overrides, *format_overrides(overrides, fmt)])
                     rng = np.random.default_rng([int(exp.cfg.seed), xi, rep, 13])
                     value, fit_s = fit_and_score(cfg, source, train, test, rng, prepared)
-                    rows.append({"series": label, x_key: x, "model": model, "repetition": rep,
-                                 "train_docs": train.n_docs, "relevant_ratio": ratio,
-                                 source.metric: value, "time_fit_s": fit_s})
-                    bar.set_postfix_str(f"{label} {x_key}={x} {model} rep {rep}: "
-                                        f"{source.metric}={value:.3f}", refresh=False)
+                    rows.append(
+                        {
+                            "series": label,
+                            x_key: x,
+                            "model": model,
+                            "repetition": rep,
+                            "train_docs": train.n_docs,
+                            "relevant_ratio": ratio,
+                            source.metric: value,
+                            "time_fit_s": fit_s,
+                        }
+                    )
+                    bar.set_postfix_str(
+                        f"{label} {x_key}={x} {model} rep {rep}: {source.metric}={value:.3f}",
+                        refresh=False,
+                    )
                     bar.update(1)
             _log_point(exp, rows, label, x_key, x, source.metric, xi)
     bar.close()
@@ -111,14 +135,31 @@ def summarise(results: pd.DataFrame, x_key: str, metric: str) -> pd.DataFrame:
     out = []
     for (label, x, model), g in results.groupby(["series", x_key, "model"], sort=False):
         m, se, n = mean_se(g[metric].to_numpy())
-        out.append({"series": label, x_key: x, "model": model, "train_docs": int(round(g["train_docs"].mean())),
-                    "relevant_ratio": g["relevant_ratio"].mean(), metric: m, f"{metric}_se": se,
-                    "repetitions": n, "time_fit_s": g["time_fit_s"].mean()})
+        out.append(
+            {
+                "series": label,
+                x_key: x,
+                "model": model,
+                "train_docs": int(round(g["train_docs"].mean())),
+                "relevant_ratio": g["relevant_ratio"].mean(),
+                metric: m,
+                f"{metric}_se": se,
+                "repetitions": n,
+                "time_fit_s": g["time_fit_s"].mean(),
+            }
+        )
     return pd.DataFrame(out)
 
 
-def _log_point(exp: Experiment, rows: list[dict[str, Any]], label: str, x_key: str, x: Any,
-               metric: str, step: int) -> None:
+def _log_point(
+    exp: Experiment,
+    rows: list[dict[str, Any]],
+    label: str,
+    x_key: str,
+    x: Any,
+    metric: str,
+    step: int,
+) -> None:
     frame = pd.DataFrame([r for r in rows if r["series"] == label and r[x_key] == x])
     for model, g in frame.groupby("model"):
         name = " ".join(p for p in (metric, str(model), str(label)) if p)
@@ -139,8 +180,15 @@ def plot(exp: Experiment, summary: pd.DataFrame, x_key: str, metric: str) -> Non
     several_models = summary["model"].nunique() > 1
     for (label, model), g in summary.groupby(["series", "model"], sort=False):
         name = ", ".join(str(p) for p in ((model if several_models else None), label) if p) or model
-        ax.errorbar(g[x_col], g[metric], yerr=g[f"{metric}_se"].fillna(0.0), marker="o", ms=4,
-                    capsize=3, label=name)
+        ax.errorbar(
+            g[x_col],
+            g[metric],
+            yerr=g[f"{metric}_se"].fillna(0.0),
+            marker="o",
+            ms=4,
+            capsize=3,
+            label=name,
+        )
     ax.set_xscale(str(spec.get("x_scale") or "linear"))
     ax.set_xlabel(str(spec.get("x_label") or x_col))
     ax.set_ylabel(metric.upper().replace("NDCG", "NDCG"))

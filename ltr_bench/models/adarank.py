@@ -80,12 +80,16 @@ class AdaRank(Ranker):
         if int(rounds) < 1:
             raise UserError(f"model.rounds must be >= 1, got {rounds}")
         if early_stopping is not None and int(early_stopping) < 0:
-            raise UserError(f"model.early_stopping must be >= 1, or 0 / null for none, got {early_stopping}")
+            raise UserError(
+                f"model.early_stopping must be >= 1, or 0 / null for none, got {early_stopping}"
+            )
         if max_consecutive is not None and int(max_consecutive) < 1:
             raise UserError(f"model.max_consecutive must be >= 1 or null, got {max_consecutive}")
         self.rounds = int(rounds)
         self.metric = parse_metric(metric).name
-        self.early_stopping = int(early_stopping) if early_stopping else None  # 0 = off, as in the papers' code
+        self.early_stopping = (
+            int(early_stopping) if early_stopping else None
+        )  # 0 = off, as in the papers' code
         self.max_consecutive = None if max_consecutive is None else int(max_consecutive)
         self.relevance_threshold = float(relevance_threshold)
         self.chunk_elements = int(chunk_elements)
@@ -161,9 +165,12 @@ class AdaRank(Ranker):
         """The combined weight vector and the rounds' chosen features and alphas (``weights.npz``)."""
         if self.weights_ is None:
             raise RuntimeError("AdaRank.save_params called before fit")
-        np.savez(Path(folder) / WEIGHTS_FILE, weights=np.asarray(self.weights_, dtype=np.float64),
-                 features=np.asarray(self.features_, dtype=np.int64),
-                 alphas=np.asarray(self.alphas_, dtype=np.float64))
+        np.savez(
+            Path(folder) / WEIGHTS_FILE,
+            weights=np.asarray(self.weights_, dtype=np.float64),
+            features=np.asarray(self.features_, dtype=np.int64),
+            alphas=np.asarray(self.alphas_, dtype=np.float64),
+        )
         return {"weights": WEIGHTS_FILE, "rounds": len(self.features_)}
 
     def load_params(self, folder: Path, n_features: int) -> None:
@@ -172,8 +179,10 @@ class AdaRank(Ranker):
             self.features_ = [int(k) for k in npz["features"]]
             self.alphas_ = [float(a) for a in npz["alphas"]]
         if weights.shape != (int(n_features),):
-            raise UserError(f"{Path(folder) / WEIGHTS_FILE} holds {weights.shape[0]} weights, "
-                            f"the saved model says {n_features} features")
+            raise UserError(
+                f"{Path(folder) / WEIGHTS_FILE} holds {weights.shape[0]} weights, "
+                f"the saved model says {n_features} features"
+            )
         self.weights_ = weights
         self.best_round_ = len(self.features_)
 

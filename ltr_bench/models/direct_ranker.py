@@ -56,10 +56,21 @@ class PairwiseModule(RankingModule):
     """Trains ``r(x, y) = tau(g(x) - g(y))`` on sampled pairs (higher label first, target 1)."""
 
     def __init__(
-        self, scorer: Scorer, train: QuerySet, vali: QuerySet | None, *, tau: torch.nn.Module,
-        loss_fn: Any, pairs: str, pair_distribution: str, pairs_per_epoch: int | str | None,
-        batch_size: int | str, pair_weighting: str, swap_ndcg_k: int | None,
-        rank_refresh_steps: int | None, **kwargs: Any,
+        self,
+        scorer: Scorer,
+        train: QuerySet,
+        vali: QuerySet | None,
+        *,
+        tau: torch.nn.Module,
+        loss_fn: Any,
+        pairs: str,
+        pair_distribution: str,
+        pairs_per_epoch: int | str | None,
+        batch_size: int | str,
+        pair_weighting: str,
+        swap_ndcg_k: int | None,
+        rank_refresh_steps: int | None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(scorer, train, vali, **kwargs)
         self.tau, self.loss_fn = tau, loss_fn
@@ -103,7 +114,12 @@ class PairwiseModule(RankingModule):
 
     def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
         every = self.rank_refresh_steps
-        if self.pair_weighting == "ndcg_swap" and every and batch_idx > 0 and batch_idx % every == 0:
+        if (
+            self.pair_weighting == "ndcg_swap"
+            and every
+            and batch_idx > 0
+            and batch_idx % every == 0
+        ):
             self._refresh_ranks()
 
     def _refresh_ranks(self) -> None:
@@ -113,21 +129,29 @@ class PairwiseModule(RankingModule):
             qidx = torch.as_tensor(qs.query_index(), device=self.device)
             labels = self.data("train_y")
             self._tensors["train_q"] = qidx
-            self._tensors["train_qstart"] = torch.as_tensor(np.array(qs.offsets[:-1]), device=self.device)
+            self._tensors["train_qstart"] = torch.as_tensor(
+                np.array(qs.offsets[:-1]), device=self.device
+            )
             self._tensors["train_gain"] = gains(labels)
             self._tensors["train_idcg"] = ideal_dcg_per_query(
                 labels, qidx, qs.n_queries, self.swap_ndcg_k
             ).clamp_min(1e-12)
         scores = self.score_features(self.data("train_x"))
-        self._ranks = ranks_in_queries(scores, self._tensors["train_q"], self._tensors["train_qstart"])
+        self._ranks = ranks_in_queries(
+            scores, self._tensors["train_q"], self._tensors["train_qstart"]
+        )
 
     def _swap_weights(self, batch: PairBatch) -> Tensor:
         t = self._tensors
         assert self._ranks is not None
         idcg = t["train_idcg"][t["train_q"][batch.hi]]
         delta = ndcg_swap_delta(
-            t["train_gain"][batch.hi], t["train_gain"][batch.lo],
-            self._ranks[batch.hi], self._ranks[batch.lo], idcg, self.swap_ndcg_k,
+            t["train_gain"][batch.hi],
+            t["train_gain"][batch.lo],
+            self._ranks[batch.hi],
+            self._ranks[batch.lo],
+            idcg,
+            self.swap_ndcg_k,
         )
         return delta.to(torch.float32)
 
@@ -176,9 +200,13 @@ class DirectRanker(NeuralRanker):
         **kwargs: Any,
     ) -> None:
         super().__init__(
-            output_activation=output_activation, output_bias=output_bias, dropout=dropout,
-            epochs=epochs, early_stopping_patience=early_stopping_patience,
-            batch_size=1 if batch_size == "auto" else batch_size, **kwargs,
+            output_activation=output_activation,
+            output_bias=output_bias,
+            dropout=dropout,
+            epochs=epochs,
+            early_stopping_patience=early_stopping_patience,
+            batch_size=1 if batch_size == "auto" else batch_size,
+            **kwargs,
         )
         self.batch_size = batch_size if batch_size == "auto" else self.batch_size
         self.pairs, self.pair_distribution = str(pairs), str(pair_distribution)
@@ -207,21 +235,35 @@ class DirectRanker(NeuralRanker):
                 f"model.pair_weighting={self.pair_weighting!r} must be one of {PAIR_WEIGHTINGS}"
             )
         ppe = self.pairs_per_epoch
-        if self.batch_size != "auto" and not (isinstance(self.batch_size, int) and self.batch_size >= 1):
-            raise UserError(f"model.batch_size={self.batch_size!r} must be a positive integer or 'auto'")
+        if self.batch_size != "auto" and not (
+            isinstance(self.batch_size, int) and self.batch_size >= 1
+        ):
+            raise UserError(
+                f"model.batch_size={self.batch_size!r} must be a positive integer or 'auto'"
+            )
         if ppe is not None and ppe != "all" and (not isinstance(ppe, (int, np.integer)) or ppe < 1):
             raise UserError(
                 f"model.pairs_per_epoch={ppe!r} must be a positive integer, 'all' or null"
             )
 
-    def build_module(self, scorer: Scorer, train: QuerySet, vali: QuerySet | None) -> PairwiseModule:
+    def build_module(
+        self, scorer: Scorer, train: QuerySet, vali: QuerySet | None
+    ) -> PairwiseModule:
         loss_fn, _ = self.resolve_loss()
         return PairwiseModule(
-            scorer, train, vali, tau=make_activation(self.output_activation), loss_fn=loss_fn,
-            pairs=self.pairs, pair_distribution=self.pair_distribution,
-            pairs_per_epoch=self.pairs_per_epoch, batch_size=self.batch_size,
-            pair_weighting=self.pair_weighting, swap_ndcg_k=self.swap_ndcg_k,
-            rank_refresh_steps=self.rank_refresh_steps, **self.module_kwargs(),
+            scorer,
+            train,
+            vali,
+            tau=make_activation(self.output_activation),
+            loss_fn=loss_fn,
+            pairs=self.pairs,
+            pair_distribution=self.pair_distribution,
+            pairs_per_epoch=self.pairs_per_epoch,
+            batch_size=self.batch_size,
+            pair_weighting=self.pair_weighting,
+            swap_ndcg_k=self.swap_ndcg_k,
+            rank_refresh_steps=self.rank_refresh_steps,
+            **self.module_kwargs(),
         )
 
     def compare(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -20,12 +20,22 @@ from ltr_bench.data.queryset import QuerySet
 from ltr_bench.models.networks import Scorer, make_activation
 from ltr_bench.models.neural import NeuralRanker, RankingModule
 
+
 class ListwiseModule(RankingModule):
     """Trains the scorer on padded query batches with a list loss ``loss(scores, labels, mask)``."""
 
     def __init__(
-        self, scorer: Scorer, train: QuerySet, vali: QuerySet | None, *, tau: torch.nn.Module,
-        loss_fn: Any, cost_power: int, batch_size: int, max_batch_cells: int, **kwargs: Any,
+        self,
+        scorer: Scorer,
+        train: QuerySet,
+        vali: QuerySet | None,
+        *,
+        tau: torch.nn.Module,
+        loss_fn: Any,
+        cost_power: int,
+        batch_size: int,
+        max_batch_cells: int,
+        **kwargs: Any,
     ) -> None:
         super().__init__(scorer, train, vali, **kwargs)
         self.tau, self.loss_fn = tau, loss_fn
@@ -34,9 +44,15 @@ class ListwiseModule(RankingModule):
 
     def train_batches(self, rank: int, world_size: int) -> QueryBatches:
         batches = QueryBatches(
-            self.train_set, batch_queries=self.batch_size, max_cells=self.max_batch_cells,
-            cost_power=self.cost_power, shuffle=True, seed=self.seed, rank=rank,
-            world_size=world_size, device=self.device,
+            self.train_set,
+            batch_queries=self.batch_size,
+            max_cells=self.max_batch_cells,
+            cost_power=self.cost_power,
+            shuffle=True,
+            seed=self.seed,
+            rank=rank,
+            world_size=world_size,
+            device=self.device,
         )
         batches.epoch = self.current_epoch
         return batches
@@ -67,19 +83,34 @@ class ListNet(NeuralRanker):
     default_loss = "listnet"
 
     def __init__(
-        self, *, output_activation: str = "linear", output_bias: bool = False,
-        batch_size: int = 16, max_batch_cells: int = 1 << 20, **kwargs: Any,
+        self,
+        *,
+        output_activation: str = "linear",
+        output_bias: bool = False,
+        batch_size: int = 16,
+        max_batch_cells: int = 1 << 20,
+        **kwargs: Any,
     ) -> None:
         super().__init__(
-            output_activation=output_activation, output_bias=output_bias, batch_size=batch_size,
+            output_activation=output_activation,
+            output_bias=output_bias,
+            batch_size=batch_size,
             **kwargs,
         )
         self.max_batch_cells = int(max_batch_cells)
 
-    def build_module(self, scorer: Scorer, train: QuerySet, vali: QuerySet | None) -> ListwiseModule:
+    def build_module(
+        self, scorer: Scorer, train: QuerySet, vali: QuerySet | None
+    ) -> ListwiseModule:
         loss_fn, info = self.resolve_loss()
         return ListwiseModule(
-            scorer, train, vali, tau=make_activation(self.output_activation), loss_fn=loss_fn,
-            cost_power=info.cost_power, batch_size=self.batch_size,
-            max_batch_cells=self.max_batch_cells, **self.module_kwargs(),
+            scorer,
+            train,
+            vali,
+            tau=make_activation(self.output_activation),
+            loss_fn=loss_fn,
+            cost_power=info.cost_power,
+            batch_size=self.batch_size,
+            max_batch_cells=self.max_batch_cells,
+            **self.module_kwargs(),
         )

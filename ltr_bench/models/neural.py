@@ -84,9 +84,18 @@ class RankingModule(L.LightningModule):
     """
 
     def __init__(
-        self, scorer: Scorer, train: QuerySet, vali: QuerySet | None, *, optimizer: Any,
-        lr_decay_to: float | None, lr_decay_every: int, max_epochs: int,
-        vali_metric: str = "ndcg@10", vali_batch_cells: int = 1 << 20, seed: int = 0,
+        self,
+        scorer: Scorer,
+        train: QuerySet,
+        vali: QuerySet | None,
+        *,
+        optimizer: Any,
+        lr_decay_to: float | None,
+        lr_decay_every: int,
+        max_epochs: int,
+        vali_metric: str = "ndcg@10",
+        vali_batch_cells: int = 1 << 20,
+        seed: int = 0,
     ) -> None:
         super().__init__()
         self.scorer = scorer
@@ -118,7 +127,9 @@ class RankingModule(L.LightningModule):
             qs = self.train_set if split == "train" else self.vali_set
             assert qs is not None
             array = qs.features if what == "x" else qs.labels.astype(np.int64)
-            t = torch.as_tensor(np.array(array), device=self.device)  # a copy: data may be read-only
+            t = torch.as_tensor(
+                np.array(array), device=self.device
+            )  # a copy: data may be read-only
             self._tensors[name] = t
         return t
 
@@ -136,7 +147,9 @@ class RankingModule(L.LightningModule):
         """The scalar training loss of one batch."""
 
     # ------------------------------------------------------------------ training
-    def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
+    def transfer_batch_to_device(
+        self, batch: Any, device: torch.device, dataloader_idx: int
+    ) -> Any:
         return batch  # batches are drawn on the module's device already
 
     def train_dataloader(self) -> Iterable[Any]:
@@ -180,8 +193,11 @@ class RankingModule(L.LightningModule):
         if self.vali_set is None:
             return []
         return QueryBatches(
-            self.vali_set, batch_queries=1 << 30, max_cells=self.vali_batch_cells,
-            shuffle=False, device=self.device,
+            self.vali_set,
+            batch_queries=1 << 30,
+            max_cells=self.vali_batch_cells,
+            shuffle=False,
+            device=self.device,
         )
 
     def on_validation_epoch_start(self) -> None:
@@ -218,7 +234,9 @@ class RankingModule(L.LightningModule):
             groups.append({"params": others, "weight_decay": 0.0})
         opt = build_optimizer(self.optimizer_spec, groups)
         factor = partial(
-            staircase_factor, max_epochs=self.max_epochs, decay_to=self.lr_decay_to,
+            staircase_factor,
+            max_epochs=self.max_epochs,
+            decay_to=self.lr_decay_to,
             every=self.lr_decay_every,
         )
         sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
@@ -384,7 +402,9 @@ class NeuralRanker(Ranker):
         if self.lr_decay_every < 1:
             raise UserError(f"model.lr_decay_every={self.lr_decay_every} must be >= 1")
         if self.early_stopping_patience is not None and self.early_stopping_patience < 0:
-            raise UserError(f"model.early_stopping_patience must be >= 0 or null, got {self.early_stopping_patience}")
+            raise UserError(
+                f"model.early_stopping_patience must be >= 0 or null, got {self.early_stopping_patience}"
+            )
         make_activation(self.output_activation, key="model.output_activation")
         self.resolve_loss()
         FeatureMLP(1, self.hidden_sizes, self.activation, self.dropout, self.bias)
@@ -396,7 +416,9 @@ class NeuralRanker(Ranker):
 
     def build_scorer(self, n_features: int) -> Scorer:
         """A freshly initialised scorer ``g`` for ``n_features`` inputs."""
-        features = FeatureMLP(n_features, self.hidden_sizes, self.activation, self.dropout, self.bias)
+        features = FeatureMLP(
+            n_features, self.hidden_sizes, self.activation, self.dropout, self.bias
+        )
         return Scorer(features, output_bias=self.output_bias)
 
     @abstractmethod
@@ -406,13 +428,18 @@ class NeuralRanker(Ranker):
     def module_kwargs(self) -> dict[str, Any]:
         """Keyword arguments every :class:`RankingModule` takes, from this ranker's config."""
         return dict(
-            optimizer=self.optimizer, lr_decay_to=self.lr_decay_to,
-            lr_decay_every=self.lr_decay_every, max_epochs=self.epochs,
-            vali_metric=self.vali_metric, seed=self.seed,
+            optimizer=self.optimizer,
+            lr_decay_to=self.lr_decay_to,
+            lr_decay_every=self.lr_decay_every,
+            max_epochs=self.epochs,
+            vali_metric=self.vali_metric,
+            seed=self.seed,
         )
 
     # ------------------------------------------------------------------ training
-    def fit(self, train: QuerySet, vali: QuerySet | None = None, *, logger: Any = None) -> "NeuralRanker":
+    def fit(
+        self, train: QuerySet, vali: QuerySet | None = None, *, logger: Any = None
+    ) -> "NeuralRanker":
         """Train on ``train``; with ``vali``, early-stop on the validation metric and keep the
         weights of the best validation epoch. ``logger``: a Lightning logger (e.g. MLFlowLogger)."""
         if train.n_docs == 0:
@@ -431,7 +458,9 @@ class NeuralRanker(Ranker):
         if vali is not None and self.early_stopping_patience is not None:
             callbacks.append(
                 L.pytorch.callbacks.EarlyStopping(
-                    monitor=module.vali_key, mode="max", patience=self.early_stopping_patience,
+                    monitor=module.vali_key,
+                    mode="max",
+                    patience=self.early_stopping_patience,
                     check_finite=False,
                 )
             )
@@ -448,7 +477,9 @@ class NeuralRanker(Ranker):
         self, callbacks: list[L.Callback], logger: Any, has_vali: bool, root: str
     ) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
-            "accelerator": "cpu", "devices": 1, "enable_model_summary": False,
+            "accelerator": "cpu",
+            "devices": 1,
+            "enable_model_summary": False,
             "log_every_n_steps": 50,
         }
         kwargs.update({k: v for k, v in self.trainer_kwargs.items() if k not in _META_KEYS})
@@ -456,9 +487,13 @@ class NeuralRanker(Ranker):
         if progress is None:
             progress = bool(self.trainer_kwargs.get("enable_progress_bar", False))
         kwargs.update(
-            max_epochs=self.epochs, callbacks=callbacks,
-            logger=logger if logger is not None else False, enable_progress_bar=progress,
-            enable_checkpointing=False, num_sanity_val_steps=0, default_root_dir=root,
+            max_epochs=self.epochs,
+            callbacks=callbacks,
+            logger=logger if logger is not None else False,
+            enable_progress_bar=progress,
+            enable_checkpointing=False,
+            num_sanity_val_steps=0,
+            default_root_dir=root,
             check_val_every_n_epoch=1,
         )
         kwargs.pop("max_steps", None)
@@ -480,7 +515,9 @@ class NeuralRanker(Ranker):
         n_in = self.scorer_.features.layers[0].in_features if self.hidden_sizes else None
         expected = n_in if n_in is not None else self.scorer_.output.in_features
         if x.shape[-1] != expected:
-            raise UserError(f"the data has {x.shape[-1]} features but the model was trained on {expected}")
+            raise UserError(
+                f"the data has {x.shape[-1]} features but the model was trained on {expected}"
+            )
         device = next(self.scorer_.parameters()).device
         return torch.as_tensor(np.ascontiguousarray(x, dtype=np.float32), device=device)
 

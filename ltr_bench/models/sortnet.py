@@ -260,7 +260,9 @@ class SortNet(Ranker):
     def load_params(self, folder: Path, n_features: int) -> None:
         """The saved comparator (``weights_only=True``)."""
         net = self._new_net(int(n_features))
-        net.load_state_dict(torch.load(Path(folder) / CMPNN_FILE, map_location="cpu", weights_only=True))
+        net.load_state_dict(
+            torch.load(Path(folder) / CMPNN_FILE, map_location="cpu", weights_only=True)
+        )
         self.net = net
 
     # ------------------------------------------------------------------ training
@@ -330,9 +332,7 @@ class SortNet(Ranker):
         labels = torch.from_numpy(data.labels.astype(np.int64))
         with torch.no_grad():
             a_all, c_all = net.halves(torch.from_numpy(data.features))
-            chunks = _query_chunks(
-                data, self.max_opponents, net.w_gt.shape[0], self.chunk_elements
-            )
+            chunks = _query_chunks(data, self.max_opponents, net.w_gt.shape[0], self.chunk_elements)
             for rows, mask in chunks:
                 opp_pos, opp_mask = _opponents(mask, self.max_opponents, rng)
                 rows_t = torch.from_numpy(rows)

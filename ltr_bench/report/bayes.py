@@ -26,7 +26,9 @@ COLOURS = {"p_a_better": "#2b8cbe", "p_equivalent": "#bdbdbd", "p_b_better": "#e
 DEFAULT_ROPE = 0.01
 
 
-def bayes_table(scores: pd.DataFrame, ratio: float | pd.Series, rope: float = DEFAULT_ROPE) -> pd.DataFrame:
+def bayes_table(
+    scores: pd.DataFrame, ratio: float | pd.Series, rope: float = DEFAULT_ROPE
+) -> pd.DataFrame:
     """Posterior probabilities for every pair of models (rows of ``scores``; columns = folds)."""
     return pairwise_bayesian_ttests(scores, ratio, rope=rope)
 
@@ -45,13 +47,19 @@ def bayes_markdown(table: pd.DataFrame, rope: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def bayes_plot(table: pd.DataFrame, title: str, rope: float, path: str | Path | None = None) -> plt.Figure:
+def bayes_plot(
+    table: pd.DataFrame, title: str, rope: float, path: str | Path | None = None
+) -> plt.Figure:
     """One stacked horizontal bar per pair: P(A better) | P(equivalent) | P(B better)."""
     n = max(len(table), 1)
     fig, ax = plt.subplots(figsize=(7.5, 0.45 * n + 1.4))
     labels = [f"{a} vs {b}" for a, b in zip(table["a"], table["b"])]
     left = pd.Series(0.0, index=table.index)
-    names = {"p_a_better": "A better", "p_equivalent": f"equivalent (±{rope:g})", "p_b_better": "B better"}
+    names = {
+        "p_a_better": "A better",
+        "p_equivalent": f"equivalent (±{rope:g})",
+        "p_b_better": "B better",
+    }
     for column, colour in COLOURS.items():
         ax.barh(labels, table[column], left=left, color=colour, label=names[column], height=0.6)
         for y, (x0, w) in enumerate(zip(left, table[column])):
@@ -89,7 +97,12 @@ def per_query_section(
             f"| {r.a} | {r.b} | {r.n_queries} | {r.mean_diff:+.4f} | {r.p_randomization:.4f} "
             f"({r.p_randomization_holm:.4f}) | {r.p_ttest:.4f} ({r.p_ttest_holm:.4f}) |"
         )
-    lines += ["", f"Wins / ties / losses per query against {baseline} (tie: |difference| <= {tol:g}):",
-              "", "| model | win | tie | loss |", "| --- | --- | --- | --- |"]
+    lines += [
+        "",
+        f"Wins / ties / losses per query against {baseline} (tie: |difference| <= {tol:g}):",
+        "",
+        "| model | win | tie | loss |",
+        "| --- | --- | --- | --- |",
+    ]
     lines += [f"| {m} | {r.win} | {r.tie} | {r.loss} |" for m, r in wtl.iterrows()]
     return tests, wtl, "\n".join(lines) + "\n"

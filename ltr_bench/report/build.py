@@ -61,8 +61,15 @@ def check_metrics(runs: FoldRuns, metrics: list[str], split: str) -> None:
 
 
 def build_report(
-    runs: FoldRuns, out: str | Path, metrics: list[str], split: str = "test", alpha: float = 0.05,
-    *, rope: float = bayes.DEFAULT_ROPE, per_query: dict | None = None, baseline: str | None = None,
+    runs: FoldRuns,
+    out: str | Path,
+    metrics: list[str],
+    split: str = "test",
+    alpha: float = 0.05,
+    *,
+    rope: float = bayes.DEFAULT_ROPE,
+    per_query: dict | None = None,
+    baseline: str | None = None,
 ) -> Report:
     """Compute tables, tests and figures from ``runs`` and write them into ``out``.
 
@@ -98,7 +105,9 @@ def build_report(
         plots.table_bars(t1, f"Table 1: {split} mean ± SE over folds", "metric", out / "table1.png")
         charts.append(("Table 1 chart: mean ± SE per model and dataset", "table1.png"))
     if t3.index and t3.columns:
-        plots.table_bars(t3, "Run times per fold: mean ± SE", "seconds", out / "table3.png", log_scale=True)
+        plots.table_bars(
+            t3, "Run times per fold: mean ± SE", "seconds", out / "table3.png", log_scale=True
+        )
         charts.append(("Run times (Table 3)", "table3.png"))
     files += [out / name for _, name in charts]
 
@@ -112,14 +121,20 @@ def build_report(
             png = out / "bayes" / f"{c.slug}.png"
             bayes.bayes_plot(table, f"How sure: {c.title}", rope, png)
             files.append(png)
-            figure_lines.append(f"- Bayesian correlated t-test, {c.title}: [bayes/{c.slug}.png](bayes/{c.slug}.png)")
+            figure_lines.append(
+                f"- Bayesian correlated t-test, {c.title}: [bayes/{c.slug}.png](bayes/{c.slug}.png)"
+            )
             bayes_lines += [f"### {c.title}", "", bayes.bayes_markdown(table, rope)]
         if c.pvalues is not None:
             write(f"pvalues/{c.slug}.csv", c.pvalues.to_csv(index_label="model"))
             png = out / "pvalues" / f"{c.slug}.png"
-            plots.pvalue_heatmap(c.pvalues, c.diffs, f"Corrected t-test p-values: {c.title}", alpha, png)
+            plots.pvalue_heatmap(
+                c.pvalues, c.diffs, f"Corrected t-test p-values: {c.title}", alpha, png
+            )
             files.append(png)
-            figure_lines.append(f"- p-values, {c.title}: [pvalues/{c.slug}.png](pvalues/{c.slug}.png)")
+            figure_lines.append(
+                f"- p-values, {c.title}: [pvalues/{c.slug}.png](pvalues/{c.slug}.png)"
+            )
         if c.friedman is not None:
             png = out / "cd" / f"{c.slug}.png"
             plots.cd_diagram(c.friedman, f"Critical difference: {c.title}", png)
@@ -135,8 +150,12 @@ def build_report(
         (out / "per_query").mkdir(exist_ok=True)
         write(f"{stem}.md", text)
         write(f"{stem}.csv", wtl.to_csv(index_label="model"))
-        per_query_lines += [f"### {dataset}, split {fold + 1} ({tables.setting_label(protocol, eval_name)}), "
-                            f"{metrics[0]} on {split}", "", text]
+        per_query_lines += [
+            f"### {dataset}, split {fold + 1} ({tables.setting_label(protocol, eval_name)}), "
+            f"{metrics[0]} on {split}",
+            "",
+            text,
+        ]
     summary = friedman_summary(comparisons)
     write("friedman_nemenyi.md", summary)
     write("fold_runs.csv", frame.to_csv(index=False))
@@ -177,32 +196,52 @@ def build_report(
         "",
     ]
     write("report.md", "\n".join(page))
-    figures = [(t, out / n) for t, n in charts] + [(t, p) for t, p in _figure_paths(comparisons, out)]
-    write("report.html", html_page(runs.experiment_name, split, alpha, len(frame), t1, t3, figures,
-                                   summary, report.notes))
+    figures = [(t, out / n) for t, n in charts] + [
+        (t, p) for t, p in _figure_paths(comparisons, out)
+    ]
+    write(
+        "report.html",
+        html_page(
+            runs.experiment_name, split, alpha, len(frame), t1, t3, figures, summary, report.notes
+        ),
+    )
     return report
 
 
 def _figure_paths(comparisons, out: Path) -> list[tuple[str, Path]]:
     found = []
     for c in comparisons:
-        for kind, folder in (("p-values", "pvalues"), ("CD diagram", "cd"),
-                             ("Bayesian correlated t-test", "bayes")):
+        for kind, folder in (
+            ("p-values", "pvalues"),
+            ("CD diagram", "cd"),
+            ("Bayesian correlated t-test", "bayes"),
+        ):
             path = out / folder / f"{c.slug}.png"
             if path.is_file():
                 found.append((f"{kind}, {c.title}", path))
     return found
 
 
-def html_page(experiment: str, split: str, alpha: float, n_runs: int, t1: tables.Table,
-              t3: tables.Table, figures: list[tuple[str, Path]], friedman: str, notes: list[str]) -> str:
+def html_page(
+    experiment: str,
+    split: str,
+    alpha: float,
+    n_runs: int,
+    t1: tables.Table,
+    t3: tables.Table,
+    figures: list[tuple[str, Path]],
+    friedman: str,
+    notes: list[str],
+) -> str:
     """The report as one HTML page with its PNG figures embedded (data URIs), so it renders
     wherever it is opened, the MLflow UI's artifact view included (relative links do not)."""
     import base64
     import html
 
     def table_html(table: tables.Table) -> str:
-        head = "".join(f"<th>{html.escape(n)}</th>" for n in table.index_names + table.column_names())
+        head = "".join(
+            f"<th>{html.escape(n)}</th>" for n in table.index_names + table.column_names()
+        )
         body = []
         for i, labels in enumerate(table.index):
             cells = "".join(f"<td>{html.escape(str(x))}</td>" for x in labels)
@@ -215,20 +254,36 @@ def html_page(experiment: str, split: str, alpha: float, n_runs: int, t1: tables
     imgs = []
     for title, path in figures:
         data = base64.b64encode(path.read_bytes()).decode()
-        imgs.append(f"<figure><img alt='{html.escape(title)}' src='data:image/png;base64,{data}'>"
-                    f"<figcaption>{html.escape(title)}</figcaption></figure>")
-    style = ("body{font-family:sans-serif;margin:1.5em;max-width:1100px}table{border-collapse:collapse;"
-             "margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px}td.num{text-align:right}"
-             "img{max-width:100%}figure{margin:1em 0}pre{white-space:pre-wrap}")
-    return "\n".join([
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>Results report: {html.escape(experiment)}</title><style>{style}</style></head><body>",
-        f"<h1>Results report: experiment {html.escape(repr(experiment))}</h1>",
-        f"<p>{n_runs} fold runs ({tk.TAG_ROLE}={tk.ROLE_FOLD}); metrics on the {html.escape(split)} "
-        f"split; alpha = {alpha}.</p>",
-        "<h2>Table 1</h2>", table_html(t1), f"<p>{html.escape(LEGEND)}</p>",
-        "<h2>Table 3: run times</h2>", table_html(t3),
-        "<h2>Figures</h2>", *imgs,
-        "<h2>Friedman test and Nemenyi post-hoc</h2>", f"<pre>{html.escape(friedman)}</pre>",
-        "<h2>Notes</h2>", "<ul>", *[f"<li>{html.escape(n)}</li>" for n in notes or ["none"]], "</ul>",
-        "</body></html>", ""])
+        imgs.append(
+            f"<figure><img alt='{html.escape(title)}' src='data:image/png;base64,{data}'>"
+            f"<figcaption>{html.escape(title)}</figcaption></figure>"
+        )
+    style = (
+        "body{font-family:sans-serif;margin:1.5em;max-width:1100px}table{border-collapse:collapse;"
+        "margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px}td.num{text-align:right}"
+        "img{max-width:100%}figure{margin:1em 0}pre{white-space:pre-wrap}"
+    )
+    return "\n".join(
+        [
+            "<!doctype html><html><head><meta charset='utf-8'>",
+            f"<title>Results report: {html.escape(experiment)}</title><style>{style}</style></head><body>",
+            f"<h1>Results report: experiment {html.escape(repr(experiment))}</h1>",
+            f"<p>{n_runs} fold runs ({tk.TAG_ROLE}={tk.ROLE_FOLD}); metrics on the {html.escape(split)} "
+            f"split; alpha = {alpha}.</p>",
+            "<h2>Table 1</h2>",
+            table_html(t1),
+            f"<p>{html.escape(LEGEND)}</p>",
+            "<h2>Table 3: run times</h2>",
+            table_html(t3),
+            "<h2>Figures</h2>",
+            *imgs,
+            "<h2>Friedman test and Nemenyi post-hoc</h2>",
+            f"<pre>{html.escape(friedman)}</pre>",
+            "<h2>Notes</h2>",
+            "<ul>",
+            *[f"<li>{html.escape(n)}</li>" for n in notes or ["none"]],
+            "</ul>",
+            "</body></html>",
+            "",
+        ]
+    )

@@ -21,10 +21,20 @@ def run(args: argparse.Namespace) -> int:
     """Build (and log) the report the parsed ``args`` ask for; print Table 1, notes, files, link."""
     from ltr_bench.report.make import make_report  # imported here so that --help stays fast
 
-    report = make_report(args.tracking_uri, args.experiment, args.out, args.metrics,
-                         protocol=args.protocol, eval_name=args.eval_name, split=args.split,
-                         alpha=args.alpha, log_run=args.log_to_mlflow, rope=args.rope,
-                         baseline=args.baseline, per_query_fold=args.per_query_fold)
+    report = make_report(
+        args.tracking_uri,
+        args.experiment,
+        args.out,
+        args.metrics,
+        protocol=args.protocol,
+        eval_name=args.eval_name,
+        split=args.split,
+        alpha=args.alpha,
+        log_run=args.log_to_mlflow,
+        rope=args.rope,
+        baseline=args.baseline,
+        per_query_fold=args.per_query_fold,
+    )
     print(report.table1_markdown)
     for note in report.notes:
         print(f"Note: {note}")
@@ -32,7 +42,9 @@ def run(args: argparse.Namespace) -> int:
     for path in report.files:
         print(f"  {path}")
     if report.run_id:
-        print(f"Logged them as artifacts of MLflow run {report.run_id} ({tk.TAG_ROLE}={tk.ROLE_REPORT}).")
+        print(
+            f"Logged them as artifacts of MLflow run {report.run_id} ({tk.TAG_ROLE}={tk.ROLE_REPORT})."
+        )
         print(report.link)
     return 0
 

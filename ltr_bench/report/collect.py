@@ -93,9 +93,14 @@ def collect_fold_runs(
     notes: list[str] = []
     what = f"experiment {experiment!r}"
     if raw.empty:
-        raise UserError(f"--experiment {experiment!r} has no fold runs (tag {tk.TAG_ROLE}=fold) yet.")
+        raise UserError(
+            f"--experiment {experiment!r} has no fold runs (tag {tk.TAG_ROLE}=fold) yet."
+        )
     frame = _tidy(raw)
-    for column, value, option in (("protocol", protocol, "--protocol"), ("eval", eval_name, "--eval")):
+    for column, value, option in (
+        ("protocol", protocol, "--protocol"),
+        ("eval", eval_name, "--eval"),
+    ):
         if value is not None:
             known = sorted(frame[column].dropna().unique())
             frame = frame[frame[column] == value]
@@ -126,7 +131,8 @@ def collect_fold_runs(
     if dup.any():
         keys = frame.loc[dup, KEY_COLUMNS].drop_duplicates()
         listed = "; ".join(
-            f"{r.model} on {r.dataset} ({r.protocol}/{r.eval}) fold {r.fold}" for r in keys.itertuples()
+            f"{r.model} on {r.dataset} ({r.protocol}/{r.eval}) fold {r.fold}"
+            for r in keys.itertuples()
         )
         notes.append(
             f"{int(dup.sum())} older duplicate fold run(s) superseded by the latest finished one: {listed}."
@@ -145,8 +151,14 @@ def mean_over_seeds(frame: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     frame = frame.sort_values(["end_time", "start_time"], ascending=False, kind="stable")
     metrics = [c for c in frame.columns if c not in set(KEY_COLUMNS) | set(INFO_COLUMNS)]
     agg: dict[str, object] = {c: "mean" for c in metrics}
-    agg.update(run_id="first", n_train="first", n_test="first", start_time="min", end_time="max",
-               seed=lambda s: ",".join(sorted(map(str, s), key=_seed_order)))
+    agg.update(
+        run_id="first",
+        n_train="first",
+        n_test="first",
+        start_time="min",
+        end_time="max",
+        seed=lambda s: ",".join(sorted(map(str, s), key=_seed_order)),
+    )
     out = frame.groupby(KEY_COLUMNS, dropna=False, sort=False).agg(agg).reset_index()
     out["n_seeds"] = out["seed"].str.count(",") + 1
     several = out[out["n_seeds"] > 1]
@@ -180,8 +192,10 @@ def _tidy(raw: pd.DataFrame) -> pd.DataFrame:
     out["eval"] = out["eval"].fillna("?")
     out["seed"] = out["seed"].fillna("?")  # runs tracked without a seed tag count as one seed
     out["fold"] = pd.to_numeric(out["fold"], errors="coerce").astype("Int64")
-    for column, tag, param in (("n_train", tk.TAG_N_TRAIN_QUERIES, tk.PARAM_N_TRAIN_QUERIES),
-                               ("n_test", tk.TAG_N_TEST_QUERIES, tk.PARAM_N_TEST_QUERIES)):
+    for column, tag, param in (
+        ("n_train", tk.TAG_N_TRAIN_QUERIES, tk.PARAM_N_TRAIN_QUERIES),
+        ("n_test", tk.TAG_N_TEST_QUERIES, tk.PARAM_N_TEST_QUERIES),
+    ):
         # tags since the params became the run's choices only; params in older stores
         values = pd.Series(float("nan"), index=raw.index)
         for col in (raw.get(f"tags.{tag}"), raw.get(f"params.{param}")):

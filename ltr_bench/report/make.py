@@ -50,27 +50,46 @@ def make_report(
     runs = collect_fold_runs(tracking_uri, experiment, protocol, eval_name)
     per_query = None
     if baseline is not None:
-        per_query = per_query_values(tracking_uri, runs.frame, metrics[0], split, baseline,
-                                     per_query_fold, Path(out) / ".per_query_downloads")
-    report = build_report(runs, out, list(metrics), split, alpha, rope=rope, per_query=per_query,
-                          baseline=baseline)
+        per_query = per_query_values(
+            tracking_uri,
+            runs.frame,
+            metrics[0],
+            split,
+            baseline,
+            per_query_fold,
+            Path(out) / ".per_query_downloads",
+        )
+    report = build_report(
+        runs, out, list(metrics), split, alpha, rope=rope, per_query=per_query, baseline=baseline
+    )
     if log_run:
-        options = {"report.metrics": " ".join(metrics), "report.split": split, "report.alpha": alpha,
-                   "report.protocol": protocol, "report.eval": eval_name, "report.rope": rope,
-                   "report.baseline": baseline}
-        report.run_id, report.link = _log_report_run(tracking_uri, experiment, report, options,
-                                                     len(runs.frame))
+        options = {
+            "report.metrics": " ".join(metrics),
+            "report.split": split,
+            "report.alpha": alpha,
+            "report.protocol": protocol,
+            "report.eval": eval_name,
+            "report.rope": rope,
+            "report.baseline": baseline,
+        }
+        report.run_id, report.link = _log_report_run(
+            tracking_uri, experiment, report, options, len(runs.frame)
+        )
     return report
 
 
-def _log_report_run(tracking_uri: str, experiment: str, report: "Report",
-                    options: dict[str, Any], n_runs: int) -> tuple[str, str]:
+def _log_report_run(
+    tracking_uri: str, experiment: str, report: "Report", options: dict[str, Any], n_runs: int
+) -> tuple[str, str]:
     """A finished run ``report <experiment>`` holding the report's files (same sub-folders)."""
     from ltr_bench.tracking import Tracker, filter_eq
 
     tracker = Tracker(tracking_uri, experiment)
-    tags = {tk.TAG_ROLE: tk.ROLE_REPORT, tk.TAG_PROTOCOL: options.get("report.protocol"),
-            tk.TAG_EVAL: options.get("report.eval")}
+    tags = {
+        tk.TAG_ROLE: tk.ROLE_REPORT,
+        tk.TAG_PROTOCOL: options.get("report.protocol"),
+        tk.TAG_EVAL: options.get("report.eval"),
+    }
     with tracker.run(tk.report_run_name(experiment), tags) as run_id:
         tracker.log_params(run_id, {k: v for k, v in options.items() if v is not None})
         tracker.log_metrics(run_id, {tk.N_FOLD_RUNS: n_runs})
@@ -91,18 +110,34 @@ def report_options(args: Sequence[str]) -> dict[str, Any]:
     try:
         ns = parser.parse_args(known)
     except SystemExit:
-        raise UserError(f"report_args {list(args)}: not options of ltr-bench-report "
-                        "(see ltr-bench-report --help)") from None
-    return {"metrics": ns.metrics, "protocol": ns.protocol, "eval_name": ns.eval_name,
-            "split": ns.split, "alpha": ns.alpha, "rope": ns.rope, "baseline": ns.baseline,
-            "per_query_fold": ns.per_query_fold}
+        raise UserError(
+            f"report_args {list(args)}: not options of ltr-bench-report "
+            "(see ltr-bench-report --help)"
+        ) from None
+    return {
+        "metrics": ns.metrics,
+        "protocol": ns.protocol,
+        "eval_name": ns.eval_name,
+        "split": ns.split,
+        "alpha": ns.alpha,
+        "rope": ns.rope,
+        "baseline": ns.baseline,
+        "per_query_fold": ns.per_query_fold,
+    }
 
 
 PER_QUERY_FILE = "per_query_metrics.csv"  # logged by every fold run (runner)
 
 
-def per_query_values(tracking_uri: str, frame: Any, metric: str, split: str, baseline: str,
-                     fold: int | None, downloads: Path) -> dict[tuple[str, str, str, int], Any]:
+def per_query_values(
+    tracking_uri: str,
+    frame: Any,
+    metric: str,
+    split: str,
+    baseline: str,
+    fold: int | None,
+    downloads: Path,
+) -> dict[tuple[str, str, str, int], Any]:
     """Per (protocol, eval, dataset, fold): a queries x models frame of ``metric`` on ``split``,
     read from each fold run's ``per_query_metrics.csv`` (one split: ``fold``, else the first)."""
     import pandas as pd
@@ -110,10 +145,14 @@ def per_query_values(tracking_uri: str, frame: Any, metric: str, split: str, bas
     from ltr_bench.tracking import download_run_artifact
 
     if baseline not in set(frame["model"]):
-        raise UserError(f"--baseline {baseline}: no fold runs of that model (models: "
-                        f"{', '.join(sorted(set(frame['model'])))}).")
+        raise UserError(
+            f"--baseline {baseline}: no fold runs of that model (models: "
+            f"{', '.join(sorted(set(frame['model'])))})."
+        )
     out = {}
-    for (protocol, eval_name, dataset), runs in frame.groupby(["protocol", "eval", "dataset"], sort=True):
+    for (protocol, eval_name, dataset), runs in frame.groupby(
+        ["protocol", "eval", "dataset"], sort=True
+    ):
         chosen = int(runs["fold"].min()) if fold is None else int(fold)
         runs = runs[runs["fold"] == chosen]
         if baseline not in set(runs["model"]):
@@ -121,7 +160,9 @@ def per_query_values(tracking_uri: str, frame: Any, metric: str, split: str, bas
         columns = {}
         for model, run_id in zip(runs["model"], runs["run_id"]):
             try:
-                path = download_run_artifact(tracking_uri, run_id, PER_QUERY_FILE, downloads / run_id)
+                path = download_run_artifact(
+                    tracking_uri, run_id, PER_QUERY_FILE, downloads / run_id
+                )
             except Exception as exc:  # an older run without per-query values: left out, noted
                 columns[model] = exc
                 continue

@@ -29,10 +29,14 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default: $MLFLOW_TRACKING_URI, else {DEFAULT_URI}, the store ltr-bench writes).",
     )
     parser.add_argument(
-        "--experiment", required=True, help="Name of the MLflow experiment (the experiment_name config)."
+        "--experiment",
+        required=True,
+        help="Name of the MLflow experiment (the experiment_name config).",
     )
     parser.add_argument(
-        "--out", default="report", help="Folder to write the report into (created; default: report/)."
+        "--out",
+        default="report",
+        help="Folder to write the report into (created; default: report/).",
     )
     parser.add_argument(
         "--metrics",

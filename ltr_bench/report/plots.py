@@ -93,7 +93,9 @@ def pvalue_heatmap(
                 fontsize=9,
                 style="italic" if significant else "normal",
                 fontweight="bold" if significant else "normal",
-                color="white" if significant and p[i, j] < 10 ** ((math.log10(alpha) - 4) / 2) else "black",
+                color="white"
+                if significant and p[i, j] < 10 ** ((math.log10(alpha) - 4) / 2)
+                else "black",
             )
     ticks = [t for t in (1e-4, 1e-3, 1e-2, alpha, 0.2, 1.0) if P_FLOOR <= t <= 1.0]
     bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, ticks=np.log10(sorted(set(ticks))))
@@ -144,7 +146,9 @@ def cd_diagram(result: FriedmanResult, title: str, path: str | Path | None = Non
     # group bars just below the axis
     for g, members in enumerate(groups):
         y = -0.1 - 0.12 * g
-        ax.hlines(y, ranks[members[0]] - 0.03, ranks[members[-1]] + 0.03, color="black", linewidth=3.5)
+        ax.hlines(
+            y, ranks[members[0]] - 0.03, ranks[members[-1]] + 0.03, color="black", linewidth=3.5
+        )
     for idx, (model, r) in enumerate(ranks.items()):
         left = idx < n_left
         row = idx if left else k - 1 - idx
@@ -164,13 +168,16 @@ def cd_diagram(result: FriedmanResult, title: str, path: str | Path | None = Non
         if not math.isnan(result.p)
         else "Friedman test needs >= 3 models"
     )
-    ax.set_title(f"{title}\n{sub}; N = {result.n_blocks} folds; average rank, 1 = best", fontsize=10)
+    ax.set_title(
+        f"{title}\n{sub}; N = {result.n_blocks} folds; average rank, 1 = best", fontsize=10
+    )
     fig.tight_layout()
     return _save(fig, path)
 
 
-def table_bars(table, title: str, ylabel: str, path: str | Path | None = None,
-               log_scale: bool = False) -> plt.Figure:
+def table_bars(
+    table, title: str, ylabel: str, path: str | Path | None = None, log_scale: bool = False
+) -> plt.Figure:
     """Grouped bars of a :class:`~ltr_bench.report.tables.Table`: x = its columns, one bar per
     row, height = mean, error bar = +- SE (none for a single fold). The Table 1 chart (mean +- SE
     per model and dataset) and the run-time chart (Table 3, log scale)."""
@@ -184,8 +191,15 @@ def table_bars(table, title: str, ylabel: str, path: str | Path | None = None,
     for i, label in enumerate(rows):
         means = table.mean[i]
         ses = np.where(np.isnan(table.se[i]), 0.0, table.se[i])
-        ax.bar(x + (i - (n_rows - 1) / 2) * width, np.nan_to_num(means), width,
-               yerr=ses, capsize=3, label=label, color=colors[i % len(colors)])
+        ax.bar(
+            x + (i - (n_rows - 1) / 2) * width,
+            np.nan_to_num(means),
+            width,
+            yerr=ses,
+            capsize=3,
+            label=label,
+            color=colors[i % len(colors)],
+        )
     ax.set_xticks(x)
     ax.set_xticklabels(cols, rotation=15 if n_cols > 3 else 0, fontsize=8)
     ax.set_ylabel(ylabel)
@@ -197,7 +211,9 @@ def table_bars(table, title: str, ylabel: str, path: str | Path | None = None,
             top = float(np.nanmax(table.mean + np.nan_to_num(table.se)))
             ax.set_ylim(max(0.0, float(finite.min()) - 0.15), top + 0.03)  # room above a 1.0 bar
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, ncol=min(4, max(1, n_rows)), loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    ax.legend(
+        fontsize=7, ncol=min(4, max(1, n_rows)), loc="upper center", bbox_to_anchor=(0.5, -0.18)
+    )
     ax.grid(axis="y", alpha=0.3)
     return _save(fig, path)
 

@@ -81,10 +81,14 @@ def compare(
             if key not in runs:
                 scores = pd.DataFrame(index=sorted(runs["model"].unique()))
             else:
-                scores = runs.pivot_table(index="model", columns="fold", values=key, aggfunc="first")
+                scores = runs.pivot_table(
+                    index="model", columns="fold", values=key, aggfunc="first"
+                )
                 scores = scores.reindex(sorted(runs["model"].unique()))
             scores = scores.dropna(how="all")
-            used_ratio = float(ratio.reindex(scores.columns).mean()) if len(scores.columns) else math.nan
+            used_ratio = (
+                float(ratio.reindex(scores.columns).mean()) if len(scores.columns) else math.nan
+            )
             comp = Comparison(protocol, eval_name, dataset, metric, scores, used_ratio)
             if ratio_note:
                 comp.notes.append(ratio_note)
@@ -119,7 +123,9 @@ def friedman_summary(comparisons: list[Comparison]) -> str:
             lines += [f"- {n}" for n in c.notes] + [""]
             continue
         if math.isnan(f.statistic):
-            lines.append(f"- Friedman test: not defined for {f.n_models} models (needs at least 3).")
+            lines.append(
+                f"- Friedman test: not defined for {f.n_models} models (needs at least 3)."
+            )
         else:
             verdict = "significant" if f.p < f.alpha else "not significant"
             lines.append(

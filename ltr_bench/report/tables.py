@@ -20,7 +20,11 @@ from ltr_bench import tracking_keys as tk
 from ltr_bench.stats import MISSING, format_mean_se, mean_se
 
 PARTIAL_MARK = "†"  # appended to cells averaged over fewer folds than the others
-TIME_LABELS = {tk.TIME_READ: "Read data [s]", tk.TIME_FIT: "Train model [s]", tk.TIME_EVAL: "Evaluate [s]"}
+TIME_LABELS = {
+    tk.TIME_READ: "Read data [s]",
+    tk.TIME_FIT: "Train model [s]",
+    tk.TIME_EVAL: "Evaluate [s]",
+}
 
 
 def metric_label(name: str) -> str:
@@ -65,7 +69,9 @@ class Table:
 
     def frame(self) -> pd.DataFrame:
         """The formatted cells as a DataFrame (rows = index tuples, columns = ``group col``)."""
-        cells = [[self.cell(i, j) for j in range(len(self.columns))] for i in range(len(self.index))]
+        cells = [
+            [self.cell(i, j) for j in range(len(self.columns))] for i in range(len(self.index))
+        ]
         idx = pd.MultiIndex.from_tuples(self.index, names=self.index_names)
         return pd.DataFrame(cells, index=idx, columns=self.column_names())
 

@@ -49,7 +49,12 @@ from __future__ import annotations
 from typing import Any
 
 from ltr_bench.sweeper.config import LtrOptunaSweeperConf, register_configs
-from ltr_bench.sweeper.sweeper import RESULTS_FILE, STUDY_NAME_KEY, TRIAL_NUMBER_KEY, TooManyFailures
+from ltr_bench.sweeper.sweeper import (
+    RESULTS_FILE,
+    STUDY_NAME_KEY,
+    TRIAL_NUMBER_KEY,
+    TooManyFailures,
+)
 
 __all__ = [
     "LtrOptunaSweeperConf",

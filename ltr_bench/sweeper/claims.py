@@ -46,12 +46,17 @@ def open_claims(rdb: optuna.storages.RDBStorage, study: optuna.Study) -> optuna.
 
 
 def _claims_of(claims: optuna.Study, number: int) -> list[FrozenTrial]:
-    return [t for t in claims.get_trials(deepcopy=False) if t.user_attrs.get(ATTR_REEVALUATES) == number]
+    return [
+        t for t in claims.get_trials(deepcopy=False) if t.user_attrs.get(ATTR_REEVALUATES) == number
+    ]
 
 
 def is_done(claims: optuna.Study, number: int) -> bool:
     """True when a claim on trial ``number`` finished: the re-evaluation ran (or its job failed)."""
-    return any(t.state != TrialState.RUNNING and counts_toward_budget(t) for t in _claims_of(claims, number))
+    return any(
+        t.state != TrialState.RUNNING and counts_toward_budget(t)
+        for t in _claims_of(claims, number)
+    )
 
 
 def is_claimed(claims: optuna.Study, number: int) -> bool:
@@ -59,8 +64,13 @@ def is_claimed(claims: optuna.Study, number: int) -> bool:
     return any(t.state == TrialState.RUNNING for t in _claims_of(claims, number))
 
 
-def claim(claims: optuna.Study, number: int, identity: Mapping[str, Any], heartbeat: Any,
-          settle_s: float = 0.0) -> int | None:
+def claim(
+    claims: optuna.Study,
+    number: int,
+    identity: Mapping[str, Any],
+    heartbeat: Any,
+    settle_s: float = 0.0,
+) -> int | None:
     """Claim the re-evaluation of trial ``number``; the claim's trial id, or None when it is
     done or another worker holds it. ``heartbeat`` (a :class:`~ltr_bench.sweeper.trials.Heartbeat`)
     keeps a won claim alive; ``settle_s`` > 0 looks a second time after that pause."""
@@ -109,7 +119,11 @@ def interrupted(claims: optuna.Study) -> dict[int, float]:
     out: dict[int, float] = {}
     for t in claims.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
         number = t.user_attrs.get(ATTR_REEVALUATES)
-        if number is None or t.user_attrs.get(ATTR_FAIL) != FAIL_INTERRUPTED or t.datetime_complete is None:
+        if (
+            number is None
+            or t.user_attrs.get(ATTR_FAIL) != FAIL_INTERRUPTED
+            or t.datetime_complete is None
+        ):
             continue
         out[int(number)] = max(out.get(int(number), 0.0), t.datetime_complete.timestamp())
     return out

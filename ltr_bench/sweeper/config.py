@@ -193,8 +193,14 @@ class LtrOptunaSweeperConf:
 def register_configs() -> None:
     """Store the sweeper and sampler configs in Hydra's ConfigStore (idempotent)."""
     cs = ConfigStore.instance()
-    cs.store(group="hydra/sweeper", name="ltr_optuna", node=LtrOptunaSweeperConf, provider="ltr_bench")
-    for name, node in (("tpe", TPESamplerConf), ("random", RandomSamplerConf), ("grid", GridSamplerConf)):
+    cs.store(
+        group="hydra/sweeper", name="ltr_optuna", node=LtrOptunaSweeperConf, provider="ltr_bench"
+    )
+    for name, node in (
+        ("tpe", TPESamplerConf),
+        ("random", RandomSamplerConf),
+        ("grid", GridSamplerConf),
+    ):
         cs.store(group="hydra/sweeper/sampler", name=name, node=node, provider="ltr_bench")
     for name, node in PRUNERS.items():
         cs.store(group="hydra/sweeper/pruner", name=name, node=node, provider="ltr_bench")

@@ -52,7 +52,9 @@ class GridSearchSampler(BaseSampler):
         self._assigned[trial._trial_id] = self._points[index]
         study._storage.set_trial_user_attr(trial._trial_id, ATTR_GRID_INDEX, index)
 
-    def infer_relative_search_space(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+    def infer_relative_search_space(
+        self, study: optuna.Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
         return {}
 
     def sample_relative(
@@ -61,7 +63,11 @@ class GridSearchSampler(BaseSampler):
         return {}
 
     def sample_independent(
-        self, study: optuna.Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
     ) -> Any:
         point = self._assigned.get(trial._trial_id)
         if point is None or param_name not in self._names:
@@ -69,6 +75,10 @@ class GridSearchSampler(BaseSampler):
         return point[self._names.index(param_name)]
 
     def after_trial(
-        self, study: optuna.Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None
+        self,
+        study: optuna.Study,
+        trial: FrozenTrial,
+        state: TrialState,
+        values: Sequence[float] | None,
     ) -> None:
         self._assigned.pop(trial._trial_id, None)

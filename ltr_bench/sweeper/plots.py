@@ -35,7 +35,9 @@ def write_study_plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     written: list[Path] = []
     plots = [(HISTORY_PNG, ovm.plot_optimization_history, 1)]
-    varying = {n for t in complete for n in t.params if len({repr(u.params.get(n)) for u in complete}) > 1}
+    varying = {
+        n for t in complete for n in t.params if len({repr(u.params.get(n)) for u in complete}) > 1
+    }
     if varying:
         plots.append((IMPORTANCES_PNG, ovm.plot_param_importances, 2))
     for filename, plot, needed in plots:

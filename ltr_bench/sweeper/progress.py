@@ -40,8 +40,10 @@ def study_counts(study: Any, maximize: bool) -> dict[str, Any]:
     trials = study.get_trials(deepcopy=False)
     complete = [t for t in trials if t.state == TrialState.COMPLETE and t.value is not None]
     pruned = sum(t.state == TrialState.PRUNED for t in trials)
-    failed = sum(t.state == TrialState.FAIL and t.user_attrs.get(ATTR_FAIL) in COUNTED_FAIL_REASONS
-                 for t in trials)
+    failed = sum(
+        t.state == TrialState.FAIL and t.user_attrs.get(ATTR_FAIL) in COUNTED_FAIL_REASONS
+        for t in trials
+    )
     best = None
     if complete:
         best = (max if maximize else min)(complete, key=lambda t: t.value)
@@ -59,8 +61,15 @@ def study_counts(study: Any, maximize: bool) -> dict[str, Any]:
 class StudyProgress:
     """The progress line of one study; :meth:`update` after every batch, :meth:`close` at the end."""
 
-    def __init__(self, study_name: str, budget: int, direction: str = "maximize", *,
-                 enabled: bool = True, stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        study_name: str,
+        budget: int,
+        direction: str = "maximize",
+        *,
+        enabled: bool = True,
+        stream: TextIO | None = None,
+    ) -> None:
         self.name = study_name
         self.budget = int(budget)
         self.maximize = direction == "maximize"
@@ -73,8 +82,14 @@ class StudyProgress:
             from tqdm.auto import tqdm
 
             cols = shutil.get_terminal_size((160, 20)).columns or 160  # 0 in some pseudo-terminals
-            self._bar = tqdm(total=self.budget, desc=_short(study_name), file=self.stream, leave=True,
-                             ncols=cols, bar_format="{desc}{postfix}")  # "<study>, 3/30 trials, ..."
+            self._bar = tqdm(
+                total=self.budget,
+                desc=_short(study_name),
+                file=self.stream,
+                leave=True,
+                ncols=cols,
+                bar_format="{desc}{postfix}",
+            )  # "<study>, 3/30 trials, ..."
 
     def line(self, counts: dict[str, Any]) -> str:
         """The text of one update (also the tqdm postfix)."""
@@ -91,8 +106,10 @@ class StudyProgress:
             best += f" (SE {counts['best_se']:.4f}, trial {counts['best_trial']})"
         elif counts["best"] is not None:
             best += f" (trial {counts['best_trial']})"
-        return (f"{done}/{self.budget} trials, {counts['pruned']} pruned, {counts['failed']} failed, "
-                f"best {best}, elapsed {format_duration(elapsed)}, ETA {format_duration(eta)}")
+        return (
+            f"{done}/{self.budget} trials, {counts['pruned']} pruned, {counts['failed']} failed, "
+            f"best {best}, elapsed {format_duration(elapsed)}, ETA {format_duration(eta)}"
+        )
 
     def update(self, study: Any) -> str:
         """Re-read the study's counts and show them; returns the line."""
@@ -121,7 +138,7 @@ def _is_terminal(stream: Any) -> bool:
 
 
 def _short(name: str, width: int = 40) -> str:
-    return name if len(name) <= width else "..." + name[-(width - 3):]
+    return name if len(name) <= width else "..." + name[-(width - 3) :]
 
 
 __all__ = ["StudyProgress", "study_counts", "format_duration"]

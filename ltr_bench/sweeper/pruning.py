@@ -121,13 +121,17 @@ class TrialReporter:
         return cls.open(str(url), str(name), int(number), pruner_cfg)
 
     @classmethod
-    def open(cls, url: str, study_name: str, number: int, pruner_cfg: Mapping[str, Any]) -> "TrialReporter":
+    def open(
+        cls, url: str, study_name: str, number: int, pruner_cfg: Mapping[str, Any]
+    ) -> "TrialReporter":
         import optuna
 
         from ltr_bench.sweeper.storage import open_storage
 
         storage = open_storage(url, None, None)
-        study = optuna.load_study(study_name=study_name, storage=storage, pruner=make_pruner(pruner_cfg))
+        study = optuna.load_study(
+            study_name=study_name, storage=storage, pruner=make_pruner(pruner_cfg)
+        )
         trial_id = study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number)
         return cls(study, optuna.trial.Trial(study, trial_id))
 
@@ -150,6 +154,12 @@ class TrialReporter:
 
 
 __all__ = [
-    "STORAGE_KEY", "PRUNER_KEY", "make_pruner", "is_active", "job_overrides", "is_pruned",
-    "last_reported", "TrialReporter",
+    "STORAGE_KEY",
+    "PRUNER_KEY",
+    "make_pruner",
+    "is_active",
+    "job_overrides",
+    "is_pruned",
+    "last_reported",
+    "TrialReporter",
 ]

@@ -76,7 +76,9 @@ def make_record(trial: Any, value: float, attrs: Mapping[str, float]) -> Reevalu
     s_se, s_n = _se_n(trial.user_attrs)
     r_se, r_n = _se_n(attrs)
     mean, se = pooled_mean_se([(float(trial.value), s_se, s_n), (float(value), r_se, r_n)])
-    return Reevaluation(trial.number, float(trial.value), s_se, s_n, float(value), r_se, r_n, mean, se)
+    return Reevaluation(
+        trial.number, float(trial.value), s_se, s_n, float(value), r_se, r_n, mean, se
+    )
 
 
 def _se_n(attrs: Mapping[str, Any]) -> tuple[float | None, int]:

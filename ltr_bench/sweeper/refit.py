@@ -70,7 +70,7 @@ def plan_refits(args: Sequence[str]) -> list[Refit] | None:
     def seed_args(seed: int | None) -> list[str]:
         if seed is None or seed_pos is None:
             return args
-        return args[:seed_pos] + [f"seed={seed}"] + args[seed_pos + 1:]
+        return args[:seed_pos] + [f"seed={seed}"] + args[seed_pos + 1 :]
 
     path = _results_path(raw)
     studies = load_studies(path)
@@ -78,8 +78,7 @@ def plan_refits(args: Sequence[str]) -> list[Refit] | None:
     sweep_seed = _sweep_seed(path.parent / "multirun.yaml")
     user_keys = {_key(a): a for a in args if _key(a)}
     chosen = [
-        st for st in studies
-        if all(user_keys.get(_key(o), o) == o for o in st["study_overrides"])
+        st for st in studies if all(user_keys.get(_key(o), o) == o for o in st["study_overrides"])
     ]
     if not chosen:
         have = "; ".join(" ".join(st["study_overrides"]) or "(none)" for st in studies)
@@ -99,7 +98,11 @@ def plan_refits(args: Sequence[str]) -> list[Refit] | None:
 
 
 def _refit_of_study(
-    st: dict[str, Any], path: Path, sweep_fixed: list[str], args: list[str], seed: int | None,
+    st: dict[str, Any],
+    path: Path,
+    sweep_fixed: list[str],
+    args: list[str],
+    seed: int | None,
     sweep_seed: int | None = None,
 ) -> Refit:
     """The overrides of one study's refit (see :func:`plan_refits` for their order)."""
@@ -218,11 +221,13 @@ def load_studies(path: Path) -> list[dict[str, Any]]:
             best = [f"{k}={_value(v)}" for k, v in e["best_params"].items()]
         if best is None and "best_params" not in e:
             raise UserError(f"{REFIT_KEY}={path}: the file has no 'best_params' of a sweep")
-        studies.append({
-            "study_name": e.get("study_name"),
-            "study_overrides": [str(o) for o in e.get("study_overrides") or []],
-            "best_overrides": [str(o) for o in best or []],
-        })
+        studies.append(
+            {
+                "study_name": e.get("study_name"),
+                "study_overrides": [str(o) for o in e.get("study_overrides") or []],
+                "best_overrides": [str(o) for o in best or []],
+            }
+        )
     return studies
 
 
@@ -288,8 +293,10 @@ def find_refits(sweep_dir: str | Path) -> tuple[list[RefitResult], int]:
     labels: dict[Any, str] = {}
     if results.is_file():
         try:
-            labels = {st["study_name"]: " ".join(st["study_overrides"]) or str(st["study_name"] or "best")
-                      for st in load_studies(results)}
+            labels = {
+                st["study_name"]: " ".join(st["study_overrides"]) or str(st["study_name"] or "best")
+                for st in load_studies(results)
+            }
         except UserError:
             labels = {}
     order = {name: i for i, name in enumerate(labels)}
@@ -313,8 +320,13 @@ def find_refits(sweep_dir: str | Path) -> tuple[list[RefitResult], int]:
                 continue
         latest[key] = (stamp, record)
     found = [r for _, r in latest.values()]
-    found.sort(key=lambda r: (order.get(r.study_name, len(order)), r.label,
-                              r.seed if isinstance(r.seed, int) else -1))
+    found.sort(
+        key=lambda r: (
+            order.get(r.study_name, len(order)),
+            r.label,
+            r.seed if isinstance(r.seed, int) else -1,
+        )
+    )
     return found, superseded
 
 

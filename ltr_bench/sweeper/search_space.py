@@ -75,7 +75,10 @@ _NOTHING = object()
 _CONTEXTS = {
     "top": ("{}", lambda parsed: parsed),
     "list": ("[{}]", lambda parsed: _only(parsed, list)),
-    "dict_value": ("{{k:{}}}", lambda parsed: parsed.get("k", _NOTHING) if isinstance(parsed, dict) else _NOTHING),
+    "dict_value": (
+        "{{k:{}}}",
+        lambda parsed: parsed.get("k", _NOTHING) if isinstance(parsed, dict) else _NOTHING,
+    ),
     "dict_key": ("{{{}:1}}", lambda parsed: _only(parsed, dict)),
 }
 
@@ -117,7 +120,11 @@ def _format(value: Any, context: str) -> str:
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, str):
-        quoted = "'" + _QUOTE_ESCAPES.sub(lambda m: m.group(1) * 2 + ("\\'" if m.group(2) else ""), value) + "'"
+        quoted = (
+            "'"
+            + _QUOTE_ESCAPES.sub(lambda m: m.group(1) * 2 + ("\\'" if m.group(2) else ""), value)
+            + "'"
+        )
         for candidate in (value, quoted, escape_special_characters(value)):
             if _parses_to(candidate, value, context):
                 return candidate
@@ -125,7 +132,11 @@ def _format(value: Any, context: str) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(_format(v, "list") for v in value) + "]"
     if isinstance(value, Mapping):
-        return "{" + ",".join(f"{_format_key(k)}:{_format(v, 'dict_value')}" for k, v in value.items()) + "}"
+        return (
+            "{"
+            + ",".join(f"{_format_key(k)}:{_format(v, 'dict_value')}" for k, v in value.items())
+            + "}"
+        )
     raise UserError(f"The sweep value {value!r} has unsupported type {type(value).__name__}.")
 
 
@@ -162,7 +173,11 @@ class SearchParam:
         Optuna representation; a UserError when it lies outside the search space."""
         if isinstance(self.distribution, CategoricalDistribution):
             if self.encoded:  # choices kept as override text: compare texts of parsed values
-                parsed = parse_override(f"{self.key}={value}").value() if isinstance(value, str) else value
+                parsed = (
+                    parse_override(f"{self.key}={value}").value()
+                    if isinstance(value, str)
+                    else value
+                )
                 value = Transformer.str(parsed)
             for choice in self.distribution.choices:
                 if _same_choice(choice, value):
@@ -174,9 +189,13 @@ class SearchParam:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise UserError(f"{where}: {self.name} needs a number, got {value!r}")
         number = int(value) if isinstance(self.distribution, IntDistribution) else float(value)
-        if number != value or not self.distribution._contains(self.distribution.to_internal_repr(number)):
+        if number != value or not self.distribution._contains(
+            self.distribution.to_internal_repr(number)
+        ):
             d = self.distribution
-            raise UserError(f"{where}: {self.name}={value} is outside its range [{d.low}, {d.high}]")
+            raise UserError(
+                f"{where}: {self.name}={value} is outside its range [{d.low}, {d.high}]"
+            )
         return number
 
 
@@ -240,7 +259,9 @@ def _same_choice(choice: Any, value: Any) -> bool:
     return type(choice) is type(value) and choice == value
 
 
-def collect_overrides(params: Mapping[str, Any] | None, arguments: Sequence[str]) -> dict[str, Override]:
+def collect_overrides(
+    params: Mapping[str, Any] | None, arguments: Sequence[str]
+) -> dict[str, Override]:
     """Parse ``hydra.sweeper.params`` then the command-line overrides; later keys replace earlier."""
     merged: dict[str, Override] = {}
     texts = [f"{k}={v}" for k, v in (params or {}).items()] + list(arguments)
@@ -255,7 +276,10 @@ def collect_overrides(params: Mapping[str, Any] | None, arguments: Sequence[str]
 def discrete_values(override: Override) -> list[str]:
     """Override strings ``key=value`` for each value of a discrete sweep (or the single value)."""
     if not override.is_sweep_override():
-        return [override.input_line or f"{override.get_key_element()}={override.get_value_element_as_str()}"]
+        return [
+            override.input_line
+            or f"{override.get_key_element()}={override.get_value_element_as_str()}"
+        ]
     if override.is_interval_sweep():
         raise UserError(f"'{override.input_line}' is an interval; study_per needs discrete values.")
     key = override.get_key_element()
@@ -268,7 +292,10 @@ def build_space(overrides: Mapping[str, Override]) -> SearchSpace:
     fixed: list[str] = []
     for name, override in overrides.items():
         if not override.is_sweep_override():
-            fixed.append(override.input_line or f"{override.get_key_element()}={override.get_value_element_as_str()}")
+            fixed.append(
+                override.input_line
+                or f"{override.get_key_element()}={override.get_value_element_as_str()}"
+            )
             continue
         params[name] = _to_param(name, override)
     return SearchSpace(params=params, fixed=tuple(fixed))
@@ -321,15 +348,21 @@ def _range_param(name: str, key: str, value: RangeSweep, log: bool, where: str) 
             raise UserError(f"The {where}: tag(log, ...) needs an increasing, unshuffled range.")
         return SearchParam(name, key, CategoricalDistribution(values), tuple(values))
     if log and (step != 1 or not isinstance(start, int) or values[0] <= 0):
-        raise UserError(f"The {where}: a log range needs integers > 0 and step 1; use interval instead.")
+        raise UserError(
+            f"The {where}: a log range needs integers > 0 and step 1; use interval instead."
+        )
     if isinstance(values[0], int):
-        dist: BaseDistribution = IntDistribution(values[0], values[-1], log=log, step=1 if log else step)
+        dist: BaseDistribution = IntDistribution(
+            values[0], values[-1], log=log, step=1 if log else step
+        )
     else:
         dist = FloatDistribution(values[0], values[-1], step=step)
     return SearchParam(name, key, dist, tuple(values))
 
 
-def _interval_param(name: str, key: str, value: IntervalSweep, log: bool, where: str) -> SearchParam:
+def _interval_param(
+    name: str, key: str, value: IntervalSweep, log: bool, where: str
+) -> SearchParam:
     low, high = value.start, value.end
     if not low < high:
         raise UserError(f"The {where} needs start < end.")
@@ -340,6 +373,8 @@ def _interval_param(name: str, key: str, value: IntervalSweep, log: bool, where:
     return SearchParam(name, key, FloatDistribution(float(low), float(high), log=log), None)
 
 
-def parse_search_space(params: Mapping[str, Any] | None, arguments: Sequence[str] = ()) -> SearchSpace:
+def parse_search_space(
+    params: Mapping[str, Any] | None, arguments: Sequence[str] = ()
+) -> SearchSpace:
     """``hydra.sweeper.params`` plus command-line overrides -> :class:`SearchSpace`."""
     return build_space(collect_overrides(params, arguments))

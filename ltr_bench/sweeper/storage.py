@@ -73,12 +73,17 @@ def with_installed_driver(url: str) -> str:
     """
     scheme, sep, rest = url.partition("://")
     if sep and scheme in ("postgresql", "postgres"):
-        if importlib.util.find_spec("psycopg") is None and importlib.util.find_spec("psycopg2") is not None:
+        if (
+            importlib.util.find_spec("psycopg") is None
+            and importlib.util.find_spec("psycopg2") is not None
+        ):
             return f"postgresql+psycopg2://{rest}"
     return url
 
 
-def open_storage(url: str, heartbeat_interval: int | None, grace_period: int | None) -> optuna.storages.RDBStorage:
+def open_storage(
+    url: str, heartbeat_interval: int | None, grace_period: int | None
+) -> optuna.storages.RDBStorage:
     """Open (and create if needed) an Optuna RDB storage, retrying briefly on lock/race errors.
 
     SQLite gets a 60 s busy timeout so that several processes can share one file. Workers that
@@ -108,19 +113,36 @@ def open_storage(url: str, heartbeat_interval: int | None, grace_period: int | N
                     grace_period=grace_period,
                 )
         except sqlalchemy.exc.ArgumentError as e:
-            raise UserError(f"hydra.sweeper.storage: '{redact(url)}' is not a database URL ({e}).") from e
+            raise UserError(
+                f"hydra.sweeper.storage: '{redact(url)}' is not a database URL ({e})."
+            ) from e
         except ImportError as e:
-            raise UserError(f"hydra.sweeper.storage: no database driver installed for '{redact(url)}' ({e}).") from e
-        except (sqlalchemy.exc.OperationalError, sqlalchemy.exc.IntegrityError,
-                sqlalchemy.exc.ProgrammingError) as e:
-            if isinstance(e, sqlalchemy.exc.ProgrammingError) and "already exists" not in str(e.orig):
-                raise UserError(f"hydra.sweeper.storage: cannot open '{redact(url)}': {e.orig}.") from e
+            raise UserError(
+                f"hydra.sweeper.storage: no database driver installed for '{redact(url)}' ({e})."
+            ) from e
+        except (
+            sqlalchemy.exc.OperationalError,
+            sqlalchemy.exc.IntegrityError,
+            sqlalchemy.exc.ProgrammingError,
+        ) as e:
+            if isinstance(e, sqlalchemy.exc.ProgrammingError) and "already exists" not in str(
+                e.orig
+            ):
+                raise UserError(
+                    f"hydra.sweeper.storage: cannot open '{redact(url)}': {e.orig}."
+                ) from e
             if attempt == 4:
-                raise UserError(f"hydra.sweeper.storage: cannot open '{redact(url)}': {e.orig}.") from e
+                raise UserError(
+                    f"hydra.sweeper.storage: cannot open '{redact(url)}': {e.orig}."
+                ) from e
             log.info("Storage busy (%s); retrying.", e.orig)
             time.sleep(0.5 * (attempt + 1))
         except sqlalchemy.exc.DatabaseError as e:  # e.g. "file is not a database"
-            what = f"{db} is not a SQLite database" if db is not None else f"cannot open the database ({e.orig})"
+            what = (
+                f"{db} is not a SQLite database"
+                if db is not None
+                else f"cannot open the database ({e.orig})"
+            )
             raise UserError(
                 f"hydra.sweeper.storage={redact(url)}: {what}; move it away or point hydra.sweeper.storage elsewhere"
             ) from None

@@ -139,7 +139,9 @@ class OptunaSweeperImpl(Sweeper):
         self.fatal_error_names = list(fatal_errors or [])
         self.max_duplicate_retries = int(max_duplicate_retries)
         self.heartbeat_interval = int(heartbeat_interval)
-        self.grace_period = int(grace_period) if grace_period is not None else 2 * self.heartbeat_interval
+        self.grace_period = (
+            int(grace_period) if grace_period is not None else 2 * self.heartbeat_interval
+        )
         self.enqueue_defaults = bool(enqueue_defaults)
         self.enqueue_trials = list(plain(enqueue_trials) or [])
         reevaluate = plain(reevaluate) or {}
@@ -157,27 +159,38 @@ class OptunaSweeperImpl(Sweeper):
 
     def _validate(self) -> None:
         if self.direction not in ("maximize", "minimize"):
-            raise UserError(f"hydra.sweeper.direction must be maximize or minimize, not '{self.direction}'.")
+            raise UserError(
+                f"hydra.sweeper.direction must be maximize or minimize, not '{self.direction}'."
+            )
         if self.n_jobs < 1:
             raise UserError(f"hydra.sweeper.n_jobs must be >= 1, not {self.n_jobs}.")
         if self.n_trials is not None and int(self.n_trials) < 1:
             raise UserError(f"hydra.sweeper.n_trials must be >= 1 or null, not {self.n_trials}.")
         if not 0.0 <= self.max_failure_rate <= 1.0:
-            raise UserError(f"hydra.sweeper.max_failure_rate must be in [0, 1], not {self.max_failure_rate}.")
+            raise UserError(
+                f"hydra.sweeper.max_failure_rate must be in [0, 1], not {self.max_failure_rate}."
+            )
         for i, point in enumerate(self.enqueue_trials):
             if not isinstance(point, dict) or not point:
                 raise UserError(
                     f"hydra.sweeper.enqueue_trials[{i}] must be a mapping parameter -> value, got {point!r}."
                 )
-        if isinstance(self.reevaluate_top_k, bool) or not isinstance(self.reevaluate_top_k, int) \
-                or self.reevaluate_top_k < 0:
+        if (
+            isinstance(self.reevaluate_top_k, bool)
+            or not isinstance(self.reevaluate_top_k, int)
+            or self.reevaluate_top_k < 0
+        ):
             raise UserError(
                 f"hydra.sweeper.reevaluate.top_k must be an integer >= 0, not {self.reevaluate_top_k!r}."
             )
         if self.heartbeat_interval < 1:
-            raise UserError(f"hydra.sweeper.heartbeat_interval must be >= 1 s, not {self.heartbeat_interval}.")
+            raise UserError(
+                f"hydra.sweeper.heartbeat_interval must be >= 1 s, not {self.heartbeat_interval}."
+            )
 
-    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+    def setup(
+        self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
+    ) -> None:
         from hydra.core.plugins import Plugins
 
         self.hydra_context = hydra_context
@@ -204,7 +217,12 @@ class OptunaSweeperImpl(Sweeper):
 
     # ------------------------------------------------------------------ sweep
     def sweep(self, arguments: list[str]) -> list[dict[str, Any]]:
-        from ltr_bench.sweeper.search_space import build_space, collect_overrides, discrete_values, parse_override
+        from ltr_bench.sweeper.search_space import (
+            build_space,
+            collect_overrides,
+            discrete_values,
+            parse_override,
+        )
 
         assert self.config is not None and self.launcher is not None
         overrides = collect_overrides(self.params, arguments)
@@ -216,9 +234,11 @@ class OptunaSweeperImpl(Sweeper):
                 variants = [v + [value] for v in variants for value in values]
         space = build_space(overrides)
         cli_fixed = [
-            o for o in arguments
+            o
+            for o in arguments
             if not parse_override(o).is_sweep_override()
-            and parse_override(o).get_key_element().lstrip("+~") not in {k.lstrip("+~") for k in self.study_per}
+            and parse_override(o).get_key_element().lstrip("+~")
+            not in {k.lstrip("+~") for k in self.study_per}
         ]
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -241,7 +261,9 @@ class OptunaSweeperImpl(Sweeper):
 
     def _sampler_choice(self) -> str:
         assert self.config is not None
-        choice = OmegaConf.select(self.config, "hydra.runtime.choices", default={}).get("hydra/sweeper/sampler")
+        choice = OmegaConf.select(self.config, "hydra.runtime.choices", default={}).get(
+            "hydra/sweeper/sampler"
+        )
         if choice:
             return str(choice)
         return str(self.sampler_cfg.get("_target_", "sampler")).rsplit(".", 1)[-1].lower()
@@ -277,7 +299,11 @@ class OptunaSweeperImpl(Sweeper):
                 value = choices[name]
             else:
                 node = OmegaConf.select(self.config, name, default=None, throw_on_missing=False)
-                value = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+                value = (
+                    OmegaConf.to_container(node, resolve=True)
+                    if OmegaConf.is_config(node)
+                    else node
+                )
             try:
                 point.update(space.point({name: value}, "hydra.sweeper.enqueue_defaults"))
             except UserError as e:
@@ -292,7 +318,9 @@ class OptunaSweeperImpl(Sweeper):
 
         cfg = dict(plain(self.sampler_cfg) or {})  # a copy: the seed is changed below
         if not cfg or "_target_" not in cfg:
-            raise UserError("hydra.sweeper.sampler needs a _target_ (use hydra/sweeper/sampler=tpe|random|grid).")
+            raise UserError(
+                "hydra.sweeper.sampler needs a _target_ (use hydra/sweeper/sampler=tpe|random|grid)."
+            )
         cls = get_class(cfg["_target_"])
         if issubclass(cls, (GridSearchSampler, optuna.samplers.GridSampler)):
             return instantiate(cfg, search_space=space.grid_values())
@@ -319,13 +347,20 @@ class OptunaSweeperImpl(Sweeper):
         if isinstance(sampler, GridSearchSampler):
             size = sampler.grid_size
             if self.n_trials is not None and int(self.n_trials) > size:
-                log.warning("hydra.sweeper.n_trials=%s exceeds the grid size %d.", self.n_trials, size)
+                log.warning(
+                    "hydra.sweeper.n_trials=%s exceeds the grid size %d.", self.n_trials, size
+                )
             return size if self.n_trials is None else min(int(self.n_trials), size)
         return DEFAULT_N_TRIALS if self.n_trials is None else int(self.n_trials)
 
     # ------------------------------------------------------------------ one study
     def _run_study(
-        self, study_name: str, space: Any, variant: list[str], sweep_dir: Path, done: list[dict[str, Any]]
+        self,
+        study_name: str,
+        space: Any,
+        variant: list[str],
+        sweep_dir: Path,
+        done: list[dict[str, Any]],
     ) -> dict[str, Any]:
         from ltr_bench.sweeper import claims as cl
         from ltr_bench.sweeper.progress import StudyProgress
@@ -347,7 +382,9 @@ class OptunaSweeperImpl(Sweeper):
             claims = cl.open_claims(rdb, study)
             fail_interrupted_trials(claims, rdb, self.grace_period)
         self._report_interrupted(study, claims)
-        n_existing = len(study.get_trials(deepcopy=False))  # before enqueueing: a fresh study keeps its seed
+        n_existing = len(
+            study.get_trials(deepcopy=False)
+        )  # before enqueueing: a fresh study keeps its seed
         for point in self._points_to_enqueue(space):
             if needs_enqueueing(study.get_trials(deepcopy=False), point):
                 study.enqueue_trial(point)
@@ -357,7 +394,12 @@ class OptunaSweeperImpl(Sweeper):
         budget = self._budget(study.sampler)
         log.info(
             "Study '%s' in %s: sampler %s, %s, n_trials=%d, %d trial(s) already stored.",
-            study_name, redact(url), type(study.sampler).__name__, self.direction, budget, n_existing,
+            study_name,
+            redact(url),
+            type(study.sampler).__name__,
+            self.direction,
+            budget,
+            n_existing,
         )
         heartbeat = Heartbeat(rdb, self.heartbeat_interval)
         progress = StudyProgress(study_name, budget, self.direction, enabled=self.progress)
@@ -370,12 +412,16 @@ class OptunaSweeperImpl(Sweeper):
                     remaining = self._remaining(study, space, budget)
                     if remaining <= 0:
                         break
-                    batch = self._ask_batch(study, space, min(self.n_jobs, remaining), budget, heartbeat)
+                    batch = self._ask_batch(
+                        study, space, min(self.n_jobs, remaining), budget, heartbeat
+                    )
                     if not batch:
                         break
                     self._run_batch(study, space, variant, batch, heartbeat)
                     progress.update(study)
-                    self._write_results(sweep_dir, [*done, self._summary(study, budget, url, space, variant)])
+                    self._write_results(
+                        sweep_dir, [*done, self._summary(study, budget, url, space, variant)]
+                    )
                 if claims is None:
                     break
                 # The top trials are known once the search's last trials (of any worker) are told;
@@ -391,15 +437,21 @@ class OptunaSweeperImpl(Sweeper):
         self._report_interrupted(study, claims)  # e.g. of another worker that died meanwhile
         summary = self._summary(study, budget, url, space, variant)
         if summary["best_trial"] is not None:
-            log.info("Best trial %d: value %s%s, params %s",
-                     summary["best_trial"], summary["best_value"],
-                     " (pooled with its re-evaluation)" if summary.get("reevaluated") else "",
-                     summary["best_params"])
+            log.info(
+                "Best trial %d: value %s%s, params %s",
+                summary["best_trial"],
+                summary["best_value"],
+                " (pooled with its re-evaluation)" if summary.get("reevaluated") else "",
+                summary["best_params"],
+            )
             if "n_within_one_se" in summary:
-                log.info("The search's best has standard error %.4g; %d of %d completed trials lie "
-                         "within one SE of it (the objective cannot tell them apart).",
-                         summary.get("search_best_value_se", summary.get("best_value_se")),
-                         summary["n_within_one_se"], summary["n_complete"])
+                log.info(
+                    "The search's best has standard error %.4g; %d of %d completed trials lie "
+                    "within one SE of it (the objective cannot tell them apart).",
+                    summary.get("search_best_value_se", summary.get("best_value_se")),
+                    summary["n_within_one_se"],
+                    summary["n_complete"],
+                )
         self._finish_study(study, summary, sweep_dir)
         return summary
 
@@ -420,15 +472,20 @@ class OptunaSweeperImpl(Sweeper):
         hook = OmegaConf.select(self.config, "sweep.on_interrupted", default=None)
         if not hook:
             return
-        trials = sorted(t.number for t in study.get_trials(deepcopy=False, states=(_fail_state(),))
-                        if t.user_attrs.get(ATTR_FAIL) == FAIL_INTERRUPTED)
+        trials = sorted(
+            t.number
+            for t in study.get_trials(deepcopy=False, states=(_fail_state(),))
+            if t.user_attrs.get(ATTR_FAIL) == FAIL_INTERRUPTED
+        )
         reevaluations = cl.interrupted(claims) if claims is not None else {}
         if not trials and not reevaluations:
             return
         try:
             get_method(str(hook))(self.config, study.study_name, trials, reevaluations)
         except Exception as e:  # noqa: BLE001 - bookkeeping elsewhere must not stop the sweep
-            log.warning("sweep.on_interrupted=%s failed for study '%s': %s", hook, study.study_name, e)
+            log.warning(
+                "sweep.on_interrupted=%s failed for study '%s': %s", hook, study.study_name, e
+            )
 
     def _finish_study(self, study: Any, summary: dict[str, Any], sweep_dir: Path) -> None:
         """Write the study's plots and trials table under ``<sweep dir>/studies/<study>/`` and hand
@@ -449,22 +506,40 @@ class OptunaSweeperImpl(Sweeper):
         try:
             get_method(str(hook))(self.config, study.study_name, summary, files)
         except Exception as e:  # noqa: BLE001 - reporting must not fail a finished study
-            log.warning("sweep.on_study_end=%s failed for study '%s': %s", hook, study.study_name, e)
+            log.warning(
+                "sweep.on_study_end=%s failed for study '%s': %s", hook, study.study_name, e
+            )
 
     def _remaining(self, study: Any, space: Any, budget: int) -> int:
-        from ltr_bench.sweeper.trials import ATTR_FAIL, COUNTED_FAIL_REASONS, counts_toward_budget, taken_points
+        from ltr_bench.sweeper.trials import (
+            ATTR_FAIL,
+            COUNTED_FAIL_REASONS,
+            counts_toward_budget,
+            taken_points,
+        )
 
         trials = study.get_trials(deepcopy=False)
         used = sum(counts_toward_budget(t) for t in trials)
-        failed = sum(t.state.name == "FAIL" and t.user_attrs.get(ATTR_FAIL) in COUNTED_FAIL_REASONS for t in trials)
+        failed = sum(
+            t.state.name == "FAIL" and t.user_attrs.get(ATTR_FAIL) in COUNTED_FAIL_REASONS
+            for t in trials
+        )
         if failed > self.max_failure_rate * budget:
             raise TooManyFailures(
                 f"{failed} of n_trials={budget} trials of study '{study.study_name}' failed, more than "
                 f"hydra.sweeper.max_failure_rate={self.max_failure_rate}; see the job logs."
             )
         size = space.size()
-        if size is not None and len(taken_points(trials, list(space.params))) >= size and budget - used > 0:
-            log.info("Search space of study '%s' exhausted after %d distinct points.", study.study_name, size)
+        if (
+            size is not None
+            and len(taken_points(trials, list(space.params))) >= size
+            and budget - used > 0
+        ):
+            log.info(
+                "Search space of study '%s' exhausted after %d distinct points.",
+                study.study_name,
+                size,
+            )
             return 0
         if budget - used <= 0:
             log.info("Study '%s' has used its n_trials=%d.", study.study_name, budget)
@@ -509,7 +584,8 @@ class OptunaSweeperImpl(Sweeper):
                 return None
             key = params_key(trial.params, names)
             rivals = [
-                t for t in others
+                t
+                for t in others
                 if counts_toward_budget(t) and (t.number < trial.number or t.state.is_finished())
             ]
             if key is None or key not in taken_points(rivals, names):
@@ -517,13 +593,20 @@ class OptunaSweeperImpl(Sweeper):
             size = space.size()
             enumerable = size is not None and size <= MAX_ENUMERATED_POINTS
             if attempt == self.max_duplicate_retries and not enumerable:
-                log.warning("Trial %d repeats evaluated params %s; running it anyway.", trial.number, trial.params)
+                log.warning(
+                    "Trial %d repeats evaluated params %s; running it anyway.",
+                    trial.number,
+                    trial.params,
+                )
                 return trial
             self._reject(study, trial, FAIL_DUPLICATE, heartbeat)
             if enumerable and attempt >= self.max_duplicate_retries // 2:
                 self._enqueue_free_point(study, space, trial.number)
-        log.warning("No new parameters after %d proposals; ending study '%s'.",
-                    self.max_duplicate_retries + 1, study.study_name)
+        log.warning(
+            "No new parameters after %d proposals; ending study '%s'.",
+            self.max_duplicate_retries + 1,
+            study.study_name,
+        )
         return None
 
     def _enqueue_free_point(self, study: Any, space: Any, seed: int) -> None:
@@ -544,7 +627,12 @@ class OptunaSweeperImpl(Sweeper):
         heartbeat.discard(trial._trial_id)
 
     def _fail_all(
-        self, study: Any, trials: Sequence[Any], heartbeat: Any, reason: str, error: str | None = None
+        self,
+        study: Any,
+        trials: Sequence[Any],
+        heartbeat: Any,
+        reason: str,
+        error: str | None = None,
     ) -> None:
         from ltr_bench.sweeper.trials import ATTR_ERROR
 
@@ -556,7 +644,12 @@ class OptunaSweeperImpl(Sweeper):
 
     @staticmethod
     def _job_overrides(
-        study: Any, space: Any, variant: list[str], params: dict[str, Any], number: int, extra: Sequence[str] = ()
+        study: Any,
+        space: Any,
+        variant: list[str],
+        params: dict[str, Any],
+        number: int,
+        extra: Sequence[str] = (),
     ) -> list[str]:
         """A job's overrides: the trial's parameters, the study's own overrides, ``extra``, and
         the trial number and study name the job is told."""
@@ -570,17 +663,23 @@ class OptunaSweeperImpl(Sweeper):
             f"++{STUDY_NAME_KEY}={format_value(study.study_name)}",
         ]
 
-    def _run_batch(self, study: Any, space: Any, variant: list[str], batch: list[Any], heartbeat: Any) -> None:
+    def _run_batch(
+        self, study: Any, space: Any, variant: list[str], batch: list[Any], heartbeat: Any
+    ) -> None:
         from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_INTERRUPTED
 
         from ltr_bench.sweeper.pruning import job_overrides
 
         racing = job_overrides(self._url, self.pruner_cfg)  # [] without a pruner
-        jobs = [self._job_overrides(study, space, variant, t.params, t.number, racing) for t in batch]
+        jobs = [
+            self._job_overrides(study, space, variant, t.params, t.number, racing) for t in batch
+        ]
         for t, overrides in zip(batch, jobs):
             log.info("Trial %d of study '%s': %s", t.number, study.study_name, " ".join(overrides))
         try:
-            if len(jobs) > 1:  # compose all first, so that one bad config cannot waste the others' runs
+            if (
+                len(jobs) > 1
+            ):  # compose all first, so that one bad config cannot waste the others' runs
                 self.validate_batch_is_legal(jobs)
             with _sigterm_raises_interrupt():
                 returns = self.launcher.launch(jobs, initial_job_idx=self.job_idx)
@@ -631,8 +730,12 @@ class OptunaSweeperImpl(Sweeper):
                 if frozen.state.name == "COMPLETE":
                     log.info("Trial %d finished with value %s.", trial.number, number)
                 else:  # another worker failed it as stale (e.g. heartbeats blocked for too long)
-                    log.warning("Trial %d was already %s; its value %s is not recorded.",
-                                trial.number, frozen.state.name, number)
+                    log.warning(
+                        "Trial %d was already %s; its value %s is not recorded.",
+                        trial.number,
+                        frozen.state.name,
+                        number,
+                    )
                 return None
             log.warning("Trial %d returned %r; recorded as FAIL.", trial.number, value)
             trial.set_user_attr(ATTR_ERROR, f"returned {value!r}"[:2000])
@@ -645,11 +748,14 @@ class OptunaSweeperImpl(Sweeper):
         is_fatal = self._is_fatal(error)
         log.error(
             "Trial %d failed (%s): %s: %s",
-            trial.number, "aborting the sweep" if is_fatal else "recorded as FAIL, sweep goes on",
-            type(error).__name__, error,
+            trial.number,
+            "aborting the sweep" if is_fatal else "recorded as FAIL, sweep goes on",
+            type(error).__name__,
+            error,
             # a config error is one sentence (the CLI repeats it), not a traceback
             exc_info=(type(error), error, error.__traceback__)
-            if isinstance(error, BaseException) and not is_fatal else None,
+            if isinstance(error, BaseException) and not is_fatal
+            else None,
         )
         trial.set_user_attr(ATTR_ERROR, f"{type(error).__name__}: {error}"[:2000])
         self._reject(study, trial, FAIL_CONFIG if is_fatal else FAIL_EXCEPTION, heartbeat)
@@ -665,10 +771,18 @@ class OptunaSweeperImpl(Sweeper):
         step, value = last_reported(study._storage.get_trial(trial._trial_id))
         frozen = study.tell(trial, state=TrialState.PRUNED, skip_if_finished=True)
         heartbeat.discard(trial._trial_id)
-        log.info("Trial %d pruned after step %s with value %s (%s).", trial.number, step, value, frozen.state.name)
+        log.info(
+            "Trial %d pruned after step %s with value %s (%s).",
+            trial.number,
+            step,
+            value,
+            frozen.state.name,
+        )
 
     # ------------------------------------------------------------------ re-evaluation
-    def _reevaluate(self, study: Any, space: Any, variant: list[str], rdb: Any, claims: Any, heartbeat: Any) -> None:
+    def _reevaluate(
+        self, study: Any, space: Any, variant: list[str], rdb: Any, claims: Any, heartbeat: Any
+    ) -> None:
         """Run the ``reevaluate.top_k`` best trials not yet re-evaluated once more as
         ``++sweep.reevaluation=true`` jobs (``n_jobs`` at a time) and store each pooled record in
         the study. Each re-evaluation is claimed through the storage first
@@ -691,8 +805,11 @@ class OptunaSweeperImpl(Sweeper):
                 self._report_interrupted(study, claims)
             trials = study.get_trials(deepcopy=False)
             done = rv.stored(study)
-            todo = [t for t in rv.top_trials(trials, self.reevaluate_top_k, maximize)
-                    if t.number not in done and not cl.is_done(claims, t.number)]
+            todo = [
+                t
+                for t in rv.top_trials(trials, self.reevaluate_top_k, maximize)
+                if t.number not in done and not cl.is_done(claims, t.number)
+            ]
             if not todo:
                 return
             batch: list[tuple[Any, int]] = []
@@ -704,8 +821,10 @@ class OptunaSweeperImpl(Sweeper):
                     batch.append((t, claim_id))
             if not batch:  # all held by other workers: wait for them (or to find them gone)
                 if not waited:
-                    log.info("Waiting for the re-evaluation(s) other workers run: trial(s) %s.",
-                             [t.number for t in todo])
+                    log.info(
+                        "Waiting for the re-evaluation(s) other workers run: trial(s) %s.",
+                        [t.number for t in todo],
+                    )
                     waited = True
                 time.sleep(self._pause())
                 continue
@@ -724,7 +843,9 @@ class OptunaSweeperImpl(Sweeper):
         while True:
             if fail_interrupted_trials(study, rdb, self.grace_period):
                 self._report_interrupted(study, claims)
-            running = [t.number for t in study.get_trials(deepcopy=False) if t.state.name == "RUNNING"]
+            running = [
+                t.number for t in study.get_trials(deepcopy=False) if t.state.name == "RUNNING"
+            ]
             if not running:
                 return
             if not announced:
@@ -733,7 +854,13 @@ class OptunaSweeperImpl(Sweeper):
             time.sleep(self._pause())
 
     def _run_reevaluations(
-        self, study: Any, space: Any, variant: list[str], claims: Any, batch: list[tuple[Any, int]], heartbeat: Any
+        self,
+        study: Any,
+        space: Any,
+        variant: list[str],
+        claims: Any,
+        batch: list[tuple[Any, int]],
+        heartbeat: Any,
     ) -> None:
         """Launch one batch of claimed re-evaluations; store each record, then finish its claim."""
         from ltr_bench.sweeper import claims as cl
@@ -742,9 +869,14 @@ class OptunaSweeperImpl(Sweeper):
         from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_EXCEPTION, FAIL_INTERRUPTED
 
         extra = [*self.reevaluate_overrides, f"++{REEVALUATION_KEY}=true"]
-        jobs = [self._job_overrides(study, space, variant, t.params, t.number, extra) for t, _ in batch]
-        log.info("Re-evaluating trial(s) %s of study '%s'.", ", ".join(str(t.number) for t, _ in batch),
-                 study.study_name)
+        jobs = [
+            self._job_overrides(study, space, variant, t.params, t.number, extra) for t, _ in batch
+        ]
+        log.info(
+            "Re-evaluating trial(s) %s of study '%s'.",
+            ", ".join(str(t.number) for t, _ in batch),
+            study.study_name,
+        )
         for overrides in jobs:
             log.info("Re-evaluation of study '%s': %s", study.study_name, " ".join(overrides))
         try:
@@ -768,20 +900,30 @@ class OptunaSweeperImpl(Sweeper):
                 record = rv.make_record(trial, float(value), user_attrs_of(value))
                 rv.store(study, record)
                 cl.finish(claims, claim_id, record.reevaluation_value, heartbeat)
-                log.info("Trial %d re-evaluated: %.6g (search %.6g, pooled %.6g).",
-                         trial.number, record.reevaluation_value, record.search_value, record.value)
+                log.info(
+                    "Trial %d re-evaluated: %.6g (search %.6g, pooled %.6g).",
+                    trial.number,
+                    record.reevaluation_value,
+                    record.search_value,
+                    record.value,
+                )
             elif self._is_fatal(value):
                 cl.release(claims, claim_id, FAIL_CONFIG, heartbeat)
                 fatal = fatal or value
             else:
                 cl.release(claims, claim_id, FAIL_EXCEPTION, heartbeat)
-                log.warning("Re-evaluation of trial %d failed (%r); it is left out of the selection.",
-                            trial.number, value)
+                log.warning(
+                    "Re-evaluation of trial %d failed (%r); it is left out of the selection.",
+                    trial.number,
+                    value,
+                )
         if fatal is not None:
             raise fatal
 
     # ------------------------------------------------------------------ results
-    def _summary(self, study: Any, budget: int, url: str, space: Any, variant: list[str]) -> dict[str, Any]:
+    def _summary(
+        self, study: Any, budget: int, url: str, space: Any, variant: list[str]
+    ) -> dict[str, Any]:
         from optuna.trial import TrialState
 
         from ltr_bench.sweeper.objective import ATTR_SE, within_one_se
@@ -799,7 +941,8 @@ class OptunaSweeperImpl(Sweeper):
             "n_trials": budget,
             "n_complete": len(complete),
             "n_failed": sum(
-                t.state == TrialState.FAIL and t.user_attrs.get(ATTR_FAIL) in COUNTED_FAIL_REASONS for t in trials
+                t.state == TrialState.FAIL and t.user_attrs.get(ATTR_FAIL) in COUNTED_FAIL_REASONS
+                for t in trials
             ),
             "n_running": sum(t.state == TrialState.RUNNING for t in trials),
             "n_pruned": sum(t.state == TrialState.PRUNED for t in trials),
@@ -816,7 +959,9 @@ class OptunaSweeperImpl(Sweeper):
                 best_trial=best.number,
                 best_value=float(best.value),
                 best_params=dict(best.params),
-                best_overrides=[p.override(best.params[n]) for n, p in space.params.items() if n in best.params],
+                best_overrides=[
+                    p.override(best.params[n]) for n, p in space.params.items() if n in best.params
+                ],
             )
             se = best.user_attrs.get(ATTR_SE)
             if se is not None:
@@ -824,7 +969,9 @@ class OptunaSweeperImpl(Sweeper):
                 summary.update(
                     best_value_se=float(se),
                     n_within_one_se=within_one_se(
-                        [float(t.value) for t in complete], float(best.value), float(se),
+                        [float(t.value) for t in complete],
+                        float(best.value),
+                        float(se),
                         self.direction == "maximize",
                     ),
                 )
@@ -849,7 +996,9 @@ class OptunaSweeperImpl(Sweeper):
             best_trial=chosen.trial,
             best_value=chosen.value,
             best_params=dict(trial.params),
-            best_overrides=[p.override(trial.params[n]) for n, p in space.params.items() if n in trial.params],
+            best_overrides=[
+                p.override(trial.params[n]) for n, p in space.params.items() if n in trial.params
+            ],
             reevaluated=[r.to_dict() for r in sorted(records.values(), key=lambda r: r.trial)],
         )
         if chosen.se is not None:
@@ -857,7 +1006,9 @@ class OptunaSweeperImpl(Sweeper):
 
     @staticmethod
     def _write_results(sweep_dir: Path, results: list[dict[str, Any]]) -> None:
-        content: Any = results[0] if len(results) == 1 else {"name": "ltr_optuna", "studies": results}
+        content: Any = (
+            results[0] if len(results) == 1 else {"name": "ltr_optuna", "studies": results}
+        )
         OmegaConf.save(OmegaConf.create(content), sweep_dir / RESULTS_FILE)
 
 
@@ -867,4 +1018,10 @@ def _fail_state() -> Any:
     return TrialState.FAIL
 
 
-__all__ = ["OptunaSweeperImpl", "TooManyFailures", "RESULTS_FILE", "TRIAL_NUMBER_KEY", "STUDY_NAME_KEY"]
+__all__ = [
+    "OptunaSweeperImpl",
+    "TooManyFailures",
+    "RESULTS_FILE",
+    "TRIAL_NUMBER_KEY",
+    "STUDY_NAME_KEY",
+]

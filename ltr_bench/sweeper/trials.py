@@ -48,7 +48,9 @@ def counts_toward_budget(trial: FrozenTrial) -> bool:
     """True when ``trial`` uses up one of the study's ``n_trials`` (see module docstring)."""
     if trial.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING):
         return True
-    return trial.state == TrialState.FAIL and trial.user_attrs.get(ATTR_FAIL) in COUNTED_FAIL_REASONS
+    return (
+        trial.state == TrialState.FAIL and trial.user_attrs.get(ATTR_FAIL) in COUNTED_FAIL_REASONS
+    )
 
 
 def params_key(params: Mapping[str, Any], names: Sequence[str]) -> tuple[Any, ...] | None:
@@ -58,7 +60,9 @@ def params_key(params: Mapping[str, Any], names: Sequence[str]) -> tuple[Any, ..
     return tuple(params[n] for n in names)
 
 
-def taken_points(trials: Iterable[FrozenTrial], names: Sequence[str], exclude: int | None = None) -> set:
+def taken_points(
+    trials: Iterable[FrozenTrial], names: Sequence[str], exclude: int | None = None
+) -> set:
     """Parameter sets already evaluated or being evaluated (counted trials), except ``exclude``."""
     taken = set()
     for t in trials:
@@ -80,8 +84,12 @@ def _same_point(trial: FrozenTrial, point: Mapping[str, Any]) -> bool:
         return False
     for name, value in point.items():
         have = params[name]
-        if isinstance(value, (int, float)) and not isinstance(value, bool) \
-                and isinstance(have, (int, float)) and not isinstance(have, bool):
+        if (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and isinstance(have, (int, float))
+            and not isinstance(have, bool)
+        ):
             if not math.isclose(float(value), float(have), rel_tol=1e-5):  # Optuna's np.isclose
                 return False
         elif have != value:
@@ -97,7 +105,8 @@ def needs_enqueueing(trials: Iterable[FrozenTrial], point: Mapping[str, Any]) ->
     trial 0 is killed.
     """
     return not any(
-        (t.state == TrialState.WAITING or counts_toward_budget(t)) and _same_point(t, point) for t in trials
+        (t.state == TrialState.WAITING or counts_toward_budget(t)) and _same_point(t, point)
+        for t in trials
     )
 
 
@@ -123,7 +132,12 @@ def _pid_namespace() -> str:
 def worker_identity() -> dict[str, Any]:
     """Identity of this process, stored on every trial it runs."""
     pid = os.getpid()
-    return {"host": socket.gethostname(), "pidns": _pid_namespace(), "pid": pid, "start": _proc_start_time(pid)}
+    return {
+        "host": socket.gethostname(),
+        "pidns": _pid_namespace(),
+        "pid": pid,
+        "start": _proc_start_time(pid),
+    }
 
 
 def is_local_worker(worker: Mapping[str, Any]) -> bool:
@@ -174,7 +188,9 @@ def fail_interrupted_trials(
         try:  # Optuna's own staleness query (what optuna.storages.fail_stale_trials uses)
             stale_ids = set(rdb._get_stale_trial_ids(study._study_id))
         except AttributeError:
-            log.warning("This Optuna version has no heartbeat query; only local trials are checked.")
+            log.warning(
+                "This Optuna version has no heartbeat query; only local trials are checked."
+            )
     now = dt.datetime.now()
     failed = []
     for t in running:
@@ -210,8 +226,11 @@ _WATCHED: set[int] = set()  # sweeper pids this worker process already watches
 
 
 def _run_guarded(task_function: Any, sweeper: Mapping[str, Any], cfg: Any) -> Any:
-    if os.getpid() == sweeper.get("pid") or not is_local_worker(sweeper) \
-            or threading.current_thread() is not threading.main_thread():
+    if (
+        os.getpid() == sweeper.get("pid")
+        or not is_local_worker(sweeper)
+        or threading.current_thread() is not threading.main_thread()
+    ):
         return task_function(cfg)
     import signal
 
@@ -223,7 +242,9 @@ def _run_guarded(task_function: Any, sweeper: Mapping[str, Any], cfg: Any) -> An
         signal.signal(signal.SIGTERM, interrupt)
     if sweeper.get("pid") not in _WATCHED:
         _WATCHED.add(int(sweeper.get("pid", -1)))
-        threading.Thread(target=_watch, args=(dict(sweeper),), name="ltr-sweeper-orphan-guard", daemon=True).start()
+        threading.Thread(
+            target=_watch, args=(dict(sweeper),), name="ltr-sweeper-orphan-guard", daemon=True
+        ).start()
     try:
         return task_function(cfg)
     except KeyboardInterrupt:

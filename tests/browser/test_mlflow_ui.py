@@ -37,16 +37,32 @@ from ltr_bench import tracking_keys as keys
 
 CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser")) if p), None)
 BIN = Path(sys.executable).parent
-pytestmark = [pytest.mark.heavy,
-              pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (.ci/run installs Debian's chromium)")]
+pytestmark = [
+    pytest.mark.heavy,
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="no chromium on PATH (.ci/run installs Debian's chromium)"
+    ),
+]
 
 EXPERIMENT = "ui"
 MODELS = ("direct_ranker", "ranknet", "lambdamart")
-DATA = ["dataset.n_folds=2", "dataset.n_train=200", "dataset.n_vali=100", "dataset.n_test=100",
-        "dataset.docs_per_query=20", "dataset.sigma=1.5", "protocol=letor_folds", "threads=1",
-        "trainer.enable_progress_bar=false", f"experiment_name={EXPERIMENT}",
-        "tracking.log_model=false", "tracking.log_artifacts=false"]  # the pages need no files
-SHOTS = Path(os.environ.get("LTR_BROWSER_SHOTS") or Path(tempfile.gettempdir()) / "ltr_bench_browser")
+DATA = [
+    "dataset.n_folds=2",
+    "dataset.n_train=200",
+    "dataset.n_vali=100",
+    "dataset.n_test=100",
+    "dataset.docs_per_query=20",
+    "dataset.sigma=1.5",
+    "protocol=letor_folds",
+    "threads=1",
+    "trainer.enable_progress_bar=false",
+    f"experiment_name={EXPERIMENT}",
+    "tracking.log_model=false",
+    "tracking.log_artifacts=false",
+]  # the pages need no files
+SHOTS = Path(
+    os.environ.get("LTR_BROWSER_SHOTS") or Path(tempfile.gettempdir()) / "ltr_bench_browser"
+)
 
 
 def _free_port() -> int:
@@ -61,8 +77,14 @@ def _env() -> dict[str, str]:
 
 def _start(args: list[str], cwd: Path, log: Path) -> subprocess.Popen:
     """A child in its own process group (so that stopping it stops only what it started)."""
-    return subprocess.Popen(args, cwd=cwd, env=_env(), stdout=open(log, "w"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    return subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=_env(),
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -91,17 +113,51 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Pat
     port = _free_port()
     procs = []
     try:
-        server = _start([str(BIN / "mlflow"), "ui", "--backend-store-uri", uri, "--host", "127.0.0.1",
-                         "--port", str(port), "--workers", "1"], work, work / "server.log")
+        server = _start(
+            [
+                str(BIN / "mlflow"),
+                "ui",
+                "--backend-store-uri",
+                uri,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                "1",
+            ],
+            work,
+            work / "server.log",
+        )
         procs.append(server)
-        runs = _start([str(BIN / "ltr-bench"), "-m", f"model={','.join(MODELS)}", *DATA,
-                       f"tracking.tracking_uri={uri}", f"hydra.sweep.dir={work}/multirun"],
-                      work, work / "runs.log")
-        sweep = _start([str(BIN / "ltr-bench"), "-m", "search=lambdamart", "model=lambdamart", *DATA,
-                        "hydra.sweeper.n_trials=2", "hydra.sweeper.reevaluate.top_k=0",
-                        f"tracking.tracking_uri={uri}",
-                        f"hydra.sweep.dir={work}/sweep", f"hydra.sweeper.storage_dir={work}/optuna"],
-                       work, work / "sweep.log")
+        runs = _start(
+            [
+                str(BIN / "ltr-bench"),
+                "-m",
+                f"model={','.join(MODELS)}",
+                *DATA,
+                f"tracking.tracking_uri={uri}",
+                f"hydra.sweep.dir={work}/multirun",
+            ],
+            work,
+            work / "runs.log",
+        )
+        sweep = _start(
+            [
+                str(BIN / "ltr-bench"),
+                "-m",
+                "search=lambdamart",
+                "model=lambdamart",
+                *DATA,
+                "hydra.sweeper.n_trials=2",
+                "hydra.sweeper.reevaluate.top_k=0",
+                f"tracking.tracking_uri={uri}",
+                f"hydra.sweep.dir={work}/sweep",
+                f"hydra.sweeper.storage_dir={work}/optuna",
+            ],
+            work,
+            work / "sweep.log",
+        )
         procs += [runs, sweep]
         t0 = time.monotonic()
         _wait(runs, work / "runs.log", 300)
@@ -130,12 +186,25 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Pat
 def _chromium(url: str, work: Path, height: int, *what: str) -> str:
     """One headless chromium run (new empty profile, own process group, killed on timeout)."""
     profile = Path(tempfile.mkdtemp(dir=work, prefix="chromium-"))
-    args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            f"--user-data-dir={profile}", f"--window-size=1900,{height}", "--virtual-time-budget=15000",
-            *what, url]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            start_new_session=True)
+    args = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        f"--window-size=1900,{height}",
+        "--virtual-time-budget=15000",
+        *what,
+        url,
+    ]
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
+    )
     try:
         out, _ = proc.communicate(timeout=180)
     finally:
@@ -194,7 +263,9 @@ def _model_runs(uri: str) -> dict[str, object]:
 
     client = mlflow.MlflowClient(uri)
     exp = client.get_experiment_by_name(EXPERIMENT)
-    runs = client.search_runs([exp.experiment_id], f"tags.`{keys.TAG_ROLE}` = '{keys.ROLE_PROTOCOL}'")
+    runs = client.search_runs(
+        [exp.experiment_id], f"tags.`{keys.TAG_ROLE}` = '{keys.ROLE_PROTOCOL}'"
+    )
     return {r.data.tags[keys.TAG_MODEL]: r for r in runs}
 
 
@@ -224,8 +295,10 @@ def test_comparison_page_shows_test_ndcg_at_10(ui: tuple[str, str, Path]) -> Non
     runs = _model_runs(uri)
     ids = [runs[m].info.run_id for m in MODELS]
     exp_id = runs[MODELS[0]].info.experiment_id
-    url = (f"{base}/#/compare-runs?runs={quote(json.dumps(ids))}&experiments={quote(json.dumps([exp_id]))}"
-           "&workflowType=machine_learning")
+    url = (
+        f"{base}/#/compare-runs?runs={quote(json.dumps(ids))}&experiments={quote(json.dumps([exp_id]))}"
+        "&workflowType=machine_learning"
+    )
     page = _parse(_page(url, work, "compare_runs", height=2600))  # tall: the metrics table shows
     key = keys.metric_key("test", "ndcg@10")
     # run names in the page's column order
@@ -236,9 +309,15 @@ def test_comparison_page_shows_test_ndcg_at_10(ui: tuple[str, str, Path]) -> Non
     start = max(k for k, t in enumerate(page.texts) if t == "Metrics")
     tops = [top for top, left, text, k in page.cells if k > start and text == key]
     assert tops, f"no {key} row on the comparison page; screenshot {SHOTS / 'compare_runs.png'}"
-    values = sorted(((left, text) for top, left, text, k in page.cells
-                     if k > start and top == tops[0] and text != key), key=lambda c: c[0])
-    shown = [float(text) for _, text in values][-len(MODELS):]
+    values = sorted(
+        (
+            (left, text)
+            for top, left, text, k in page.cells
+            if k > start and top == tops[0] and text != key
+        ),
+        key=lambda c: c[0],
+    )
+    shown = [float(text) for _, text in values][-len(MODELS) :]
     by_name = {r.info.run_name: r.data.metrics[key] for r in runs.values()}
     expected = [by_name[n] for n in order]
     assert len(shown) == len(MODELS)

@@ -58,7 +58,9 @@ def test_sampled_pairs_are_valid(labels: list[list[int]], mode: str, dist: str) 
     got = set(zip(batch.hi.tolist(), batch.lo.tolist()))
     assert got <= allowed  # same query, higher label first, neighbouring classes honoured
     assert (batch.label_hi > batch.label_lo).all()
-    assert torch.equal(batch.label_hi, torch.as_tensor(data.labels[batch.hi.numpy()], dtype=torch.int64))
+    assert torch.equal(
+        batch.label_hi, torch.as_tensor(data.labels[batch.hi.numpy()], dtype=torch.int64)
+    )
 
 
 def test_neighbours_skip_absent_classes_but_not_queries() -> None:

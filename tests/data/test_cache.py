@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from ltr_bench.data import letor
-from ltr_bench.data.cache import ArrayCache, CacheWarning, file_sha256, resolve_cache_dir, sha256_file
+from ltr_bench.data.cache import (
+    ArrayCache,
+    CacheWarning,
+    file_sha256,
+    resolve_cache_dir,
+    sha256_file,
+)
 from ltr_bench.data.letor import load_letor
 from ltr_bench.errors import UserError
 

@@ -29,8 +29,13 @@ REPO = Path(__file__).resolve().parents[2]
 def _letor_tree(root: Path, name="FAKE", n_features=4) -> Path:
     """Five parts S1..S5 (10 queries each) rotated into Fold1..5 like LETOR 4.0."""
     parts = [
-        random_letor(root / "parts" / f"S{s}.txt", n_queries=10, n_features=n_features, seed=s,
-                     qid_start=100 * s)
+        random_letor(
+            root / "parts" / f"S{s}.txt",
+            n_queries=10,
+            n_features=n_features,
+            seed=s,
+            qid_start=100 * s,
+        )
         for s in range(1, 6)
     ]
     for k in range(1, 6):
@@ -137,8 +142,14 @@ def _compose(conf_dir, overrides):
 
 
 def test_every_dataset_config_has_name_and_threshold(conf_dir):
-    expected = {"synthetic": 2, "mq2007": 1, "mq2008": 1, "mslr_web10k": 2, "mslr_web30k": 2,
-                "letor": 1}
+    expected = {
+        "synthetic": 2,
+        "mq2007": 1,
+        "mq2008": 1,
+        "mslr_web10k": 2,
+        "mslr_web30k": 2,
+        "letor": 1,
+    }
     files = {p.stem for p in (REPO / "conf" / "dataset").glob("*.yaml")}
     assert files == set(expected)
     for name, threshold in expected.items():
@@ -202,7 +213,9 @@ def test_mq2008_config_with_default_root(conf_dir, real_root, tmp_path, monkeypa
     assert (everything.n_queries, everything.n_docs) == (784, 15211)
 
 
-def test_authors_config_keeps_queries_without_relevant_documents_and_drops_short_ones(conf_dir, tmp_path):
+def test_authors_config_keeps_queries_without_relevant_documents_and_drops_short_ones(
+    conf_dir, tmp_path
+):
     """eval=authors (the authors' scripts): a test query without a relevant document counts 0 in the
     mean, a query with fewer than 10 documents is dropped; eval=paper does the opposite."""
     from ltr_bench.data.letor import load_letor
@@ -215,7 +228,9 @@ def test_authors_config_keeps_queries_without_relevant_documents_and_drops_short
     labels = np.zeros(len(qids), dtype=int)
     labels[[0, 24]] = 2
     feats = np.round(np.random.default_rng(0).uniform(size=(len(qids), 3)), 4)
-    data = load_letor(write_letor(tmp_path / "test.txt", labels, qids, feats), 3, cache_dir=tmp_path / "cache")
+    data = load_letor(
+        write_letor(tmp_path / "test.txt", labels, qids, feats), 3, cache_dir=tmp_path / "cache"
+    )
     scores = -np.arange(len(qids), dtype=float)  # ranks each query's first document first: NDCG 1
     kept = {}
     for name in ("paper", "authors"):
@@ -224,7 +239,12 @@ def test_authors_config_keeps_queries_without_relevant_documents_and_drops_short
         kept[name] = sorted(np.unique(test.query_ids).tolist())
         m = cfg.eval.metrics
         s = scores[np.isin(data.qid, test.query_ids)]
-        kept[name + " ndcg@10"] = evaluate(s, test, names=["ndcg@10"], relevance_threshold=m.relevance_threshold,
-                                           no_relevant=m.no_relevant).means["ndcg@10"]
+        kept[name + " ndcg@10"] = evaluate(
+            s,
+            test,
+            names=["ndcg@10"],
+            relevance_threshold=m.relevance_threshold,
+            no_relevant=m.no_relevant,
+        ).means["ndcg@10"]
     assert kept["paper"] == [1, 3] and kept["paper ndcg@10"] == pytest.approx(1.0)
     assert kept["authors"] == [1, 2] and kept["authors ndcg@10"] == pytest.approx(0.5)

@@ -26,8 +26,9 @@ from .test_letor import BAD
 
 
 def sklearn_arrays(data: bytes, n_features: int | None):
-    X, y, q = load_svmlight_file(io.BytesIO(data), n_features=n_features, dtype=np.float32,
-                                 query_id=True, zero_based=False)
+    X, y, q = load_svmlight_file(
+        io.BytesIO(data), n_features=n_features, dtype=np.float32, query_id=True, zero_based=False
+    )
     return X.toarray(), y, q
 
 
@@ -154,9 +155,13 @@ def test_mq2008_all_files_bit_identical_to_sklearn(real_root, monkeypatch):
 
 
 _EDITS = st.lists(
-    st.tuples(st.integers(0, 10**6), st.sampled_from(list(b" :q.eE\t\r\n#-+0x")),
-              st.sampled_from(["insert", "delete", "replace"])),
-    min_size=1, max_size=4,
+    st.tuples(
+        st.integers(0, 10**6),
+        st.sampled_from(list(b" :q.eE\t\r\n#-+0x")),
+        st.sampled_from(["insert", "delete", "replace"]),
+    ),
+    min_size=1,
+    max_size=4,
 )
 
 

@@ -54,7 +54,9 @@ def test_every_chunking_covers_each_query_once(lengths: np.ndarray, budget: int)
 
 @settings(max_examples=60, deadline=None)
 @given(lengths_st, st.data())
-def test_pad_index_and_pad_values_agree_with_a_loop(lengths: np.ndarray, data: st.DataObject) -> None:
+def test_pad_index_and_pad_values_agree_with_a_loop(
+    lengths: np.ndarray, data: st.DataObject
+) -> None:
     offsets = offsets_of(lengths)
     queries = np.array(data.draw(st.lists(st.integers(0, len(lengths) - 1), max_size=8)), np.int64)
     values = np.arange(int(offsets[-1]), dtype=np.float64) * 1.5
@@ -62,7 +64,7 @@ def test_pad_index_and_pad_values_agree_with_a_loop(lengths: np.ndarray, data: s
     (padded,), mask2 = pad_values([values], offsets, queries, fills=(-7.0,))
     np.testing.assert_array_equal(mask, mask2)
     for i, q in enumerate(queries):
-        real = values[offsets[q]:offsets[q + 1]]
+        real = values[offsets[q] : offsets[q + 1]]
         np.testing.assert_array_equal(values[rows[i][mask[i]]], real)
         np.testing.assert_array_equal(padded[i][mask[i]], real)
         assert np.all(padded[i][~mask[i]] == -7.0)

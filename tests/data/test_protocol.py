@@ -15,14 +15,18 @@ from .letor_files import random_letor
 def letor_folder(root: Path) -> Path:
     for k in range(1, 6):
         for i, split in enumerate(("train", "vali", "test")):
-            random_letor(root / f"Fold{k}" / f"{split}.txt", seed=10 * k + i, qid_start=100 * k + 10 * i)
+            random_letor(
+                root / f"Fold{k}" / f"{split}.txt", seed=10 * k + i, qid_start=100 * k + 10 * i
+            )
     return root
 
 
 def test_letor_folds_and_synthetic_data_are_datasets(tmp_path: Path) -> None:
     sources: list[Dataset] = [
         LetorFolds(path=letor_folder(tmp_path), fold=[2, 4], name="tiny"),
-        SyntheticDataset(n_train=40, n_vali=20, n_test=20, n_features=4, docs_per_query=10, n_folds=2),
+        SyntheticDataset(
+            n_train=40, n_vali=20, n_test=20, n_features=4, docs_per_query=10, n_folds=2
+        ),
     ]
     for ds in sources:
         assert isinstance(ds, Dataset)

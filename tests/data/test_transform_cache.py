@@ -19,12 +19,17 @@ def _data(seed: int, n_queries: int = 12) -> QuerySet:
     rng = np.random.default_rng(seed)
     n = n_queries * 8
     return QuerySet.from_arrays(
-        rng.normal(size=(n, 5)).astype(np.float32), rng.integers(0, 3, n), np.repeat(np.arange(n_queries), 8),
+        rng.normal(size=(n, 5)).astype(np.float32),
+        rng.integers(0, 3, n),
+        np.repeat(np.arange(n_queries), 8),
         source={"generator": "test", "seed": seed},
     )
 
 
-CONFIG = {"preprocessing": {"feature_transform": "quantile_normal", "n_quantiles": 50}, "test_role": "test"}
+CONFIG = {
+    "preprocessing": {"feature_transform": "quantile_normal", "n_quantiles": 50},
+    "test_role": "test",
+}
 
 
 class Counter:
@@ -62,15 +67,24 @@ def test_miss_then_hit_returns_the_same_numbers_memory_mapped(tmp_path: Path) ->
     _same(pre.apply(other, "vali"), pre2.apply(other, "vali"))
     assert pre2.describe() == pre.describe()
     # A copy of the same data (another worker, another trial) hits the same entry.
-    copy = QuerySet(train.features.copy(), train.labels.copy(), train.qid.copy(), train.offsets.copy())
-    assert cached_preprocessing(CONFIG, [("train", copy), ("vali", None), ("test", test)], compute, tmp_path)[2] == "hit"
+    copy = QuerySet(
+        train.features.copy(), train.labels.copy(), train.qid.copy(), train.offsets.copy()
+    )
+    assert (
+        cached_preprocessing(
+            CONFIG, [("train", copy), ("vali", None), ("test", test)], compute, tmp_path
+        )[2]
+        == "hit"
+    )
 
 
 def test_an_entry_is_data_never_a_pickle(tmp_path: Path) -> None:
     """The fitted preprocessing is stored as JSON options plus arrays: every file of an entry
     loads with ``allow_pickle=False``, so a planted entry can never run code."""
     train, test = _data(0), _data(1)
-    cached_preprocessing(CONFIG, [("train", train), ("vali", None), ("test", test)], Counter(train, test), tmp_path)
+    cached_preprocessing(
+        CONFIG, [("train", train), ("vali", None), ("test", test)], Counter(train, test), tmp_path
+    )
     (entry,) = (tmp_path / NAMESPACE).iterdir()
     meta = json.loads((entry / "meta.json").read_text())
     assert meta["preprocessing"]["options"]["n_quantiles"] == 50
@@ -82,7 +96,9 @@ def test_an_entry_is_data_never_a_pickle(tmp_path: Path) -> None:
 @pytest.mark.parametrize("transform", ["quantile_normal", "standard", "per_query", "none"])
 def test_preprocessing_state_round_trip_is_bit_exact(transform: str) -> None:
     train, other = _data(0), _data(3)
-    pre = Preprocessing(feature_transform=transform, n_quantiles=30, binarize_at=2, min_docs=2).fit(train)
+    pre = Preprocessing(feature_transform=transform, n_quantiles=30, binarize_at=2, min_docs=2).fit(
+        train
+    )
     options, arrays = pre.state()
     json.dumps(options)  # plain JSON data
     back = Preprocessing.from_state(json.loads(json.dumps(options)), arrays)
@@ -94,14 +110,31 @@ def test_preprocessing_state_round_trip_is_bit_exact(transform: str) -> None:
 def test_other_data_or_options_miss(tmp_path: Path) -> None:
     train, test = _data(0), _data(1)
     compute = Counter(train, test)
-    cached_preprocessing(CONFIG, [("train", train), ("vali", None), ("test", test)], compute, tmp_path)
+    cached_preprocessing(
+        CONFIG, [("train", train), ("vali", None), ("test", test)], compute, tmp_path
+    )
     changed = QuerySet(train.features.copy(), train.labels.copy(), train.qid, train.offsets)
     changed.features[0, 0] += 1.0
-    assert cached_preprocessing(CONFIG, [("train", changed), ("vali", None), ("test", test)], compute, tmp_path)[2] == "miss"
+    assert (
+        cached_preprocessing(
+            CONFIG, [("train", changed), ("vali", None), ("test", test)], compute, tmp_path
+        )[2]
+        == "miss"
+    )
     other_cfg = {**CONFIG, "preprocessing": {**CONFIG["preprocessing"], "n_quantiles": 20}}
-    assert cached_preprocessing(other_cfg, [("train", train), ("vali", None), ("test", test)], compute, tmp_path)[2] == "miss"
+    assert (
+        cached_preprocessing(
+            other_cfg, [("train", train), ("vali", None), ("test", test)], compute, tmp_path
+        )[2]
+        == "miss"
+    )
     # the same input in another slot (e.g. vali instead of test) is another entry
-    assert cached_preprocessing(CONFIG, [("train", train), ("vali", test), ("test", None)], compute, tmp_path)[2] == "miss"
+    assert (
+        cached_preprocessing(
+            CONFIG, [("train", train), ("vali", test), ("test", None)], compute, tmp_path
+        )[2]
+        == "miss"
+    )
     assert compute.calls == 4
     assert len(list((tmp_path / NAMESPACE).iterdir())) == 4
 

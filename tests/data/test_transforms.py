@@ -67,9 +67,8 @@ def test_quantile_normal_matches_sklearn(table, monkeypatch):
     x=hnp.arrays(
         np.float32,
         st.tuples(st.integers(2, 60), st.integers(1, 3)),
-        elements=st.sampled_from([0.0, 1.0, 2.0, 2.5, -3.0, 100.0, 1e-3, 1e5]) | st.floats(
-            -1e4, 1e4, width=32
-        ),
+        elements=st.sampled_from([0.0, 1.0, 2.0, 2.5, -3.0, 100.0, 1e-3, 1e5])
+        | st.floats(-1e4, 1e4, width=32),
     ),
     nq=st.integers(2, 40),
 )
@@ -177,7 +176,10 @@ def test_preprocessing_fits_on_train_only():
 def test_preprocessing_split_options():
     train, test = _random_split(30, 3), _random_split(30, 4, qid_start=100)
     p = Preprocessing(
-        "none", binarize_at=2, binarize_splits=["test"], drop_no_relevant_splits=["test"],
+        "none",
+        binarize_at=2,
+        binarize_splits=["test"],
+        drop_no_relevant_splits=["test"],
         min_docs=5,
     ).fit(train)
     tr = p.apply(train, "train")

@@ -42,7 +42,10 @@ def letor_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run_cli(args: list[str], workdir: Path) -> CliResult:
     """``ltr-bench <args>`` in ``workdir`` (its own MLflow store), one thread; asserts exit 0."""
-    proc = run_ltr_bench(*args, "threads=1", f"tracking.tracking_uri=sqlite:///{workdir}/mlflow.db",
-                         cwd=workdir)
-    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    proc = run_ltr_bench(
+        *args, "threads=1", f"tracking.tracking_uri=sqlite:///{workdir}/mlflow.db", cwd=workdir
+    )
+    assert proc.returncode == 0, (
+        f"exit {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    )
     return proc

@@ -14,7 +14,9 @@ from ltr_bench.experiments.sources import SyntheticSource, keep_fraction_of_clas
 def test_every_experiment_composes_at_both_scales() -> None:
     from pathlib import Path
 
-    names = sorted(p.stem for p in (Path(__file__).parents[2] / "conf" / "experiment").glob("*.yaml"))
+    names = sorted(
+        p.stem for p in (Path(__file__).parents[2] / "conf" / "experiment").glob("*.yaml")
+    )
     runnable = []
     for name in names:
         cfg = compose_run_config([f"experiment={name}"])
@@ -23,8 +25,18 @@ def test_every_experiment_composes_at_both_scales() -> None:
             for scale in ("quick", "full"):
                 spec = scaled_spec(cfg, scale)
                 assert spec.name == name and spec._target_.startswith("ltr_bench.experiments.")
-    assert {"fig2a", "fig2b", "fig2c", "fig2d", "fig3", "fig5_size", "fig5_ratio", "table1",
-            "table2", "table3"} <= set(runnable)
+    assert {
+        "fig2a",
+        "fig2b",
+        "fig2c",
+        "fig2d",
+        "fig3",
+        "fig5_size",
+        "fig5_ratio",
+        "table1",
+        "table2",
+        "table3",
+    } <= set(runnable)
 
 
 def test_scale_values_win_and_interpolations_see_them() -> None:
@@ -37,7 +49,10 @@ def test_scale_values_win_and_interpolations_see_them() -> None:
     assert quick.mlflow_experiment.endswith("_quick") and full.mlflow_experiment.endswith("_full")
     # Table 1 runs a sweep's trials two at a time (joblib workers) at full scale; quick: one at a time
     assert list(full.launcher_overrides) == [
-        "hydra/launcher=joblib", f"hydra.launcher.n_jobs={full.n_jobs}", f"hydra.sweeper.n_jobs={full.n_jobs}"]
+        "hydra/launcher=joblib",
+        f"hydra.launcher.n_jobs={full.n_jobs}",
+        f"hydra.sweeper.n_jobs={full.n_jobs}",
+    ]
     assert list(quick.launcher_overrides) == []
     # quick: every variant on two folds or splits (holdout_multi too: the ledger runs it on its own)
     assert set(quick.variants) == set(full.variants)

@@ -32,15 +32,20 @@ def _outputs(root: Path) -> dict[str, Path]:
 
 
 def _is_png(path: Path) -> bool:
-    return path.is_file() and path.stat().st_size > 2000 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    return (
+        path.is_file()
+        and path.stat().st_size > 2000
+        and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    )
 
 
 def _parent_run(workdir: Path, mlflow_experiment: str, name: str):
     client = MlflowClient(f"sqlite:///{workdir}/mlflow.db")
     exp = client.get_experiment_by_name(mlflow_experiment)
     assert exp is not None, f"no MLflow experiment {mlflow_experiment}"
-    runs = client.search_runs([exp.experiment_id],
-                              f"tags.`ltr.role` = 'experiment' and tags.`ltr.experiment` = '{name}'")
+    runs = client.search_runs(
+        [exp.experiment_id], f"tags.`ltr.role` = 'experiment' and tags.`ltr.experiment` = '{name}'"
+    )
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
     artifacts = {a.path for a in client.list_artifacts(runs[0].info.run_id)}
     return client, runs[0], artifacts
@@ -49,8 +54,15 @@ def _parent_run(workdir: Path, mlflow_experiment: str, name: str):
 @pytest.fixture(scope="module")
 def synthetic_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path], str]:
     workdir = tmp_path_factory.mktemp("synthetic")
-    proc = run_cli(["-m", f"experiment={','.join(SYNTHETIC)}", "scale=quick",
-                    f"hydra.sweep.dir={workdir}/multirun"], workdir)
+    proc = run_cli(
+        [
+            "-m",
+            f"experiment={','.join(SYNTHETIC)}",
+            "scale=quick",
+            f"hydra.sweep.dir={workdir}/multirun",
+        ],
+        workdir,
+    )
     return workdir, _outputs(workdir / "multirun"), proc.stdout + proc.stderr
 
 
@@ -65,7 +77,9 @@ def _check_sensitivity(workdir: Path, out: Path, name: str, log: str, metric: st
     summary = pd.read_csv(out / "summary.csv")
     results = pd.read_csv(out / "results.csv")
     x = spec["x"]
-    assert {"series", x, "model", metric, f"{metric}_se", "repetitions", "train_docs"} <= set(summary.columns)
+    assert {"series", x, "model", metric, f"{metric}_se", "repetitions", "train_docs"} <= set(
+        summary.columns
+    )
     n_points = len(spec["values"]) * len(spec["series"]) * len(spec["models"])
     assert len(summary) == n_points and len(results) == n_points * spec["repetitions"]
     assert (summary["repetitions"] == spec["repetitions"]).all()
@@ -102,7 +116,12 @@ def test_neighbours_experiment_outputs(synthetic_runs) -> None:
     assert seq["boundary"].sum() == spec["data"]["n_classes"] - 1
     assert _is_png(out / "fig3_synthetic.png")
     _, _, artifacts = _parent_run(workdir, spec["mlflow_experiment"], "fig3")
-    assert {"summary.csv", "accuracy.csv", "neighbours_synthetic.csv", "fig3_synthetic.png"} <= artifacts
+    assert {
+        "summary.csv",
+        "accuracy.csv",
+        "neighbours_synthetic.csv",
+        "fig3_synthetic.png",
+    } <= artifacts
 
 
 def _check_accuracy(out: Path, spec: dict) -> pd.DataFrame:
@@ -117,10 +136,19 @@ def _check_accuracy(out: Path, spec: dict) -> pd.DataFrame:
 
 
 @pytest.mark.heavy
-def test_letor_variants_of_the_figures_on_a_generated_letor_folder(tmp_path: Path, letor_dir: Path) -> None:
-    proc = run_cli(["-m", "experiment=fig3_letor,fig5_size_letor,fig5_ratio_letor", "scale=quick",
-                    f'++experiment.data.overrides=["dataset=letor","dataset.path={letor_dir}"]',
-                    f"hydra.sweep.dir={tmp_path}/multirun"], tmp_path)
+def test_letor_variants_of_the_figures_on_a_generated_letor_folder(
+    tmp_path: Path, letor_dir: Path
+) -> None:
+    proc = run_cli(
+        [
+            "-m",
+            "experiment=fig3_letor,fig5_size_letor,fig5_ratio_letor",
+            "scale=quick",
+            f'++experiment.data.overrides=["dataset=letor","dataset.path={letor_dir}"]',
+            f"hydra.sweep.dir={tmp_path}/multirun",
+        ],
+        tmp_path,
+    )
     outputs = _outputs(tmp_path / "multirun")
     for name in ("fig5_size_letor", "fig5_ratio_letor"):
         _check_sensitivity(tmp_path, outputs[name], name, proc.stdout + proc.stderr, "ndcg@10")
@@ -158,9 +186,17 @@ def _check_table2(workdir: Path, out: Path, n_folds: int) -> None:
 @pytest.mark.heavy
 def test_tables_2_and_3_on_a_generated_letor_folder(tmp_path: Path, letor_dir: Path) -> None:
     # ++: a multirun checks its fixed overrides before an experiment is chosen
-    run_cli(["-m", "experiment=table2,table3", "scale=quick", "++experiment.datasets=[letor]",
-             f"++experiment.cell_overrides=[\"dataset.path={letor_dir}\"]",
-             f"hydra.sweep.dir={tmp_path}/multirun"], tmp_path)
+    run_cli(
+        [
+            "-m",
+            "experiment=table2,table3",
+            "scale=quick",
+            "++experiment.datasets=[letor]",
+            f'++experiment.cell_overrides=["dataset.path={letor_dir}"]',
+            f"hydra.sweep.dir={tmp_path}/multirun",
+        ],
+        tmp_path,
+    )
     outputs = _outputs(tmp_path / "multirun")
     _check_table2(tmp_path, outputs["table2"], n_folds=2)
     out = outputs["table3"]
@@ -175,10 +211,19 @@ def test_tables_2_and_3_on_a_generated_letor_folder(tmp_path: Path, letor_dir: P
 
 
 @pytest.mark.heavy
-def test_table1_sweeps_refits_and_reports_on_a_generated_letor_folder(tmp_path: Path, letor_dir: Path) -> None:
-    run_cli(["experiment=table1", "scale=quick", "experiment.datasets=[letor]",
-             f"experiment.cell_overrides=[\"dataset.path={letor_dir}\"]",
-             f"hydra.run.dir={tmp_path}/out"], tmp_path)
+def test_table1_sweeps_refits_and_reports_on_a_generated_letor_folder(
+    tmp_path: Path, letor_dir: Path
+) -> None:
+    run_cli(
+        [
+            "experiment=table1",
+            "scale=quick",
+            "experiment.datasets=[letor]",
+            f'experiment.cell_overrides=["dataset.path={letor_dir}"]',
+            f"hydra.run.dir={tmp_path}/out",
+        ],
+        tmp_path,
+    )
     out = tmp_path / "out"
     spec = yaml.safe_load((out / "experiment.yaml").read_text())
     refits = pd.read_csv(out / "refits.csv")
@@ -221,10 +266,21 @@ def test_table1_on_mq2008(tmp_path: Path) -> None:
     assert all(0.3 <= v <= 1.0 for v in _cell_values(table))
 
 
-@pytest.mark.parametrize("args, message", [
-    (["experiment=fig2c", "scale=huge"], "scale=huge is not a scale of this experiment; choose one of [full, quick]"),
-    (["experiment=parts/fig5_models"], "experiment=parts/fig5_models is a part shared by experiments, not one itself"),
-])
-def test_experiment_input_errors_are_one_sentence(tmp_path: Path, cli, args: list[str], message: str) -> None:
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["experiment=fig2c", "scale=huge"],
+            "scale=huge is not a scale of this experiment; choose one of [full, quick]",
+        ),
+        (
+            ["experiment=parts/fig5_models"],
+            "experiment=parts/fig5_models is a part shared by experiments, not one itself",
+        ),
+    ],
+)
+def test_experiment_input_errors_are_one_sentence(
+    tmp_path: Path, cli, args: list[str], message: str
+) -> None:
     proc = cli(*args, cwd=tmp_path)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr

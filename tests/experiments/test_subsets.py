@@ -31,7 +31,9 @@ def test_subset_ndcg_matches_a_loop_over_subsets() -> None:
     scores, labels = rng.normal(size=600), rng.integers(0, 5, size=600)
     values = subset_ndcg(scores, labels, k=20, n_subsets=30, rng=np.random.default_rng(3))
     index, mask = draw_subsets(600, 30, 50, 150, np.random.default_rng(3))
-    loop = [ndcg_at_k(scores[i[m]], labels[i[m]], np.zeros(m.sum()), k=20) for i, m in zip(index, mask)]
+    loop = [
+        ndcg_at_k(scores[i[m]], labels[i[m]], np.zeros(m.sum()), k=20) for i, m in zip(index, mask)
+    ]
     np.testing.assert_allclose(values, loop, rtol=1e-12)
 
 

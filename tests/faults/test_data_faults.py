@@ -38,8 +38,13 @@ def make_folder(root: Path, n_features: int = 5) -> Path:
     """A LETOR folder Fold1..Fold5/{train,vali,test}.txt of tiny random data."""
     for k in range(1, 6):
         for j, split in enumerate(("train", "vali", "test")):
-            random_letor(root / f"Fold{k}" / f"{split}.txt", n_queries=6, n_features=n_features,
-                         seed=10 * k + j, qid_start=1000 * k + 100 * j)
+            random_letor(
+                root / f"Fold{k}" / f"{split}.txt",
+                n_queries=6,
+                n_features=n_features,
+                seed=10 * k + j,
+                qid_start=1000 * k + 100 * j,
+            )
     return root
 
 
@@ -76,8 +81,7 @@ def one_error_line(err: str) -> str:
 
 
 def letor_run(folder: Path, *extra: str) -> list[str]:
-    return ["dataset=letor", f"dataset.path={folder}", "dataset.fold=1", "model=lambdamart",
-            *extra]
+    return ["dataset=letor", f"dataset.path={folder}", "dataset.fold=1", "model=lambdamart", *extra]
 
 
 # ------------------------------------------------------------- 1. the cache verifies entries
@@ -102,7 +106,8 @@ def _shift_offsets(entry: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "tamper", [_zero_features, _reverse_labels, _empty_labels, _shift_offsets],
+    "tamper",
+    [_zero_features, _reverse_labels, _empty_labels, _shift_offsets],
     ids=["zeroed-features", "reversed-labels", "emptied-labels", "offsets+500"],
 )
 def test_1_tampered_cache_entry_warns_and_is_parsed_again(tmp_path, tamper):

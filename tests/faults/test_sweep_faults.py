@@ -25,17 +25,36 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
-from tests.sweeper.toy import calls, complete, load, point, reasons, run_toy, start_toy, wait_for_file
+from tests.sweeper.toy import (
+    calls,
+    complete,
+    load,
+    point,
+    reasons,
+    run_toy,
+    start_toy,
+    wait_for_file,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
-TINY = ["dataset.n_train=300", "dataset.n_vali=100", "dataset.n_test=200", "dataset.n_features=10",
-        "dataset.docs_per_query=20", "model.epochs=2", "trainer.enable_progress_bar=false", "threads=1",
-        "protocol.inner_cv=2"]
+TINY = [
+    "dataset.n_train=300",
+    "dataset.n_vali=100",
+    "dataset.n_test=200",
+    "dataset.n_features=10",
+    "dataset.docs_per_query=20",
+    "model.epochs=2",
+    "trainer.enable_progress_bar=false",
+    "threads=1",
+    "protocol.inner_cv=2",
+]
 
 
 # ------------------------------------------------------------------------------ helpers
-def cli(cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
+def cli(
+    cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, *args: str
+) -> tuple[int, str, str]:
     """``ltr-bench <args>`` in this process (cwd = ``cwd``): exit code, stdout, stderr."""
     from ltr_bench.cli import main
 
@@ -72,39 +91,74 @@ def garbage(path: Path) -> bytes:
 
 
 # ------------------------------------------------------------------------------ item 10: garbage SQLite files
-def test_a_garbage_file_as_the_tracking_store_is_one_sentence(tmp_path, monkeypatch, capsys) -> None:
+def test_a_garbage_file_as_the_tracking_store_is_one_sentence(
+    tmp_path, monkeypatch, capsys
+) -> None:
     db = tmp_path / "garbage.db"
     data = garbage(db)
-    code, _, err = cli(tmp_path, monkeypatch, capsys, f"tracking.tracking_uri=sqlite:///{db}", *TINY)
-    line = assert_one_sentence(code, err, "tracking.tracking_uri=", str(db), "is not a SQLite database")
+    code, _, err = cli(
+        tmp_path, monkeypatch, capsys, f"tracking.tracking_uri=sqlite:///{db}", *TINY
+    )
+    line = assert_one_sentence(
+        code, err, "tracking.tracking_uri=", str(db), "is not a SQLite database"
+    )
     assert "DatabaseError" not in line
     assert db.read_bytes() == data  # the file is left as it was
 
 
-def test_a_garbage_file_as_the_sweeper_storage_is_one_sentence(tmp_path, monkeypatch, capsys) -> None:
+def test_a_garbage_file_as_the_sweeper_storage_is_one_sentence(
+    tmp_path, monkeypatch, capsys
+) -> None:
     db = tmp_path / "garbage.db"
     data = garbage(db)
-    code, _, err = cli(tmp_path, monkeypatch, capsys, "-m", "hydra/sweeper=ltr_optuna",
-                       f"hydra.sweeper.storage=sqlite:///{db}", "optimizer.lr=choice(0.01,0.001)",
-                       f"hydra.sweep.dir={tmp_path / 'sweep'}", *TINY)
+    code, _, err = cli(
+        tmp_path,
+        monkeypatch,
+        capsys,
+        "-m",
+        "hydra/sweeper=ltr_optuna",
+        f"hydra.sweeper.storage=sqlite:///{db}",
+        "optimizer.lr=choice(0.01,0.001)",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        *TINY,
+    )
     assert_one_sentence(code, err, "hydra.sweeper.storage=", str(db), "is not a SQLite database")
     assert db.read_bytes() == data
     assert not (tmp_path / "sweep" / "0").exists()  # no trial ran
 
 
 # ------------------------------------------------------------------------------ item 12: one rule for missing folders
-def test_a_missing_folder_in_a_sqlite_url_is_refused_in_both_places(tmp_path, monkeypatch, capsys) -> None:
+def test_a_missing_folder_in_a_sqlite_url_is_refused_in_both_places(
+    tmp_path, monkeypatch, capsys
+) -> None:
     missing = tmp_path / "nonexistent_dir"
-    code, _, err = cli(tmp_path, monkeypatch, capsys, "-m", "hydra/sweeper=ltr_optuna",
-                       f"hydra.sweeper.storage=sqlite:///{missing / 'o.db'}", "optimizer.lr=choice(0.01,0.001)",
-                       f"hydra.sweep.dir={tmp_path / 'sweep'}", "tracking=none", *TINY)
-    sweeper = assert_one_sentence(code, err, "hydra.sweeper.storage=", f"folder {missing} does not exist")
+    code, _, err = cli(
+        tmp_path,
+        monkeypatch,
+        capsys,
+        "-m",
+        "hydra/sweeper=ltr_optuna",
+        f"hydra.sweeper.storage=sqlite:///{missing / 'o.db'}",
+        "optimizer.lr=choice(0.01,0.001)",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        "tracking=none",
+        *TINY,
+    )
+    sweeper = assert_one_sentence(
+        code, err, "hydra.sweeper.storage=", f"folder {missing} does not exist"
+    )
     assert not missing.exists()  # refused, not silently created
-    code, _, err = cli(tmp_path, monkeypatch, capsys, f"tracking.tracking_uri=sqlite:///{missing / 'o.db'}", *TINY)
-    tracking = assert_one_sentence(code, err, "tracking.tracking_uri=", f"folder {missing} does not exist")
+    code, _, err = cli(
+        tmp_path, monkeypatch, capsys, f"tracking.tracking_uri=sqlite:///{missing / 'o.db'}", *TINY
+    )
+    tracking = assert_one_sentence(
+        code, err, "tracking.tracking_uri=", f"folder {missing} does not exist"
+    )
     assert not missing.exists()
     # the same rule in the same words
-    assert sweeper.split(": ", 2)[2] == tracking.split(": ", 2)[2].replace("tracking.tracking_uri", "hydra.sweeper.storage")
+    assert sweeper.split(": ", 2)[2] == tracking.split(": ", 2)[2].replace(
+        "tracking.tracking_uri", "hydra.sweeper.storage"
+    )
 
 
 # ------------------------------------------------------------------------------ item 13: words naming the key
@@ -134,15 +188,32 @@ def test_a_text_learning_rate_names_the_key(tmp_path, monkeypatch, capsys) -> No
 def _fake_sweep(folder: Path) -> Path:
     """A finished sweep's folder as the sweeper leaves it: one study, its best config."""
     folder.mkdir()
-    (folder / "optimization_results.yaml").write_text(yaml.safe_dump({
-        "name": "ltr_optuna", "study_name": "s", "best_value": 0.7, "best_params": {"optimizer.lr": 0.004},
-        "best_overrides": ["optimizer.lr=0.004"], "study_overrides": []}))
-    (folder / "multirun.yaml").write_text(yaml.safe_dump(
-        {"seed": 0, "hydra": {"overrides": {"task": [*TINY, "optimizer.lr=choice(0.004,0.001)"]}}}))
+    (folder / "optimization_results.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "ltr_optuna",
+                "study_name": "s",
+                "best_value": 0.7,
+                "best_params": {"optimizer.lr": 0.004},
+                "best_overrides": ["optimizer.lr=0.004"],
+                "study_overrides": [],
+            }
+        )
+    )
+    (folder / "multirun.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "seed": 0,
+                "hydra": {"overrides": {"task": [*TINY, "optimizer.lr=choice(0.004,0.001)"]}},
+            }
+        )
+    )
     return folder
 
 
-def test_refits_never_overwrite_one_another_and_the_table_reads_them_all(tmp_path, monkeypatch, capsys) -> None:
+def test_refits_never_overwrite_one_another_and_the_table_reads_them_all(
+    tmp_path, monkeypatch, capsys
+) -> None:
     sweep = _fake_sweep(tmp_path / "sweep")
     code, out, err = cli(tmp_path, monkeypatch, capsys, f"refit_best={sweep}", "seed=1")
     assert code == 0, err[-3000:]
@@ -153,8 +224,12 @@ def test_refits_never_overwrite_one_another_and_the_table_reads_them_all(tmp_pat
     assert code == 0, err[-3000:]
     assert first.read_bytes() == before  # the seed=1 refit is kept
     assert "refit test metrics per study (mean over seeds 1, 2)" in out
-    test_ndcg = [json.loads((sweep / "refit" / "s" / f"seed{k}" / "results.json").read_text())["mean"]["test"]["ndcg@10"]
-                 for k in (1, 2)]
+    test_ndcg = [
+        json.loads((sweep / "refit" / "s" / f"seed{k}" / "results.json").read_text())["mean"][
+            "test"
+        ]["ndcg@10"]
+        for k in (1, 2)
+    ]
     row = next(ln for ln in out.splitlines() if ln.startswith("s "))
     assert float(row.split()[4]) == pytest.approx(sum(test_ndcg) / 2, abs=1e-4)  # ndcg@10 column
     # The same seed again: a folder of its own; the table counts the latest per seed, and says so.
@@ -162,30 +237,52 @@ def test_refits_never_overwrite_one_another_and_the_table_reads_them_all(tmp_pat
     assert code == 0, err[-3000:]
     assert first.read_bytes() == before
     assert (sweep / "refit" / "s" / "seed1-2" / "results.json").is_file()
-    assert "(mean over seeds 1, 2)" in out and "1 older refit(s) of the same study and seed left out" in out
+    assert (
+        "(mean over seeds 1, 2)" in out
+        and "1 older refit(s) of the same study and seed left out" in out
+    )
 
 
 def test_the_refit_table_names_each_studys_seeds_when_they_differ() -> None:
     from ltr_bench.cli import refit_summary
 
-    text = refit_summary([("fold=1", 0, {"ndcg@10": 0.7}), ("fold=1", 1, {"ndcg@10": 0.8}),
-                          ("fold=2", 0, {"ndcg@10": 0.6})])
+    text = refit_summary(
+        [
+            ("fold=1", 0, {"ndcg@10": 0.7}),
+            ("fold=1", 1, {"ndcg@10": 0.8}),
+            ("fold=2", 0, {"ndcg@10": 0.6}),
+        ]
+    )
     lines = text.splitlines()
-    assert lines[0] == "refit test metrics per study (mean over each study's seeds, listed after its metrics)"
+    assert (
+        lines[0]
+        == "refit test metrics per study (mean over each study's seeds, listed after its metrics)"
+    )
     assert lines[2].split() == ["fold=1", "0.7500", "seeds", "0,1"]
     assert lines[3].split() == ["fold=2", "0.6000", "seeds", "0"]
     assert "SD(seeds)" not in text  # only one seed (0) is common to both studies
-    assert refit_summary([("fold=1", 3, {"ndcg@10": 0.7})]).splitlines()[0] == "refit test metrics per study (seed 3)"
+    assert (
+        refit_summary([("fold=1", 3, {"ndcg@10": 0.7})]).splitlines()[0]
+        == "refit test metrics per study (seed 3)"
+    )
 
 
 # ------------------------------------------------------------------------------ item 5: the enqueued default
 def _fixed(trials: list) -> list[tuple[int, str, dict]]:
     """(number, state, fixed params) of the enqueued trials."""
-    return [(t.number, t.state.name, t.system_attrs["fixed_params"]) for t in trials if "fixed_params" in t.system_attrs]
+    return [
+        (t.number, t.state.name, t.system_attrs["fixed_params"])
+        for t in trials
+        if "fixed_params" in t.system_attrs
+    ]
 
 
 def test_a_killed_default_trial_is_enqueued_again_on_resume(tmp_path: Path) -> None:
-    common = ["hydra.sweeper.study_name=dflt", "hydra.sweeper.enqueue_defaults=true", "hydra.sweeper.n_trials=4"]
+    common = [
+        "hydra.sweeper.study_name=dflt",
+        "hydra.sweeper.enqueue_defaults=true",
+        "hydra.sweeper.n_trials=4",
+    ]
     proc = start_toy(tmp_path, *common, "hang_at_call=0", f"hang_marker={tmp_path / 'hang'}")
     wait_for_file(tmp_path / "hang", proc)  # trial 0, the config's defaults x=0 y=0, is running
     proc.send_signal(signal.SIGKILL)
@@ -201,8 +298,14 @@ def test_a_killed_default_trial_is_enqueued_again_on_resume(tmp_path: Path) -> N
     assert (calls(tmp_path)[1]["x"], calls(tmp_path)[1]["y"]) == (0, 0)
 
 
-def test_a_default_trial_stopped_by_a_config_error_runs_once_the_config_is_fixed(tmp_path: Path) -> None:
-    common = ["hydra.sweeper.study_name=fixed", "hydra.sweeper.enqueue_defaults=true", "hydra.sweeper.n_trials=3"]
+def test_a_default_trial_stopped_by_a_config_error_runs_once_the_config_is_fixed(
+    tmp_path: Path,
+) -> None:
+    common = [
+        "hydra.sweeper.study_name=fixed",
+        "hydra.sweeper.enqueue_defaults=true",
+        "hydra.sweeper.n_trials=3",
+    ]
     aborted = run_toy(tmp_path, *common, "user_error_x=0")  # e.g. bad data: every trial would fail
     assert aborted.returncode != 0 and "toy config error for x=0" in aborted.stderr
     ok = run_toy(tmp_path, *common)  # the data fixed, the same command again
@@ -216,37 +319,63 @@ def test_a_default_trial_stopped_by_a_config_error_runs_once_the_config_is_fixed
 def _claims(url: str, name: str) -> list:
     from ltr_bench.sweeper.claims import CLAIMS_SUFFIX
 
-    return optuna.load_study(study_name=name + CLAIMS_SUFFIX, storage=url).get_trials(deepcopy=False)
+    return optuna.load_study(study_name=name + CLAIMS_SUFFIX, storage=url).get_trials(
+        deepcopy=False
+    )
 
 
 def test_two_workers_sharing_a_study_reevaluate_each_top_trial_once(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'shared.db'}"
-    args = [f"hydra.sweeper.storage={url}", "hydra.sweeper.study_name=shared", "hydra/sweeper/sampler=grid",
-            "hydra.sweeper.n_trials=6", "sleep_s=0.3", "hydra.sweeper.reevaluate.top_k=3", "se=0.1"]
-    workers = [start_toy(tmp_path, *args, f"hydra.sweep.dir={tmp_path / f'w{i}'}", log_name=f"w{i}.log")
-               for i in (0, 1)]
+    args = [
+        f"hydra.sweeper.storage={url}",
+        "hydra.sweeper.study_name=shared",
+        "hydra/sweeper/sampler=grid",
+        "hydra.sweeper.n_trials=6",
+        "sleep_s=0.3",
+        "hydra.sweeper.reevaluate.top_k=3",
+        "se=0.1",
+    ]
+    workers = [
+        start_toy(tmp_path, *args, f"hydra.sweep.dir={tmp_path / f'w{i}'}", log_name=f"w{i}.log")
+        for i in (0, 1)
+    ]
     for w in workers:
-        assert w.wait(timeout=120) == 0, (tmp_path / "w0.log").read_text()[-2000:] + (tmp_path / "w1.log").read_text()[-2000:]
+        assert w.wait(timeout=120) == 0, (tmp_path / "w0.log").read_text()[-2000:] + (
+            tmp_path / "w1.log"
+        ).read_text()[-2000:]
     records = calls(tmp_path)
     again = [r for r in records if r["reevaluation"]]
     trials = load(url, "shared")
     top = sorted(complete(trials), key=lambda t: (-t.value, t.number))[:3]
     assert len(again) == 3  # not 6: each top trial re-evaluated once, by one of the workers
     assert sorted(r["trial"] for r in again) == sorted(t.number for t in top)
-    assert len([r for r in records if not r["reevaluation"]]) == 6 and len({r["pid"] for r in records}) == 2
+    assert (
+        len([r for r in records if not r["reevaluation"]]) == 6
+        and len({r["pid"] for r in records}) == 2
+    )
     claims = _claims(url, "shared")
-    assert sorted(t.user_attrs["ltr_sweeper.reevaluates"] for t in claims if t.state == TrialState.COMPLETE) == \
-        sorted(t.number for t in top)
-    assert {t.user_attrs.get("ltr_sweeper.fail_reason") for t in claims if t.state == TrialState.FAIL} <= {"duplicate"}
+    assert sorted(
+        t.user_attrs["ltr_sweeper.reevaluates"] for t in claims if t.state == TrialState.COMPLETE
+    ) == sorted(t.number for t in top)
+    assert {
+        t.user_attrs.get("ltr_sweeper.fail_reason") for t in claims if t.state == TrialState.FAIL
+    } <= {"duplicate"}
     # both workers waited for the other's re-evaluations: the same complete choice in each folder
-    results = [yaml.safe_load((tmp_path / f"w{i}" / "optimization_results.yaml").read_text()) for i in (0, 1)]
+    results = [
+        yaml.safe_load((tmp_path / f"w{i}" / "optimization_results.yaml").read_text())
+        for i in (0, 1)
+    ]
     assert results[0]["best_trial"] == results[1]["best_trial"]
     assert [len(r["reevaluated"]) for r in results] == [3, 3]
 
 
 def test_a_killed_reevaluation_is_claimed_again_and_runs_once_more(tmp_path: Path) -> None:
-    common = ["hydra.sweeper.study_name=rk", "hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=3",
-              "hydra.sweeper.reevaluate.top_k=2"]
+    common = [
+        "hydra.sweeper.study_name=rk",
+        "hydra/sweeper/sampler=grid",
+        "hydra.sweeper.n_trials=3",
+        "hydra.sweeper.reevaluate.top_k=2",
+    ]
     proc = start_toy(tmp_path, *common, "hang_at_call=3", f"hang_marker={tmp_path / 'hang'}")
     wait_for_file(tmp_path / "hang", proc)  # the three trials done, the first re-evaluation running
     proc.send_signal(signal.SIGKILL)
@@ -258,11 +387,16 @@ def test_a_killed_reevaluation_is_claimed_again_and_runs_once_more(tmp_path: Pat
     again = [r["trial"] for r in calls(tmp_path) if r["reevaluation"]]
     assert again.count(killed) == 2 and len(again) == 3  # the killed one once more, the other once
     claims = _claims(url, "rk")
-    assert [(t.user_attrs["ltr_sweeper.reevaluates"], t.user_attrs.get("ltr_sweeper.fail_reason"))
-            for t in claims if t.state == TrialState.FAIL] == [(killed, "interrupted")]
+    assert [
+        (t.user_attrs["ltr_sweeper.reevaluates"], t.user_attrs.get("ltr_sweeper.fail_reason"))
+        for t in claims
+        if t.state == TrialState.FAIL
+    ] == [(killed, "interrupted")]
     assert len([t for t in claims if t.state == TrialState.COMPLETE]) == 2
     assert not [t for t in claims + load(url, "rk") if t.state == TrialState.RUNNING]
-    results = yaml.safe_load((tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    results = yaml.safe_load(
+        (tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text()
+    )
     assert len(results["reevaluated"]) == 2
 
 
@@ -276,11 +410,18 @@ def _alive(pid: int) -> bool:
 def test_a_parallel_launchers_job_stops_when_its_sweeper_is_killed(tmp_path: Path) -> None:
     """With hydra/launcher=joblib a SIGKILLed sweeper used to leave its worker running the job
     (its trial failed as interrupted on resume, the job going on as if nothing had happened)."""
-    common = ["hydra.sweeper.study_name=orphan", "hydra.sweeper.n_trials=2", "hydra/launcher=joblib",
-              "hydra.launcher.n_jobs=2", "hydra.sweeper.n_jobs=2"]
+    common = [
+        "hydra.sweeper.study_name=orphan",
+        "hydra.sweeper.n_trials=2",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "hydra.sweeper.n_jobs=2",
+    ]
     proc = start_toy(tmp_path, *common, "hang_at_call=0", f"hang_marker={tmp_path / 'hang'}")
     wait_for_file(tmp_path / "hang", proc)  # a worker process runs the hanging job (sleep 60 s)
-    (job,) = [r["pid"] for r in calls(tmp_path) if r["trial"] == int((tmp_path / "hang").read_text())]
+    (job,) = [
+        r["pid"] for r in calls(tmp_path) if r["trial"] == int((tmp_path / "hang").read_text())
+    ]
     assert job != proc.pid
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
@@ -313,7 +454,9 @@ def _running(db: Path) -> list[str]:
     """Names of the RUNNING MLflow runs in ``db`` (read-only; [] while the store is being made)."""
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as con:
-            return [name for (name,) in con.execute("select name from runs where status = 'RUNNING'")]
+            return [
+                name for (name,) in con.execute("select name from runs where status = 'RUNNING'")
+            ]
     except sqlite3.Error:
         return []
 
@@ -325,7 +468,9 @@ def _name(trial: int, reevaluation: bool = False) -> str:
     return trial_run_name("direct_ranker", trial, reevaluation)
 
 
-def _signal_when_running(proc: subprocess.Popen, db: Path, wanted: str, sig: signal.Signals) -> None:
+def _signal_when_running(
+    proc: subprocess.Popen, db: Path, wanted: str, sig: signal.Signals
+) -> None:
     deadline = time.monotonic() + 150
     while wanted not in _running(db):
         assert proc.poll() is None, f"ltr-bench exited ({proc.returncode}) before '{wanted}' ran"
@@ -339,18 +484,33 @@ def test_sigterm_on_an_ltr_bench_sweep_exits_143(tmp_path: Path) -> None:
     SIGTERM handler, so the trial is marked interrupted, its MLflow run KILLED, and the exit is 143."""
     from tests.test_e2e import LTR_BENCH, _env
 
-    cmd = [LTR_BENCH, "-m", "hydra/sweeper=ltr_optuna", "hydra.sweeper.study_name=t", "hydra.sweeper.n_trials=2",
-           "optimizer.lr=choice(0.004,0.002)", f"hydra.sweep.dir={tmp_path / 'sweep'}", *TINY, "model.epochs=10"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cmd = [
+        LTR_BENCH,
+        "-m",
+        "hydra/sweeper=ltr_optuna",
+        "hydra.sweeper.study_name=t",
+        "hydra.sweeper.n_trials=2",
+        "optimizer.lr=choice(0.004,0.002)",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        *TINY,
+        "model.epochs=10",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     _signal_when_running(proc, tmp_path / "mlflow.db", _name(0), signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err[-3000:]
     assert "Traceback" not in out + err and "interrupted; the MLflow runs" not in err
-    assert err.strip().splitlines()[-1] == "ltr-bench: terminated; the MLflow runs are marked KILLED"
+    assert (
+        err.strip().splitlines()[-1] == "ltr-bench: terminated; the MLflow runs are marked KILLED"
+    )
     trials = load(f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 't.db'}", "t")
     assert reasons(trials) == {0: "interrupted"} and not complete(trials)
     with sqlite3.connect(tmp_path / "mlflow.db") as con:
-        assert list(con.execute("select name, status from runs where name like '%trial%'")) == [(_name(0), "KILLED")]
+        assert list(con.execute("select name, status from runs where name like '%trial%'")) == [
+            (_name(0), "KILLED")
+        ]
 
 
 @pytest.mark.slow  # three ltr-bench processes (~1-2 min here); the hook itself is tested below
@@ -363,20 +523,37 @@ def test_killed_trials_and_reevaluations_leave_no_running_mlflow_run(tmp_path: P
     from ltr_bench import tracking_keys as keys
     from ltr_bench.tracking import TAG_REEVALUATION, TAG_TRIAL
 
-    cmd = [LTR_BENCH, "-m", "hydra/sweeper=ltr_optuna", "hydra/sweeper/sampler=grid", "hydra.sweeper.study_name=s",
-           "optimizer.lr=choice(0.004,0.002,0.001)", "hydra.sweeper.reevaluate.top_k=1",
-           f"hydra.sweep.dir={tmp_path / 'sweep'}", *TINY, "model.epochs=10"]
+    cmd = [
+        LTR_BENCH,
+        "-m",
+        "hydra/sweeper=ltr_optuna",
+        "hydra/sweeper/sampler=grid",
+        "hydra.sweeper.study_name=s",
+        "optimizer.lr=choice(0.004,0.002,0.001)",
+        "hydra.sweeper.reevaluate.top_k=1",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        *TINY,
+        "model.epochs=10",
+    ]
     db = tmp_path / "mlflow.db"
 
     def start(name: str) -> subprocess.Popen:
-        return subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=open(tmp_path / f"{name}.out", "w"),
-                                stderr=open(tmp_path / f"{name}.err", "w"), text=True)
+        return subprocess.Popen(
+            cmd,
+            cwd=tmp_path,
+            env=_env(),
+            stdout=open(tmp_path / f"{name}.out", "w"),
+            stderr=open(tmp_path / f"{name}.err", "w"),
+            text=True,
+        )
 
     first = start("first")
     _signal_when_running(first, db, _name(1), signal.SIGTERM)
     assert first.wait(timeout=60) == 143
     err = (tmp_path / "first.err").read_text()
-    assert "Traceback" not in err and "ltr-bench: terminated; the MLflow runs are marked KILLED" in err
+    assert (
+        "Traceback" not in err and "ltr-bench: terminated; the MLflow runs are marked KILLED" in err
+    )
     assert _running(db) == []  # the process ended its own run
 
     second = start("second")
@@ -390,8 +567,13 @@ def test_killed_trials_and_reevaluations_leave_no_running_mlflow_run(tmp_path: P
     url = f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 's.db'}"
     trials = load(url, "s")
     assert reasons(trials) == {1: "interrupted"} and len(complete(trials)) == 3
-    runs = [r for r in _client(tmp_path).search_runs(
-        [_client(tmp_path).get_experiment_by_name("ltr_bench").experiment_id]) if r.data.tags[keys.TAG_ROLE] == "trial"]
+    runs = [
+        r
+        for r in _client(tmp_path).search_runs(
+            [_client(tmp_path).get_experiment_by_name("ltr_bench").experiment_id]
+        )
+        if r.data.tags[keys.TAG_ROLE] == "trial"
+    ]
     search = [r for r in runs if r.data.tags.get(TAG_REEVALUATION) != "true"]
     again = [r for r in runs if r.data.tags.get(TAG_REEVALUATION) == "true"]
     statuses = sorted((int(r.data.tags[TAG_TRIAL]), r.info.status) for r in search)
@@ -401,7 +583,9 @@ def test_killed_trials_and_reevaluations_leave_no_running_mlflow_run(tmp_path: P
     assert {r.data.tags[TAG_TRIAL] for r in again} == {"0"}
     claims = _claims(url, "s")
     assert sorted((t.state.name, t.user_attrs.get("ltr_sweeper.fail_reason")) for t in claims) == [
-        ("COMPLETE", None), ("FAIL", "interrupted")]
+        ("COMPLETE", None),
+        ("FAIL", "interrupted"),
+    ]
 
 
 def test_the_interrupted_hook_kills_exactly_the_left_over_runs(tmp_path: Path) -> None:
@@ -409,7 +593,13 @@ def test_the_interrupted_hook_kills_exactly_the_left_over_runs(tmp_path: Path) -
     from omegaconf import OmegaConf
 
     from ltr_bench import tracking_keys as keys
-    from ltr_bench.tracking import TAG_REEVALUATION, TAG_STUDY, TAG_TRIAL, Tracker, mark_interrupted_runs
+    from ltr_bench.tracking import (
+        TAG_REEVALUATION,
+        TAG_STUDY,
+        TAG_TRIAL,
+        Tracker,
+        mark_interrupted_runs,
+    )
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     tracker = Tracker(uri, "faults")
@@ -428,9 +618,21 @@ def test_the_interrupted_hook_kills_exactly_the_left_over_runs(tmp_path: Path) -
     failed_at = time.time()
     time.sleep(0.05)
     new_again = trial_run("s", 0, reevaluation=True)  # the claim that re-runs it
-    config = OmegaConf.create({"tracking": {"enabled": True, "tracking_uri": uri, "experiment_name": "faults"}})
+    config = OmegaConf.create(
+        {"tracking": {"enabled": True, "tracking_uri": uri, "experiment_name": "faults"}}
+    )
     killed = mark_interrupted_runs(config, "s", [1], {0: failed_at})
     assert sorted(killed) == sorted([gone, old_again])
-    status = {r: tracker.client.get_run(r).info.status for r in (gone, alive, other, old_again, new_again)}
-    assert status == {gone: "KILLED", alive: "RUNNING", other: "RUNNING", old_again: "KILLED", new_again: "RUNNING"}
-    assert mark_interrupted_runs(config, "s", [1], {0: failed_at}) == []  # repeating it changes nothing
+    status = {
+        r: tracker.client.get_run(r).info.status for r in (gone, alive, other, old_again, new_again)
+    }
+    assert status == {
+        gone: "KILLED",
+        alive: "RUNNING",
+        other: "RUNNING",
+        old_again: "KILLED",
+        new_again: "RUNNING",
+    }
+    assert (
+        mark_interrupted_runs(config, "s", [1], {0: failed_at}) == []
+    )  # repeating it changes nothing

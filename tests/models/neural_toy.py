@@ -29,7 +29,12 @@ def toy_queries(n_queries: int, seed: int, n_features: int = 8) -> QuerySet:
 
 
 def linear_queries(
-    n_queries: int, seed: int, *, min_len: int = 10, cuts: Sequence[float] = (0.6, 0.85), n_features: int = 8
+    n_queries: int,
+    seed: int,
+    *,
+    min_len: int = 10,
+    cuts: Sequence[float] = (0.6, 0.85),
+    n_features: int = 8,
 ) -> QuerySet:
     """Queries of ``min_len``-30 documents; labels are cuts (quantiles ``cuts``) of a noisy linear
     latent score whose weights are the same for every ``seed``."""

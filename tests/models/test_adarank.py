@@ -57,7 +57,8 @@ def reference_adarank(data: QuerySet, rounds: int, measure, max_consecutive: int
     for _ in range(rounds):
         banned = (
             chosen[-1]
-            if max_consecutive and len(chosen) >= max_consecutive
+            if max_consecutive
+            and len(chosen) >= max_consecutive
             and len(set(chosen[-max_consecutive:])) == 1
             else None
         )

@@ -36,8 +36,11 @@ def untrained(tau: str, seed: int, scale: float, hidden=(7, 5), activation="tanh
         for p in scorer.parameters():
             p.normal_(0.0, scale)
     splits_ = toy_splits(n_train=3)
-    ranker.module_ = ranker.build_module(scorer, splits_[0].with_features(
-        np.zeros((splits_[0].n_docs, n_features), np.float32)), None)
+    ranker.module_ = ranker.build_module(
+        scorer,
+        splits_[0].with_features(np.zeros((splits_[0].n_docs, n_features), np.float32)),
+        None,
+    )
     return ranker
 
 
@@ -150,7 +153,8 @@ def test_early_stopping_restores_the_best_epoch(splits, tmp_path: Path, monkeypa
     train, vali, _ = splits
     logger = CSVLogger(str(tmp_path / "logs"), name="run")
     ranker = DirectRanker(
-        **dict(TINY, epochs=40, early_stopping_patience=2), optimizer={"name": "adam", "lr": 0.05},
+        **dict(TINY, epochs=40, early_stopping_patience=2),
+        optimizer={"name": "adam", "lr": 0.05},
         batch_size=64,
     ).fit(train, vali, logger=logger)
     curve = [h["vali_ndcg@10"] for h in ranker.history]

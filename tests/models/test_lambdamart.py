@@ -37,8 +37,14 @@ def test_learns_well_above_random(splits):
 
 def test_early_stopping_stops_and_is_deterministic(splits):
     train, vali, test = splits
-    kwargs = dict(n_estimators=400, learning_rate=0.3, num_leaves=31, max_depth=-1,
-                  early_stopping_rounds=5, seed=3)
+    kwargs = dict(
+        n_estimators=400,
+        learning_rate=0.3,
+        num_leaves=31,
+        max_depth=-1,
+        early_stopping_rounds=5,
+        seed=3,
+    )
     a = LambdaMART(**kwargs).fit(train, vali)
     b = LambdaMART(**kwargs).fit(train, vali)
     assert a.best_iteration_ is not None and a.n_trees_ < 400

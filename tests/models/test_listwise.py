@@ -10,9 +10,15 @@ from tests.models.neural_toy import TINY, ndcg10, random_ndcg10, toy_splits
 
 
 def test_list_models_reject_pair_losses_and_vice_versa() -> None:
-    with pytest.raises(UserError, match=r"loss=l2 is a pair loss, .*; choose a list loss, one of \[lambda, listnet\]"):
+    with pytest.raises(
+        UserError,
+        match=r"loss=l2 is a pair loss, .*; choose a list loss, one of \[lambda, listnet\]",
+    ):
         ListNet(loss="l2")
-    with pytest.raises(UserError, match=r"loss=lambda is a list loss, .*; choose a pair loss, one of \[hinge, l2, logistic\]"):
+    with pytest.raises(
+        UserError,
+        match=r"loss=lambda is a list loss, .*; choose a pair loss, one of \[hinge, l2, logistic\]",
+    ):
         DirectRanker(loss="lambda")
     assert LambdaRank().loss == "lambda" and ListNet().loss == "listnet"
 

@@ -37,7 +37,10 @@ def not_marked(scores: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
 
 def test_kinds_and_costs_are_carried_by_the_functions() -> None:
     assert loss_info(top1_hinge_loss).kind == "list" and loss_info(top1_hinge_loss).cost_power == 1
-    assert {n: loss_info(f).cost_power for n, f in builtin_losses("list").items()} == {"lambda": 2, "listnet": 1}
+    assert {n: loss_info(f).cost_power for n, f in builtin_losses("list").items()} == {
+        "lambda": 2,
+        "listnet": 1,
+    }
     assert list(builtin_losses("pair")) == ["hinge", "l2", "logistic"]
     assert loss_info(pair_loss(lambda r, label_hi=None, weight=None: r.mean())).kind == "pair"
     with pytest.raises(ValueError):
@@ -47,10 +50,20 @@ def test_kinds_and_costs_are_carried_by_the_functions() -> None:
 def test_a_new_list_loss_is_used_through_config_only(tmp_path, cli) -> None:
     CALLS.clear()
     result = cli(
-        "model=listnet", f"loss._target_={HERE}.top1_hinge_loss", "+loss.margin=0.5",
-        "dataset.n_train=300", "dataset.n_vali=100", "dataset.n_test=100", "dataset.n_features=8",
-        "dataset.docs_per_query=20", "model.hidden_sizes=[8]", "model.epochs=2",
-        "tracking=none", "threads=1", "trainer.enable_progress_bar=false", cwd=tmp_path,
+        "model=listnet",
+        f"loss._target_={HERE}.top1_hinge_loss",
+        "+loss.margin=0.5",
+        "dataset.n_train=300",
+        "dataset.n_vali=100",
+        "dataset.n_test=100",
+        "dataset.n_features=8",
+        "dataset.docs_per_query=20",
+        "model.hidden_sizes=[8]",
+        "model.epochs=2",
+        "tracking=none",
+        "threads=1",
+        "trainer.enable_progress_bar=false",
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     assert CALLS, "the config's _target_ was not the loss that trained"
@@ -62,8 +75,11 @@ def test_a_new_list_loss_is_used_through_config_only(tmp_path, cli) -> None:
 
 
 def test_wrong_kind_or_unmarked_function_is_one_sentence() -> None:
-    with pytest.raises(UserError, match=r"^loss=mine is a list loss, but this model trains with pair "
-                                        r"losses; choose a pair loss, one of \[hinge, l2, logistic\], or drop"):
+    with pytest.raises(
+        UserError,
+        match=r"^loss=mine is a list loss, but this model trains with pair "
+        r"losses; choose a pair loss, one of \[hinge, l2, logistic\], or drop",
+    ):
         DirectRanker(loss={"name": "mine", "_target_": f"{HERE}.top1_hinge_loss"})
     with pytest.raises(UserError, match="is not marked as a loss; decorate it with"):
         ListNet(loss={"name": "x", "_target_": f"{HERE}.not_marked"})
@@ -73,11 +89,15 @@ def test_wrong_kind_or_unmarked_function_is_one_sentence() -> None:
 
 def test_cli_rejects_a_wrong_combination_before_any_run(tmp_path, cli) -> None:
     for args, needle in (
-        (["model=lambdamart", "loss=listnet"],
-         "model=lambdamart does not use loss=listnet; choose one of [none] or drop the override"),
-        (["model=ranknet", "loss=listnet"],
-         "loss=listnet is a list loss, but this model trains with pair losses; choose a pair loss, "
-         "one of [hinge, l2, logistic], or drop the override"),
+        (
+            ["model=lambdamart", "loss=listnet"],
+            "model=lambdamart does not use loss=listnet; choose one of [none] or drop the override",
+        ),
+        (
+            ["model=ranknet", "loss=listnet"],
+            "loss=listnet is a list loss, but this model trains with pair losses; choose a pair loss, "
+            "one of [hinge, l2, logistic], or drop the override",
+        ),
     ):
         result = cli(*args, cwd=tmp_path)
         assert result.returncode == 2

@@ -54,7 +54,9 @@ def test_config_builds_and_learns(model, cls, loss, optimizer, extra, splits) ->
     assert ndcg10(ranker.score(test), test) > random_ndcg10(test) + 0.25
 
 
-@pytest.mark.parametrize("model, cls", [("adarank", AdaRank), ("lambdamart", LambdaMART), ("sortnet", SortNet)])
+@pytest.mark.parametrize(
+    "model, cls", [("adarank", AdaRank), ("lambdamart", LambdaMART), ("sortnet", SortNet)]
+)
 def test_config_of_a_model_without_neural_parts_builds_the_ranker(model, cls) -> None:
     from omegaconf import OmegaConf
 
@@ -63,7 +65,9 @@ def test_config_of_a_model_without_neural_parts_builds_the_ranker(model, cls) ->
     assert isinstance(ranker, cls) and ranker.seed == 3 and ranker.name == model
     optimizer = "adam" if model == "sortnet" else "none"  # SortNet's optimiser is the group's
     assert OmegaConf.to_container(cfg.defaults) == [
-        {"override /loss": "none"}, {"override /optimizer": optimizer}, {"override /activation": "none"}
+        {"override /loss": "none"},
+        {"override /optimizer": optimizer},
+        {"override /activation": "none"},
     ]
     accepted = ["adam", "sgd"] if model == "sortnet" else ["none"]
     assert ranker.accepts == {"loss": ["none"], "optimizer": accepted, "activation": ["none"]}
@@ -94,7 +98,9 @@ def mq2008_fold1(tmp_path_factory):
     if not (root / "MQ2008" / "Fold1" / "train.txt").is_file():
         pytest.skip(f"real LETOR data not found under {root} (set LTR_DATA)")
     cache = tmp_path_factory.mktemp("cache")
-    cfg = composed("dataset=mq2008", "eval=paper", f"dataset.root={root}", f"dataset.cache_dir={cache}")
+    cfg = composed(
+        "dataset=mq2008", "eval=paper", f"dataset.root={root}", f"dataset.cache_dir={cache}"
+    )
     fold = instantiate(cfg.dataset).load_fold(0)
     pre = instantiate(cfg.eval.preprocessing)
     return pre.fit_apply(fold.train, (fold.vali, "vali"), (fold.test, "test"))
@@ -105,9 +111,20 @@ def mq2008_fold1(tmp_path_factory):
     "model",
     # Only DirectRanker's level (near the papers') needs real data; that every other default config
     # learns is checked on generated data above, so their real-data runs are slow tests.
-    ["direct_ranker"] + [pytest.param(m, marks=pytest.mark.slow) for m in (
-        "ranknet", "ranksvm", "listnet", "listnet_star", "lambdarank", "lambdamart", "adarank",
-        "sortnet")],  # SortNet: minutes (Algorithm 3.1)
+    ["direct_ranker"]
+    + [
+        pytest.param(m, marks=pytest.mark.slow)
+        for m in (
+            "ranknet",
+            "ranksvm",
+            "listnet",
+            "listnet_star",
+            "lambdarank",
+            "lambdamart",
+            "adarank",
+            "sortnet",
+        )
+    ],  # SortNet: minutes (Algorithm 3.1)
 )
 def test_default_config_on_mq2008_fold1(model: str, mq2008_fold1) -> None:
     """Every ranker's default config on real data: well above random; DirectRanker near the

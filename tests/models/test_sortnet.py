@@ -103,9 +103,13 @@ def test_opponent_sampling_is_deterministic():
 
 
 def test_learns_and_keeps_best_iteration():
-    train, vali, test = (linear_queries(n, seed, min_len=3) for n, seed in ((50, 0), (25, 1), (40, 2)))
+    train, vali, test = (
+        linear_queries(n, seed, min_len=3) for n, seed in ((50, 0), (25, 1), (40, 2))
+    )
     adam = {"name": "adam", "lr": 3e-3}
-    model = SortNet(n_hidden=10, max_iter=6, epochs_per_iter=4, optimizer=adam, seed=0).fit(train, vali)
+    model = SortNet(n_hidden=10, max_iter=6, epochs_per_iter=4, optimizer=adam, seed=0).fit(
+        train, vali
+    )
     random = evaluate(np.random.default_rng(0).random(test.n_docs), test, names=("ndcg@10",))
     learned = evaluate(model.score(test), test, names=("ndcg@10",))
     assert learned.means["ndcg@10"] > random.means["ndcg@10"] + 0.25, (learned.means, random.means)

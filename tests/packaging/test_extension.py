@@ -29,7 +29,7 @@ def readme_section(title: str) -> str:
     text = (REPO / "README.md").read_text()
     start = text.index(f"## {title}\n")
     end = text.find("\n## ", start + 1)
-    return text[start:end if end > 0 else None]
+    return text[start : end if end > 0 else None]
 
 
 def files_and_commands() -> tuple[dict[str, str], list[list[str]]]:
@@ -37,15 +37,22 @@ def files_and_commands() -> tuple[dict[str, str], list[list[str]]]:
     files = dict(re.findall(r"^`([\w./]+)`:\n\n```\w+\n(.*?)```", section, flags=re.S | re.M))
     bash = re.search(r"```bash\n(.*?)```", section, flags=re.S)
     assert bash is not None
-    commands = [shlex.split(line.split("#")[0]) for line in bash.group(1).splitlines()
-                if line.startswith("ltr-bench")]
+    commands = [
+        shlex.split(line.split("#")[0])
+        for line in bash.group(1).splitlines()
+        if line.startswith("ltr-bench")
+    ]
     return files, commands
 
 
 @pytest.mark.heavy
 def test_readme_example_runs_once_and_sweeps_two_trials(tmp_path: Path) -> None:
     files, commands = files_and_commands()
-    assert set(files) == {"my_rankers/__init__.py", "my_conf/model/ridge.yaml", "my_conf/search/ridge.yaml"}
+    assert set(files) == {
+        "my_rankers/__init__.py",
+        "my_conf/model/ridge.yaml",
+        "my_conf/search/ridge.yaml",
+    }
     assert not tmp_path.resolve().is_relative_to(REPO)
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -60,8 +67,14 @@ def test_readme_example_runs_once_and_sweeps_two_trials(tmp_path: Path) -> None:
     env.pop("MLFLOW_TRACKING_URI", None)
 
     def run(argv: list[str]) -> subprocess.CompletedProcess:
-        return subprocess.run([str(BIN / argv[0]), *argv[1:], "threads=1"], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [str(BIN / argv[0]), *argv[1:], "threads=1"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     proc = run(once)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -75,7 +88,9 @@ def test_readme_example_runs_once_and_sweeps_two_trials(tmp_path: Path) -> None:
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     fold_run = res["folds"][0]["mlflow_run_id"]
     (logged,) = client.search_logged_models([client.get_run(fold_run).info.experiment_id])
-    ranker_files = {a.path for a in client.list_logged_model_artifacts(logged.model_id, "data/pipeline/ranker")}
+    ranker_files = {
+        a.path for a in client.list_logged_model_artifacts(logged.model_id, "data/pipeline/ranker")
+    }
     assert ranker_files == {"data/pipeline/ranker/w.npy"}
 
     proc = run(sweep)
@@ -84,4 +99,6 @@ def test_readme_example_runs_once_and_sweeps_two_trials(tmp_path: Path) -> None:
     best = yaml.safe_load(opt.read_text())
     assert "model.alpha" in best["best_params"]
     trials = [json.loads(p.read_text()) for p in opt.parent.glob("*/results.json")]
-    assert len(trials) == 2 and all(t["config"]["model"]["_target_"] == "my_rankers.RidgeRanker" for t in trials)
+    assert len(trials) == 2 and all(
+        t["config"]["model"]["_target_"] == "my_rankers.RidgeRanker" for t in trials
+    )

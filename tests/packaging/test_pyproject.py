@@ -89,7 +89,9 @@ def test_no_data_root_outside_a_checkout_is_one_sentence(monkeypatch: pytest.Mon
 
     monkeypatch.delenv("LTR_DATA", raising=False)
     monkeypatch.setattr(datasets, "default_data_root", lambda: None)
-    with pytest.raises(UserError, match=r"set the environment variable LTR_DATA \(or dataset\.root"):
+    with pytest.raises(
+        UserError, match=r"set the environment variable LTR_DATA \(or dataset\.root"
+    ):
         datasets.resolve_data_root(None)
     assert datasets.resolve_data_root("/data/letor") == Path("/data/letor")
 

@@ -19,7 +19,10 @@ FOLDS = range(5)
 NDCG, MAP = "ndcg@10", "map"
 VALUES = {
     "mq2008": {
-        "direct_ranker": {NDCG: [0.70, 0.72, 0.74, 0.71, 0.73], MAP: [0.60, 0.62, 0.61, 0.63, 0.64]},
+        "direct_ranker": {
+            NDCG: [0.70, 0.72, 0.74, 0.71, 0.73],
+            MAP: [0.60, 0.62, 0.61, 0.63, 0.64],
+        },
         "ranknet": {NDCG: [0.69, 0.70, 0.71, 0.67, 0.68], MAP: [0.61, 0.64, 0.62, 0.63, 0.65]},
         "lambdamart": {NDCG: [0.64, 0.64, 0.66, 0.61, 0.63], MAP: [0.58, 0.60, 0.59, 0.61, 0.57]},
         # only three folds tracked: a partial model
@@ -59,7 +62,9 @@ def _fold_run(client, exp_id, model, dataset, fold, metrics, *, t0, status="FINI
     tags = _tags(tk.ROLE_FOLD, model, dataset, fold)
     if parent:
         tags["mlflow.parentRunId"] = parent
-    run = client.create_run(exp_id, start_time=t0, tags=tags, run_name=f"{model}-{dataset}-fold{fold}")
+    run = client.create_run(
+        exp_id, start_time=t0, tags=tags, run_name=f"{model}-{dataset}-fold{fold}"
+    )
     rid = run.info.run_id
     n_train, n_test = N_QUERIES[dataset]
     client.log_param(rid, tk.PARAM_N_TRAIN_QUERIES, n_train)
@@ -76,8 +81,15 @@ def build_fake_experiment(tracking_uri: str, artifact_dir: str) -> str:
     exp_id = client.create_experiment(EXPERIMENT, artifact_location=artifact_dir)
     now = int(time.time() * 1000)
     # An older duplicate of direct_ranker/mq2008/fold 0 with a different value: superseded.
-    _fold_run(client, exp_id, "direct_ranker", "mq2008", 0,
-              {tk.metric_key("test", NDCG): 0.10, tk.metric_key("test", MAP): 0.10}, t0=now - 86_400_000)
+    _fold_run(
+        client,
+        exp_id,
+        "direct_ranker",
+        "mq2008",
+        0,
+        {tk.metric_key("test", NDCG): 0.10, tk.metric_key("test", MAP): 0.10},
+        t0=now - 86_400_000,
+    )
     for dataset, models in VALUES.items():
         for model, metrics in models.items():
             tags = _tags(tk.ROLE_PROTOCOL, model, dataset, None)
@@ -92,12 +104,21 @@ def build_fake_experiment(tracking_uri: str, artifact_dir: str) -> str:
                 values[tk.TIME_READ] = TIME_READ[dataset][fold]
                 values[tk.TIME_FIT] = TIME_FIT[model][fold]
                 values[tk.TIME_EVAL] = TIME_EVAL
-                _fold_run(client, exp_id, model, dataset, fold, values, t0=now + fold * 10, parent=pid)
+                _fold_run(
+                    client, exp_id, model, dataset, fold, values, t0=now + fold * 10, parent=pid
+                )
             client.set_terminated(pid, status="FINISHED")
     # A newer FAILED run and a sweep trial: both ignored.
-    _fold_run(client, exp_id, "direct_ranker", "mq2008", 1,
-              {tk.metric_key("test", NDCG): 0.01, tk.metric_key("test", MAP): 0.01},
-              t0=now + 60_000, status="FAILED")
+    _fold_run(
+        client,
+        exp_id,
+        "direct_ranker",
+        "mq2008",
+        1,
+        {tk.metric_key("test", NDCG): 0.01, tk.metric_key("test", MAP): 0.01},
+        t0=now + 60_000,
+        status="FAILED",
+    )
     trial = client.create_run(exp_id, tags=_tags(tk.ROLE_TRIAL, "direct_ranker", "mq2008", 0))
     client.log_metric(trial.info.run_id, tk.metric_key("test", NDCG), 0.99)
     client.set_terminated(trial.info.run_id)

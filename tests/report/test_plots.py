@@ -17,10 +17,16 @@ def _texts(ax) -> dict[tuple[float, float], str]:
 
 def test_pvalue_heatmap_marks_the_better_model(tmp_path):
     models = ["alpha", "beta", "gamma"]
-    p = pd.DataFrame([[math.nan, 0.01, 0.5], [0.01, math.nan, math.nan], [0.5, math.nan, math.nan]],
-                     index=models, columns=models)
-    diffs = pd.DataFrame([[math.nan, 0.2, 0.1], [-0.2, math.nan, math.nan], [-0.1, math.nan, math.nan]],
-                         index=models, columns=models)
+    p = pd.DataFrame(
+        [[math.nan, 0.01, 0.5], [0.01, math.nan, math.nan], [0.5, math.nan, math.nan]],
+        index=models,
+        columns=models,
+    )
+    diffs = pd.DataFrame(
+        [[math.nan, 0.2, 0.1], [-0.2, math.nan, math.nan], [-0.1, math.nan, math.nan]],
+        index=models,
+        columns=models,
+    )
     fig = pvalue_heatmap(p, diffs, "title")
     ax = fig.axes[0]
     texts = _texts(ax)
@@ -39,8 +45,10 @@ def test_pvalue_heatmap_marks_the_better_model(tmp_path):
 
 
 def test_cd_diagram_shows_ranks_and_cd():
-    scores = pd.DataFrame([[0.9, 0.8, 0.7, 0.9, 0.8], [0.5, 0.6, 0.5, 0.6, 0.5], [0.1, 0.2, 0.3, 0.1, 0.2]],
-                          index=["best", "mid", "worst"])
+    scores = pd.DataFrame(
+        [[0.9, 0.8, 0.7, 0.9, 0.8], [0.5, 0.6, 0.5, 0.6, 0.5], [0.1, 0.2, 0.3, 0.1, 0.2]],
+        index=["best", "mid", "worst"],
+    )
     fig = cd_diagram(friedman_nemenyi(scores), "cd")
     texts = {t.get_text() for t in fig.axes[0].texts}
     assert {"CD = 1.48", "best (1.00)", "mid (2.00)", "worst (3.00)"} <= texts

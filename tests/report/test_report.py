@@ -49,7 +49,9 @@ def store(tmp_path_factory) -> tuple[str, Path]:
 
     client = MlflowClient(uri)
     client.create_experiment("empty", artifact_location=str(root / "artifacts_empty"))
-    single = client.create_experiment("single_model", artifact_location=str(root / "artifacts_single"))
+    single = client.create_experiment(
+        "single_model", artifact_location=str(root / "artifacts_single")
+    )
     for fold in (0, 1):
         run = client.create_run(
             single,
@@ -67,11 +69,26 @@ def store(tmp_path_factory) -> tuple[str, Path]:
         client.set_terminated(run.info.run_id)
     # A refit with seed=0,1: two runs per fold, averaged; an older run of (fold 0, seed 0) superseded.
     seeded = client.create_experiment("seeded", artifact_location=str(root / "artifacts_seeded"))
-    for fold, seed, ndcg, end in ((0, 0, 0.10, 1), (0, 0, 0.50, 2), (0, 1, 0.60, 2), (1, 0, 0.70, 2), (1, 1, 0.80, 2)):
-        run = client.create_run(seeded, start_time=end * 1000, tags={
-            tk.TAG_ROLE: tk.ROLE_FOLD, tk.TAG_MODEL: "direct_ranker", tk.TAG_DATASET: "mq2008",
-            tk.TAG_PROTOCOL: "letor_folds", tk.TAG_EVAL: "paper", tk.TAG_FOLD: str(fold),
-            tk.TAG_SEED: str(seed)})
+    for fold, seed, ndcg, end in (
+        (0, 0, 0.10, 1),
+        (0, 0, 0.50, 2),
+        (0, 1, 0.60, 2),
+        (1, 0, 0.70, 2),
+        (1, 1, 0.80, 2),
+    ):
+        run = client.create_run(
+            seeded,
+            start_time=end * 1000,
+            tags={
+                tk.TAG_ROLE: tk.ROLE_FOLD,
+                tk.TAG_MODEL: "direct_ranker",
+                tk.TAG_DATASET: "mq2008",
+                tk.TAG_PROTOCOL: "letor_folds",
+                tk.TAG_EVAL: "paper",
+                tk.TAG_FOLD: str(fold),
+                tk.TAG_SEED: str(seed),
+            },
+        )
         client.log_metric(run.info.run_id, tk.metric_key("test", "ndcg@10"), ndcg)
         client.log_metric(run.info.run_id, tk.metric_key("test", "map"), 0.4)
         client.set_terminated(run.info.run_id, end_time=end * 1000 + 500)
@@ -140,7 +157,9 @@ def test_pvalues_match_hand_computed(report):
     # d = direct_ranker - ranknet = 0.01..0.05, n_test/n_train = 157/471 = 1/3:
     # t = 3 sqrt(3)/2 with 4 df -> p = 1 - (51/43) sqrt(27/43) (see test_stats.py)
     assert N_QUERIES["mq2008"][1] / N_QUERIES["mq2008"][0] == pytest.approx(1 / 3)
-    assert float(p["direct_ranker"]["ranknet"]) == pytest.approx(1 - 51 / 43 * math.sqrt(27 / 43), rel=1e-6)
+    assert float(p["direct_ranker"]["ranknet"]) == pytest.approx(
+        1 - 51 / 43 * math.sqrt(27 / 43), rel=1e-6
+    )
     assert p["ranknet"]["direct_ranker"] == p["direct_ranker"]["ranknet"]
     # listnet vs lambdamart on their 3 common folds: d = (0.11, 0.065, 0.06); with 2 df the
     # two-sided p is 1 - t / sqrt(t^2 + 2)
@@ -148,19 +167,26 @@ def test_pvalues_match_hand_computed(report):
     mean = sum(d) / 3
     var = sum((x - mean) ** 2 for x in d) / 2
     t = mean / math.sqrt((1 / 3 + 1 / 3) * var)
-    assert float(p["listnet"]["lambdamart"]) == pytest.approx(1 - t / math.sqrt(t * t + 2), rel=1e-6)
+    assert float(p["listnet"]["lambdamart"]) == pytest.approx(
+        1 - t / math.sqrt(t * t + 2), rel=1e-6
+    )
     assert p["listnet"]["listnet"] == ""
 
 
 def test_table3_run_times(report):
     _, _, out = report
     md = (out / "table3.md").read_text(encoding="utf-8")
-    lines = {tuple(c.strip() for c in line.strip("|").split("|")[:2]): line for line in md.splitlines()}
+    lines = {
+        tuple(c.strip() for c in line.strip("|").split("|")[:2]): line for line in md.splitlines()
+    }
     # columns: direct_ranker, lambdamart, listnet, ranknet
     # fit: 10..14 -> 12.00(71); 100..140 -> 120.0(71); listnet 20, 20, 23 -> mean 21, SE 1.0
     # -> 21.0(10) on 3 of 5 folds; ranknet constant 5 -> 5.000(0)
     assert lines[("mq2008", "Train model [s]")].split("|")[3:7] == [
-        " 12.00(71) ", " 120.0(71) ", " 21.0(10)† ", " 5.000(0) "
+        " 12.00(71) ",
+        " 120.0(71) ",
+        " 21.0(10)† ",
+        " 5.000(0) ",
     ]
     # read: 2.0, 2.2, 2.1, 2.3, 2.4 -> 2.200(71) for the complete models
     assert " 2.200(71) " in lines[("mq2008", "Read data [s]")]
@@ -198,8 +224,18 @@ def test_report_run_logged_with_artifacts(report, store):
     runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`{tk.TAG_ROLE}` = 'report'")
     assert runs and runs[-1].info.status == "FINISHED"
     names = {a.path for a in client.list_artifacts(runs[-1].info.run_id)}
-    assert {"table1.md", "table1.csv", "table1.tex", "table3.md", "pvalues", "cd", "report.md",
-            "report.html", "table1.png", "table3.png"} <= names
+    assert {
+        "table1.md",
+        "table1.csv",
+        "table1.tex",
+        "table3.md",
+        "pvalues",
+        "cd",
+        "report.md",
+        "report.html",
+        "table1.png",
+        "table3.png",
+    } <= names
     assert runs[-1].info.run_name == f"report {EXPERIMENT}"
     assert runs[-1].data.params["report.metrics"] == "ndcg@10 map"
 
@@ -217,7 +253,9 @@ def test_html_report_embeds_every_figure_and_the_charts(report):
     is inside it; the Table 1 chart and the run-time chart exist."""
     _, _, out = report
     page = (out / "report.html").read_text(encoding="utf-8")
-    figures = [p for folder in ("pvalues", "cd", "bayes") for p in sorted((out / folder).glob("*.png"))]
+    figures = [
+        p for folder in ("pvalues", "cd", "bayes") for p in sorted((out / folder).glob("*.png"))
+    ]
     assert page.count("src='data:image/png;base64,") == len(figures) + 2  # + the two charts
     assert "<b>0.725(13)†</b>" in page and "src='pvalues/" not in page
     for chart in ("table1.png", "table3.png"):
@@ -229,8 +267,13 @@ def test_make_report_is_a_function_of_its_arguments(store, tmp_path):
     from ltr_bench.report.make import make_report, report_options
 
     uri, _ = store
-    rep = make_report(uri, EXPERIMENT, tmp_path / "r", **report_options(["--protocol", "letor_folds"]),
-                      log_run=False)
+    rep = make_report(
+        uri,
+        EXPERIMENT,
+        tmp_path / "r",
+        **report_options(["--protocol", "letor_folds"]),
+        log_run=False,
+    )
     assert rep.run_id is None and rep.table1_markdown == EXPECTED_TABLE1
     with pytest.raises(UserError, match="report_args"):
         report_options(["--nonsense"])
@@ -244,9 +287,26 @@ def test_console_script_subprocess(report, store, tmp_path):
     uri, _ = store
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     proc = subprocess.run(
-        [str(SCRIPT), "--tracking-uri", uri, "--experiment", EXPERIMENT, "--out", str(tmp_path / "r"),
-         "--metrics", "ndcg@10", "map", "--protocol", "letor_folds", "--no-mlflow-artifacts"],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
+        [
+            str(SCRIPT),
+            "--tracking-uri",
+            uri,
+            "--experiment",
+            EXPERIMENT,
+            "--out",
+            str(tmp_path / "r"),
+            "--metrics",
+            "ndcg@10",
+            "map",
+            "--protocol",
+            "letor_folds",
+            "--no-mlflow-artifacts",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr
     assert EXPECTED_TABLE1 in proc.stdout
@@ -255,13 +315,24 @@ def test_console_script_subprocess(report, store, tmp_path):
 
 def test_single_model_skips_tests_with_a_note(store, tmp_path, capsys):
     uri, _ = store
-    code = main(["--tracking-uri", uri, "--experiment", "single_model", "--out", str(tmp_path),
-                 "--no-mlflow-artifacts"])
+    code = main(
+        [
+            "--tracking-uri",
+            uri,
+            "--experiment",
+            "single_model",
+            "--out",
+            str(tmp_path),
+            "--no-mlflow-artifacts",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "| ranknet | 0.550(50) | 0.400(0) |" in out  # 0.5, 0.6 -> mean 0.55, SE 0.05
     assert "tests skipped: 1 model(s)" in out
-    assert not list((tmp_path / "pvalues").glob("*.png")) and not list((tmp_path / "cd").glob("*.png"))
+    assert not list((tmp_path / "pvalues").glob("*.png")) and not list(
+        (tmp_path / "cd").glob("*.png")
+    )
 
 
 def test_runs_of_one_fold_with_several_seeds_are_averaged(store, tmp_path, capsys):
@@ -276,9 +347,21 @@ def test_runs_of_one_fold_with_several_seeds_are_averaged(store, tmp_path, capsy
     assert frame[tk.metric_key("test", "ndcg@10")].tolist() == pytest.approx([0.55, 0.75])
     assert "n_seeds" not in runs.metric_keys() and "seed" not in runs.metric_keys()
     assert any("superseded" in n for n in runs.notes)
-    assert "direct_ranker on mq2008 (letor_folds/paper): 2 fold(s) are each the mean over 2 runs with seeds 0, 1." in runs.notes
-    code = main(["--tracking-uri", uri, "--experiment", "seeded", "--out", str(tmp_path),
-                 "--no-mlflow-artifacts"])
+    assert (
+        "direct_ranker on mq2008 (letor_folds/paper): 2 fold(s) are each the mean over 2 runs with seeds 0, 1."
+        in runs.notes
+    )
+    code = main(
+        [
+            "--tracking-uri",
+            uri,
+            "--experiment",
+            "seeded",
+            "--out",
+            str(tmp_path),
+            "--no-mlflow-artifacts",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "| direct_ranker | 0.65(10) | 0.400(0) |" in out  # folds 0.55, 0.75

@@ -39,7 +39,10 @@ def two_settings() -> pd.DataFrame:
 def test_best_is_marked_within_each_setting(two_settings):
     t = tables.table1(two_settings, ["ndcg@10", "map"])
     assert t.index == [
-        ("holdout/paper", "a"), ("holdout/paper", "b"), ("letor_folds/paper", "a"), ("letor_folds/paper", "b")
+        ("holdout/paper", "a"),
+        ("holdout/paper", "b"),
+        ("letor_folds/paper", "a"),
+        ("letor_folds/paper", "b"),
     ]
     assert t.columns == [("mq2008", "NDCG@10"), ("mq2008", "MAP")]
     # holdout: a = 0.61.., b = 0.4; letor_folds: a = 0.51, b = 0.6; MAP: a 0.4 > b 0.31 in both
@@ -67,14 +70,21 @@ def test_renderers_agree(two_settings):
 
 
 def test_single_model_column_is_not_marked_and_missing_is_dash():
-    f = _frame([["single", "graded", "d1", "a", 0, 0.5, math.nan, 1.0, 1.0, 10, 5],
-                ["single", "graded", "d2", "b", 0, 0.7, 0.2, 1.0, 1.0, 10, 5]])
+    f = _frame(
+        [
+            ["single", "graded", "d1", "a", 0, 0.5, math.nan, 1.0, 1.0, 10, 5],
+            ["single", "graded", "d2", "b", 0, 0.7, 0.2, 1.0, 1.0, 10, 5],
+        ]
+    )
     t = tables.table1(f, ["ndcg@10", "map"])
     assert not t.best.any()  # one value per column: nothing to compare
     assert t.frame().loc[("single/graded", "a"), "d1 MAP"] == "–"
     assert t.frame().loc[("single/graded", "a"), "d2 NDCG@10"] == "–"
     assert t.frame().loc[("single/graded", "b"), "d2 NDCG@10"] == "0.700"  # one fold: no SE
-    assert tables.to_markdown(t).splitlines()[0] == "| Model | d1 NDCG@10 | d1 MAP | d2 NDCG@10 | d2 MAP |"
+    assert (
+        tables.to_markdown(t).splitlines()[0]
+        == "| Model | d1 NDCG@10 | d1 MAP | d2 NDCG@10 | d2 MAP |"
+    )
 
 
 def test_latex_escape():

@@ -12,15 +12,30 @@ from typing import Any
 
 LTR_BENCH = str(Path(sys.executable).parent / "ltr-bench")
 # Tiny synthetic data, one thread: each run costs little more than process start-up.
-TINY = ["dataset.n_train=300", "dataset.n_vali=100", "dataset.n_test=200", "dataset.n_features=10",
-        "dataset.docs_per_query=20", "model.epochs=2", "trainer.enable_progress_bar=false"]
+TINY = [
+    "dataset.n_train=300",
+    "dataset.n_vali=100",
+    "dataset.n_test=200",
+    "dataset.n_features=10",
+    "dataset.docs_per_query=20",
+    "model.epochs=2",
+    "trainer.enable_progress_bar=false",
+]
 
 
 def env(**extra: str) -> dict[str, str]:
     """The test's environment with one BLAS thread and no inherited MLflow/Hydra settings."""
     out = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-    for var in ("HYDRA_FULL_ERROR", "MLFLOW_TRACKING_URI", "LOCAL_RANK", "RANK", "NODE_RANK",
-                "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+    for var in (
+        "HYDRA_FULL_ERROR",
+        "MLFLOW_TRACKING_URI",
+        "LOCAL_RANK",
+        "RANK",
+        "NODE_RANK",
+        "WORLD_SIZE",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+    ):
         out.pop(var, None)
     out.update(extra)
     return out
@@ -28,8 +43,9 @@ def env(**extra: str) -> dict[str, str]:
 
 def ltr_bench(cwd: Path, *args: str, timeout: float = 150) -> subprocess.CompletedProcess:
     """``ltr-bench <args>`` run in ``cwd`` (outputs/, multirun/ and mlflow.db land there)."""
-    return subprocess.run([LTR_BENCH, *args], cwd=cwd, env=env(), capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [LTR_BENCH, *args], cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def results(root: Path) -> list[dict[str, Any]]:

@@ -21,9 +21,18 @@ pytestmark = pytest.mark.timeout(240)
 # 2000 training documents; 51 validation queries (an odd number, so a validation set split over
 # two ranks and averaged per rank would not reproduce the whole-set mean); label noise, so that
 # NDCG@10 is far from 1 and differences would show.
-DATA = ["dataset.n_train=2000", "dataset.n_vali=1020", "dataset.n_test=200", "dataset.n_features=20",
-        "dataset.docs_per_query=20", "dataset.sigma=1.0", "model.epochs=8",
-        "trainer.enable_progress_bar=false", "threads=1", "seed=0"]
+DATA = [
+    "dataset.n_train=2000",
+    "dataset.n_vali=1020",
+    "dataset.n_test=200",
+    "dataset.n_features=20",
+    "dataset.docs_per_query=20",
+    "dataset.sigma=1.0",
+    "model.epochs=8",
+    "trainer.enable_progress_bar=false",
+    "threads=1",
+    "seed=0",
+]
 DDP = ["trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2"]
 NDCG_TOLERANCE = 0.02  # sampling noise of 51 queries; seeds 0-2 differed by 0.003-0.007
 
@@ -42,7 +51,10 @@ def _fold_run(runs: list[Any]) -> Any:
 
 
 def _curve(client: Any, run: Any, key: str) -> list[float]:
-    return [m.value for m in sorted(client.get_metric_history(run.info.run_id, key), key=lambda m: m.step)]
+    return [
+        m.value
+        for m in sorted(client.get_metric_history(run.info.run_id, key), key=lambda m: m.step)
+    ]
 
 
 @pytest.mark.heavy
@@ -92,7 +104,10 @@ def test_ddp_on_two_cpu_processes_matches_one_process_and_only_rank0_writes(tmp_
     # job log Hydra opens for every process (Lightning starts it with hydra.output_subdir=null).
     files = {p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file()}
     assert {f for f in files if not f.startswith(".hydra/")} == {
-        "results.json", "ltr-bench.log", "train_ddp_process_1.log"}
+        "results.json",
+        "ltr-bench.log",
+        "train_ddp_process_1.log",
+    }
     assert sorted(p.name for p in ddp_dir.iterdir()) == ["mlflow.db", "mlruns", "outputs"]
     # ... and printed the results once.
     assert ddp.stdout.count("objective (vali ndcg@10)") == 1

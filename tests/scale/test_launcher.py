@@ -23,10 +23,17 @@ pytestmark = pytest.mark.timeout(180)
 @pytest.mark.heavy
 def test_joblib_launcher_runs_two_trials_in_parallel_with_threads_capped(tmp_path: Path) -> None:
     proc = ltr_bench(
-        tmp_path, "-m", "hydra/sweeper=ltr_optuna", "hydra/sweeper/sampler=grid",
-        "hydra.sweeper.study_name=joblib", "hydra.sweeper.n_jobs=2",
-        "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-        "model.dropout=choice(0.0,0.2)", "protocol.inner_cv=2", *TINY,
+        tmp_path,
+        "-m",
+        "hydra/sweeper=ltr_optuna",
+        "hydra/sweeper/sampler=grid",
+        "hydra.sweeper.study_name=joblib",
+        "hydra.sweeper.n_jobs=2",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "model.dropout=choice(0.0,0.2)",
+        "protocol.inner_cv=2",
+        *TINY,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
 
@@ -35,8 +42,9 @@ def test_joblib_launcher_runs_two_trials_in_parallel_with_threads_capped(tmp_pat
     assert launcher["_target_"].endswith("JoblibLauncher") and launcher["n_jobs"] == 2
 
     # Both trials complete, each grid point once.
-    study = optuna.load_study(study_name="joblib",
-                              storage=f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'joblib.db'}")
+    study = optuna.load_study(
+        study_name="joblib", storage=f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'joblib.db'}"
+    )
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert sorted(t.params["model.dropout"] for t in done) == [0.0, 0.2]
 

@@ -33,7 +33,9 @@ def _get(url: str, timeout: float = 10) -> Any:
 
 
 def _post(url: str, body: dict[str, Any]) -> Any:
-    req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url, json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=10) as resp:
         return json.loads(resp.read())
 
@@ -59,10 +61,24 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
     port = free_port()
     log = open(root / "server.log", "w")
     proc = subprocess.Popen(
-        [MLFLOW, "server", "--backend-store-uri", f"sqlite:///{root / 'db.sqlite'}",
-         "--artifacts-destination", str(root / "artifacts"), "--host", "127.0.0.1",
-         "--port", str(port), "--workers", "1"],
-        cwd=root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            MLFLOW,
+            "server",
+            "--backend-store-uri",
+            f"sqlite:///{root / 'db.sqlite'}",
+            "--artifacts-destination",
+            str(root / "artifacts"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        cwd=root,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
         # The background job runner (huey workers) is not needed for tracking.
         env=env(MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"),
     )
@@ -77,7 +93,9 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"mlflow server did not come up: {(root / 'server.log').read_text()[-2000:]}")
+                pytest.fail(
+                    f"mlflow server did not come up: {(root / 'server.log').read_text()[-2000:]}"
+                )
             time.sleep(0.25)
         yield url, root
     finally:
@@ -89,8 +107,15 @@ def test_run_is_logged_to_a_tracking_server_and_read_back_over_rest(
     tmp_path: Path, mlflow_server: tuple[str, Path]
 ) -> None:
     url, server_dir = mlflow_server
-    proc = ltr_bench(tmp_path, "tracking=server", f"tracking.tracking_uri={url}",
-                     f"experiment_name={EXPERIMENT}", "seed=3", *TINY, "threads=1")
+    proc = ltr_bench(
+        tmp_path,
+        "tracking=server",
+        f"tracking.tracking_uri={url}",
+        f"experiment_name={EXPERIMENT}",
+        "seed=3",
+        *TINY,
+        "threads=1",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (res,) = results(tmp_path)
     assert res["mlflow"]["tracking_uri"] == url
@@ -98,7 +123,9 @@ def test_run_is_logged_to_a_tracking_server_and_read_back_over_rest(
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "mlruns").exists()
 
     api = f"{url}/api/2.0/mlflow"
-    exp = _get(f"{api}/experiments/get-by-name?" + urllib.parse.urlencode({"experiment_name": EXPERIMENT}))
+    exp = _get(
+        f"{api}/experiments/get-by-name?" + urllib.parse.urlencode({"experiment_name": EXPERIMENT})
+    )
     exp_id = exp["experiment"]["experiment_id"]
     found = _post(f"{api}/runs/search", {"experiment_ids": [exp_id], "max_results": 100})["runs"]
     by_role: dict[str, list[dict[str, Any]]] = {}
@@ -116,12 +143,19 @@ def test_run_is_logged_to_a_tracking_server_and_read_back_over_rest(
     metrics = {m["key"]: m["value"] for m in fold["data"]["metrics"]}
     for split in ("vali", "test"):
         assert metrics[f"{split}/ndcg_at_10"] == pytest.approx(
-            res["folds"][0]["metrics"][split]["ndcg@10"], abs=1e-9)
-    history = _get(f"{api}/metrics/get-history?" + urllib.parse.urlencode(
-        {"run_id": fold["info"]["run_id"], "metric_key": "curve/vali_ndcg_at_10"}))["metrics"]
+            res["folds"][0]["metrics"][split]["ndcg@10"], abs=1e-9
+        )
+    history = _get(
+        f"{api}/metrics/get-history?"
+        + urllib.parse.urlencode(
+            {"run_id": fold["info"]["run_id"], "metric_key": "curve/vali_ndcg_at_10"}
+        )
+    )["metrics"]
     assert len(history) == 2  # model.epochs=2
 
     # Artifacts went through the server into its artifact store.
-    listed = _get(f"{api}/artifacts/list?" + urllib.parse.urlencode({"run_id": protocol["info"]["run_id"]}))
+    listed = _get(
+        f"{api}/artifacts/list?" + urllib.parse.urlencode({"run_id": protocol["info"]["run_id"]})
+    )
     assert {"config.yaml", "results.json"} <= {f["path"] for f in listed.get("files", [])}
     assert list((server_dir / "artifacts").rglob("config.yaml"))

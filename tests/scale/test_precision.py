@@ -25,7 +25,9 @@ def _fit(precision: str) -> tuple[DirectRanker, dict[str, set[torch.dtype]]]:
 
             def hook(mod: Any, args: Any, out: torch.Tensor) -> None:
                 trainer = module._trainer
-                if trainer is not None and (trainer.training or trainer.validating or trainer.sanity_checking):
+                if trainer is not None and (
+                    trainer.training or trainer.validating or trainer.sanity_checking
+                ):
                     seen["train" if trainer.training else "vali"].add(out.dtype)
 
             scorer.register_forward_hook(hook)

@@ -11,7 +11,10 @@ import optuna
 #: The checkout: subprocess sweeps import this module from it (see :func:`pythonpath_with_repo`).
 REPO = Path(__file__).resolve().parents[2]
 #: Overrides that race a sweep with :class:`PruneOddTrials` instead of its search config's pruner.
-PRUNE_ODD = ["hydra/sweeper/pruner=none", "hydra.sweeper.pruner._target_=tests.sweeper.pruners.PruneOddTrials"]
+PRUNE_ODD = [
+    "hydra/sweeper/pruner=none",
+    "hydra.sweeper.pruner._target_=tests.sweeper.pruners.PruneOddTrials",
+]
 
 
 def pythonpath_with_repo() -> str:

@@ -26,11 +26,14 @@ def test_no_complete_trial_writes_nothing(tmp_path) -> None:
     assert write_study_plots(study, tmp_path) == []
 
 
-@pytest.mark.parametrize(("n", "vary", "expected"), [
-    (1, True, ["optimization_history.png"]),
-    (5, False, ["optimization_history.png"]),  # nothing varies: no importances
-    (6, True, ["optimization_history.png", "param_importances.png"]),
-])
+@pytest.mark.parametrize(
+    ("n", "vary", "expected"),
+    [
+        (1, True, ["optimization_history.png"]),
+        (5, False, ["optimization_history.png"]),  # nothing varies: no importances
+        (6, True, ["optimization_history.png", "param_importances.png"]),
+    ],
+)
 def test_plots_written_when_drawable(tmp_path, n: int, vary: bool, expected: list[str]) -> None:
     written = write_study_plots(_study(n, vary), tmp_path / "plots")
     assert [p.name for p in written] == expected

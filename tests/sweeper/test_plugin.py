@@ -22,14 +22,19 @@ def test_plugin_is_discovered_from_the_namespace_package() -> None:
     assert not (REPO / "hydra_plugins" / "__init__.py").exists()  # must stay a namespace package
 
 
-@pytest.mark.parametrize(("sampler", "target"), [
-    ([], "optuna.samplers.TPESampler"),
-    (["hydra/sweeper/sampler=random"], "optuna.samplers.RandomSampler"),
-    (["hydra/sweeper/sampler=grid"], "ltr_bench.sweeper.grid.GridSearchSampler"),
-])
+@pytest.mark.parametrize(
+    ("sampler", "target"),
+    [
+        ([], "optuna.samplers.TPESampler"),
+        (["hydra/sweeper/sampler=random"], "optuna.samplers.RandomSampler"),
+        (["hydra/sweeper/sampler=grid"], "ltr_bench.sweeper.grid.GridSearchSampler"),
+    ],
+)
 def test_config_surface(sampler: list[str], target: str) -> None:
     with initialize_config_dir(version_base="1.3", config_dir=str(TOY_CONF)):
-        cfg = compose("config", overrides=["hydra/sweeper=ltr_optuna", *sampler], return_hydra_config=True)
+        cfg = compose(
+            "config", overrides=["hydra/sweeper=ltr_optuna", *sampler], return_hydra_config=True
+        )
     sw = cfg.hydra.sweeper
     assert sw._target_ == "hydra_plugins.ltr_bench_sweeper.LtrOptunaSweeper"
     assert sw.sampler._target_ == target
@@ -40,12 +45,15 @@ def test_config_surface(sampler: list[str], target: str) -> None:
         assert sw.sampler.seed == 0
 
 
-@pytest.mark.parametrize(("kwargs", "key"), [
-    ({"direction": "up"}, "direction"),
-    ({"n_jobs": 0}, "n_jobs"),
-    ({"n_trials": 0}, "n_trials"),
-    ({"max_failure_rate": 2.0}, "max_failure_rate"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "key"),
+    [
+        ({"direction": "up"}, "direction"),
+        ({"n_jobs": 0}, "n_jobs"),
+        ({"n_trials": 0}, "n_trials"),
+        ({"max_failure_rate": 2.0}, "max_failure_rate"),
+    ],
+)
 def test_bad_sweeper_options_are_user_errors(kwargs: dict, key: str) -> None:
     with pytest.raises(UserError, match=f"hydra.sweeper.{key}"):
         OptunaSweeperImpl(sampler={"_target_": "optuna.samplers.TPESampler"}, **kwargs)

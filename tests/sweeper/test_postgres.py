@@ -26,7 +26,10 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def _bindir() -> Path | None:
-    for candidate in [shutil.which("initdb"), *sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), reverse=True)]:
+    for candidate in [
+        shutil.which("initdb"),
+        *sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), reverse=True),
+    ]:
         if candidate and Path(candidate).with_name("postgres").exists():
             return Path(candidate).resolve().parent
     return None
@@ -43,8 +46,12 @@ def postgres_url() -> Iterator[str]:
     """``postgresql://postgres@127.0.0.1:<port>/postgres`` of a server living for this module."""
     bindir = _bindir()
     if bindir is None:
-        pytest.skip("PostgreSQL server binaries (initdb, postgres) not found; apt-get install postgresql")
-    pytest.importorskip("psycopg2", reason="psycopg2 (the dev extra) is needed to talk to PostgreSQL")
+        pytest.skip(
+            "PostgreSQL server binaries (initdb, postgres) not found; apt-get install postgresql"
+        )
+    pytest.importorskip(
+        "psycopg2", reason="psycopg2 (the dev extra) is needed to talk to PostgreSQL"
+    )
     run_as: dict = {}
     if os.geteuid() == 0:  # the server refuses to run as root: drop to the package's user
         try:
@@ -58,16 +65,42 @@ def postgres_url() -> Iterator[str]:
         shutil.chown(root, user="postgres", group="postgres")
     port = _free_port()
     init = subprocess.run(
-        [str(bindir / "initdb"), "-D", str(root / "data"), "-A", "trust", "-U", "postgres", "--no-sync"],
-        capture_output=True, text=True, cwd=root, **run_as,
+        [
+            str(bindir / "initdb"),
+            "-D",
+            str(root / "data"),
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "--no-sync",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        **run_as,
     )
     if init.returncode != 0:
         shutil.rmtree(root, ignore_errors=True)
         pytest.skip(f"initdb failed: {init.stderr.strip()[-300:]}")
     server = subprocess.Popen(
-        [str(bindir / "postgres"), "-D", str(root / "data"), "-k", str(root), "-h", "127.0.0.1",
-         "-p", str(port), "-c", "fsync=off"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=root, **run_as,
+        [
+            str(bindir / "postgres"),
+            "-D",
+            str(root / "data"),
+            "-k",
+            str(root),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-c",
+            "fsync=off",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=root,
+        **run_as,
     )
     url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
     try:
@@ -76,7 +109,9 @@ def postgres_url() -> Iterator[str]:
         deadline = time.monotonic() + 20
         while True:
             try:
-                psycopg2.connect(host="127.0.0.1", port=port, user="postgres", dbname="postgres").close()
+                psycopg2.connect(
+                    host="127.0.0.1", port=port, user="postgres", dbname="postgres"
+                ).close()
                 break
             except psycopg2.OperationalError:
                 if server.poll() is not None or time.monotonic() > deadline:
@@ -93,12 +128,22 @@ def postgres_url() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_two_workers_run_one_postgresql_study_to_completion(tmp_path: Path, postgres_url: str) -> None:
+def test_two_workers_run_one_postgresql_study_to_completion(
+    tmp_path: Path, postgres_url: str
+) -> None:
     args = [
-        f"hydra.sweeper.storage={postgres_url}", "hydra.sweeper.study_name=pg", "hydra/sweeper/sampler=grid",
-        "hydra.sweeper.n_trials=null", "x=range(0,3)", "y=choice(1,2)", "sleep_s=0.3",
+        f"hydra.sweeper.storage={postgres_url}",
+        "hydra.sweeper.study_name=pg",
+        "hydra/sweeper/sampler=grid",
+        "hydra.sweeper.n_trials=null",
+        "x=range(0,3)",
+        "y=choice(1,2)",
+        "sleep_s=0.3",
     ]
-    workers = [start_toy(tmp_path, *args, f"hydra.sweep.dir={tmp_path / f'w{i}'}", log_name=f"w{i}.log") for i in (0, 1)]
+    workers = [
+        start_toy(tmp_path, *args, f"hydra.sweep.dir={tmp_path / f'w{i}'}", log_name=f"w{i}.log")
+        for i in (0, 1)
+    ]
     for i, w in enumerate(workers):
         assert w.wait(timeout=90) == 0, (tmp_path / f"w{i}.log").read_text()[-3000:]
     trials = load(postgres_url.replace("postgresql://", "postgresql+psycopg2://"), "pg")
@@ -111,8 +156,9 @@ def test_two_workers_run_one_postgresql_study_to_completion(tmp_path: Path, post
     assert set(reasons(trials).values()) <= {"duplicate", "surplus"}
 
 
-def test_two_workers_race_trials_in_one_postgresql_study(tmp_path: Path, postgres_url: str,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_workers_race_trials_in_one_postgresql_study(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Pruning through a PostgreSQL study: each job reports into its own trial in the server, and
     the pruned trials count toward the shared budget. The pruner is deterministic (odd trial
     numbers stop after their first step), so what is pruned does not depend on interleaving."""
@@ -123,10 +169,17 @@ def test_two_workers_race_trials_in_one_postgresql_study(tmp_path: Path, postgre
 
     monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
     args = [
-        f"hydra.sweeper.storage={postgres_url}", "hydra.sweeper.study_name=pg_race", "steps=3",
-        *PRUNE_ODD, "hydra.sweeper.n_trials=8", "sleep_s=0.2",
+        f"hydra.sweeper.storage={postgres_url}",
+        "hydra.sweeper.study_name=pg_race",
+        "steps=3",
+        *PRUNE_ODD,
+        "hydra.sweeper.n_trials=8",
+        "sleep_s=0.2",
     ]
-    workers = [start_toy(tmp_path, *args, f"hydra.sweep.dir={tmp_path / f'w{i}'}", log_name=f"w{i}.log") for i in (0, 1)]
+    workers = [
+        start_toy(tmp_path, *args, f"hydra.sweep.dir={tmp_path / f'w{i}'}", log_name=f"w{i}.log")
+        for i in (0, 1)
+    ]
     for i, w in enumerate(workers):
         assert w.wait(timeout=90) == 0, (tmp_path / f"w{i}.log").read_text()[-3000:]
     trials = load(postgres_url.replace("postgresql://", "postgresql+psycopg2://"), "pg_race")
@@ -134,7 +187,9 @@ def test_two_workers_race_trials_in_one_postgresql_study(tmp_path: Path, postgre
     pruned = [t for t in trials if t.state == TrialState.PRUNED]
     done = complete(trials)
     assert len(pruned) + len(done) == 8 and len(records) == 8  # the budget, each trial run once
-    assert pruned and all(t.number % 2 == 1 for t in pruned) and all(t.number % 2 == 0 for t in done)
+    assert (
+        pruned and all(t.number % 2 == 1 for t in pruned) and all(t.number % 2 == 0 for t in done)
+    )
     assert len({r["pid"] for r in records}) == 2  # both workers took trials
     _check_pruned(trials, records)
     assert set(reasons(trials).values()) <= {"duplicate", "surplus"}

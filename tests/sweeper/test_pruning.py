@@ -32,7 +32,11 @@ def _study(tmp_path: Path) -> tuple[str, list[optuna.trial.FrozenTrial]]:
     (db,) = (tmp_path / "multirun" / "optuna").glob("*.db")
     url = f"sqlite:///{db}"
     # the sweep's study; with re-evaluation also its claims study '<name>:reevaluations'
-    (summary,) = [s for s in optuna.get_all_study_summaries(url) if not s.study_name.endswith(":reevaluations")]
+    (summary,) = [
+        s
+        for s in optuna.get_all_study_summaries(url)
+        if not s.study_name.endswith(":reevaluations")
+    ]
     return url, load(url, summary.study_name)
 
 
@@ -49,10 +53,14 @@ def _check_pruned(trials, records, steps: int = 3) -> None:
         assert last == steps_of[t.number] < steps
         assert t.value == t.intermediate_values[last]
     for t in _by_state(trials, TrialState.COMPLETE):
-        assert steps_of[t.number] == steps and sorted(t.intermediate_values) == list(range(1, steps + 1))
+        assert steps_of[t.number] == steps and sorted(t.intermediate_values) == list(
+            range(1, steps + 1)
+        )
 
 
-def test_median_pruner_races_toy_trials_and_never_picks_or_reevaluates_a_pruned_one(tmp_path: Path) -> None:
+def test_median_pruner_races_toy_trials_and_never_picks_or_reevaluates_a_pruned_one(
+    tmp_path: Path,
+) -> None:
     proc = run_toy(tmp_path, *RACE, "hydra.sweeper.n_trials=8", "hydra.sweeper.reevaluate.top_k=2")
     _ok(proc)
     url, trials = _study(tmp_path)
@@ -66,7 +74,9 @@ def test_median_pruner_races_toy_trials_and_never_picks_or_reevaluates_a_pruned_
     for t in pruned:
         before = [c.value for c in complete if c.datetime_complete < t.datetime_start]
         assert len(before) >= 2 and t.value < sorted(before)[len(before) // 2] + 1e-12
-    results = yaml.safe_load((tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    results = yaml.safe_load(
+        (tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text()
+    )
     assert results["n_pruned"] == len(pruned) and results["n_complete"] == len(complete)
     assert results["pruner"] == "MedianPruner"
     assert results["best_trial"] in {t.number for t in complete}
@@ -91,40 +101,70 @@ def test_a_resumed_sweep_with_pruned_trials_keeps_exact_counts(tmp_path: Path) -
     assert len(pruned) + len(complete) == 10 and len(calls(tmp_path)) == 10
     assert {t.number for t in _by_state(first, TrialState.PRUNED)} <= {t.number for t in pruned}
     _check_pruned(trials, calls(tmp_path))
-    results = yaml.safe_load((tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    results = yaml.safe_load(
+        (tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text()
+    )
     assert (results["n_pruned"], results["n_complete"]) == (len(pruned), len(complete))
 
 
 def test_hyperband_races_with_tpe(tmp_path: Path) -> None:
-    _ok(run_toy(tmp_path, "steps=5", "hydra/sweeper/pruner=hyperband", "hydra.sweeper.n_trials=8",
-                "x=range(0,8)", "y=range(0,6)"))
+    _ok(
+        run_toy(
+            tmp_path,
+            "steps=5",
+            "hydra/sweeper/pruner=hyperband",
+            "hydra.sweeper.n_trials=8",
+            "x=range(0,8)",
+            "y=range(0,6)",
+        )
+    )
     _, trials = _study(tmp_path)
-    assert len(_by_state(trials, TrialState.PRUNED)) + len(_by_state(trials, TrialState.COMPLETE)) == 8
+    assert (
+        len(_by_state(trials, TrialState.PRUNED)) + len(_by_state(trials, TrialState.COMPLETE)) == 8
+    )
     _check_pruned(trials, calls(tmp_path), steps=5)
 
 
 def test_joblib_workers_report_into_their_trials(tmp_path: Path) -> None:
-    _ok(run_toy(tmp_path, *RACE, "hydra.sweeper.n_trials=8", "hydra.sweeper.n_jobs=2",
-                "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"))
+    _ok(
+        run_toy(
+            tmp_path,
+            *RACE,
+            "hydra.sweeper.n_trials=8",
+            "hydra.sweeper.n_jobs=2",
+            "hydra/launcher=joblib",
+            "hydra.launcher.n_jobs=2",
+        )
+    )
     _, trials = _study(tmp_path)
     records = calls(tmp_path)
     assert len({r["pid"] for r in records}) >= 2  # jobs ran in worker processes
-    assert len(_by_state(trials, TrialState.PRUNED)) + len(_by_state(trials, TrialState.COMPLETE)) == 8
+    assert (
+        len(_by_state(trials, TrialState.PRUNED)) + len(_by_state(trials, TrialState.COMPLETE)) == 8
+    )
     _check_pruned(trials, records)
 
 
 @pytest.mark.parametrize("pruner", ["median", "odd"])
 def test_two_sweepers_sharing_one_sqlite_study_race_within_one_budget(
-        tmp_path: Path, pruner: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, pruner: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     # "odd": a deterministic pruner (odd trial numbers stop after step 1), so that this test can
     # require pruned trials whatever the interleaving; "median": Optuna's, as users run it.
     race = RACE if pruner == "median" else ["steps=3", *PRUNE_ODD]
     monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
-    shared = [*race, f"hydra.sweeper.storage={url}", "hydra.sweeper.study_name=shared",
-              "hydra.sweeper.n_trials=10", "sleep_s=0.2"]
-    procs = [start_toy(tmp_path, *shared, f"hydra.sweep.dir=multirun/w{i}", log_name=f"w{i}.log")
-             for i in range(2)]
+    shared = [
+        *race,
+        f"hydra.sweeper.storage={url}",
+        "hydra.sweeper.study_name=shared",
+        "hydra.sweeper.n_trials=10",
+        "sleep_s=0.2",
+    ]
+    procs = [
+        start_toy(tmp_path, *shared, f"hydra.sweep.dir=multirun/w{i}", log_name=f"w{i}.log")
+        for i in range(2)
+    ]
     for i, p in enumerate(procs):
         assert p.wait(timeout=180) == 0, (tmp_path / f"w{i}.log").read_text()[-3000:]
     trials = load(url, "shared")
@@ -180,10 +220,26 @@ def test_real_app_prunes_trials_marks_their_runs_and_shares_preprocessing(tmp_pa
     cache = tmp_path / "cache"
     env = {**_env(), "PYTHONPATH": pythonpath_with_repo(), "LTR_CACHE": str(cache)}
     proc = subprocess.run(
-        [LTR_BENCH, "-m", "search=direct_ranker", "dataset=letor", f"dataset.path={data}",
-         "protocol=single", "dataset.fold=1", "hydra.sweeper.n_trials=4", "hydra.sweeper.reevaluate.top_k=1",
-         *PRUNE_ODD, f"hydra.sweep.dir={sweep_dir}", *COMMON[:-1], "protocol.inner_cv=3"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
+        [
+            LTR_BENCH,
+            "-m",
+            "search=direct_ranker",
+            "dataset=letor",
+            f"dataset.path={data}",
+            "protocol=single",
+            "dataset.fold=1",
+            "hydra.sweeper.n_trials=4",
+            "hydra.sweeper.reevaluate.top_k=1",
+            *PRUNE_ODD,
+            f"hydra.sweep.dir={sweep_dir}",
+            *COMMON[:-1],
+            "protocol.inner_cv=3",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = yaml.safe_load((sweep_dir / "optimization_results.yaml").read_text())
@@ -201,10 +257,17 @@ def test_real_app_prunes_trials_marks_their_runs_and_shares_preprocessing(tmp_pa
             assert t.value == pytest.approx(t.intermediate_values[3])  # the running mean at the end
     runs = _runs(_client(tmp_path))
     search = [r for r in runs["trial"] if r.data.tags.get(TAG_REEVALUATION) != "true"]
-    marked = {int(r.data.tags[TAG_TRIAL]): r for r in search if r.data.tags.get(TAG_PRUNED) == "true"}
+    marked = {
+        int(r.data.tags[TAG_TRIAL]): r for r in search if r.data.tags.get(TAG_PRUNED) == "true"
+    }
     assert set(marked) == {1, 3}
-    assert all(r.data.tags[TAG_FOLDS_DONE] == "1" and r.info.status == "FINISHED" for r in marked.values())
-    assert all("sweep.storage" not in r.data.params or "@" not in r.data.params["sweep.storage"] for r in search)
+    assert all(
+        r.data.tags[TAG_FOLDS_DONE] == "1" and r.info.status == "FINISHED" for r in marked.values()
+    )
+    assert all(
+        "sweep.storage" not in r.data.params or "@" not in r.data.params["sweep.storage"]
+        for r in search
+    )
     # Preprocessing was fitted once per distinct split: 3 inner folds of the search plus 2 repeats
     # x 3 folds of the re-evaluation, however many trials ran them.
     entries = [p for p in (cache / "prepared").iterdir() if not p.name.startswith(".")]

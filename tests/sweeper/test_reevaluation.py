@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltr_bench.sweeper.reevaluation import Reevaluation, make_record, pooled_mean_se, select, top_trials
+from ltr_bench.sweeper.reevaluation import (
+    Reevaluation,
+    make_record,
+    pooled_mean_se,
+    select,
+    top_trials,
+)
 
 
 def _mean_se(x: np.ndarray) -> tuple[float, float, int]:
@@ -21,7 +27,9 @@ def _mean_se(x: np.ndarray) -> tuple[float, float, int]:
     a=st.lists(st.floats(-1, 1), min_size=2, max_size=12),
     b=st.lists(st.floats(-1, 1), min_size=2, max_size=12),
 )
-def test_pooled_mean_and_se_equal_those_of_the_concatenated_values(a: list[float], b: list[float]) -> None:
+def test_pooled_mean_and_se_equal_those_of_the_concatenated_values(
+    a: list[float], b: list[float]
+) -> None:
     xa, xb = np.array(a), np.array(b)
     mean, se = pooled_mean_se([_mean_se(xa), _mean_se(xb)])
     both = np.concatenate([xa, xb])
@@ -36,12 +44,22 @@ def test_pooling_without_se_weights_by_counts_and_gives_no_se() -> None:
         pooled_mean_se([])
 
 
-def _trial(number: int, value: float | None, state: str = "COMPLETE", **attrs: float) -> SimpleNamespace:
-    return SimpleNamespace(number=number, value=value, state=SimpleNamespace(name=state), user_attrs=attrs)
+def _trial(
+    number: int, value: float | None, state: str = "COMPLETE", **attrs: float
+) -> SimpleNamespace:
+    return SimpleNamespace(
+        number=number, value=value, state=SimpleNamespace(name=state), user_attrs=attrs
+    )
 
 
 def test_top_trials_are_the_best_complete_ones_earlier_first_on_ties() -> None:
-    trials = [_trial(0, 0.5), _trial(1, 0.7), _trial(2, None, "FAIL"), _trial(3, 0.7), _trial(4, 0.1)]
+    trials = [
+        _trial(0, 0.5),
+        _trial(1, 0.7),
+        _trial(2, None, "FAIL"),
+        _trial(3, 0.7),
+        _trial(4, 0.1),
+    ]
     assert [t.number for t in top_trials(trials, 3, maximize=True)] == [1, 3, 0]
     assert [t.number for t in top_trials(trials, 2, maximize=False)] == [4, 0]
     assert top_trials(trials, 0, maximize=True) == []

@@ -28,10 +28,14 @@ SWEEP_TASK = """hydra:
 
 
 def _study(name: str, fold: int | None, lr: float) -> dict[str, Any]:
-    return {"name": "ltr_optuna", "study_name": name, "best_value": 0.7,
-            "best_params": {"optimizer.lr": lr, "activation": "sigmoid"},
-            "best_overrides": [f"optimizer.lr={lr}", "activation=sigmoid"],
-            "study_overrides": [f"dataset.fold={fold}"] if fold else []}
+    return {
+        "name": "ltr_optuna",
+        "study_name": name,
+        "best_value": 0.7,
+        "best_params": {"optimizer.lr": lr, "activation": "sigmoid"},
+        "best_overrides": [f"optimizer.lr={lr}", "activation=sigmoid"],
+        "study_overrides": [f"dataset.fold={fold}"] if fold else [],
+    }
 
 
 def test_refit_repeats_the_sweep_command_with_the_best_parameters(tmp_path: Path) -> None:
@@ -45,10 +49,17 @@ def test_refit_repeats_the_sweep_command_with_the_best_parameters(tmp_path: Path
     assert refit.output_dir == str(tmp_path / "refit" / "s" / "seed3") and refit.seed == 3
     assert refit.overrides == [
         # the sweep's fixed overrides (ranges and hydra keys dropped), then the user's
-        "model=direct_ranker", "dataset=mq2008", "protocol=letor_folds", "threads=1", "seed=3",
+        "model=direct_ranker",
+        "dataset=mq2008",
+        "protocol=letor_folds",
+        "threads=1",
+        "seed=3",
         # the best parameters replace the user's optimizer.lr
-        "optimizer.lr=0.001", "activation=sigmoid",
-        "protocol.objective=final", "sweep.study_name=s", f"refit_best={res}",
+        "optimizer.lr=0.001",
+        "activation=sigmoid",
+        "protocol.objective=final",
+        "sweep.study_name=s",
+        f"refit_best={res}",
         f"hydra.run.dir={tmp_path}/refit/s/seed3",
     ]
     # A second refit with the same seed gets a folder of its own: nothing is overwritten.
@@ -65,8 +76,11 @@ def test_refit_of_a_sweep_with_a_study_per_fold(tmp_path: Path) -> None:
     import yaml
 
     (tmp_path / "multirun.yaml").write_text(SWEEP_TASK)
-    (tmp_path / "optimization_results.yaml").write_text(yaml.safe_dump(
-        {"name": "ltr_optuna", "studies": [_study("s-f1", 1, 0.01), _study("s-f2", 2, 0.02)]}))
+    (tmp_path / "optimization_results.yaml").write_text(
+        yaml.safe_dump(
+            {"name": "ltr_optuna", "studies": [_study("s-f1", 1, 0.01), _study("s-f2", 2, 0.02)]}
+        )
+    )
     both = plan_refits([f"refit_best={tmp_path}", "hydra.run.dir=out"])
     assert [r.study_name for r in both] == ["s-f1", "s-f2"]
     assert "dataset.fold=2" in both[1].overrides and "optimizer.lr=0.02" in both[1].overrides
@@ -74,12 +88,21 @@ def test_refit_of_a_sweep_with_a_study_per_fold(tmp_path: Path) -> None:
     assert [r.label for r in both] == ["dataset.fold=1", "dataset.fold=2"]
     # Long study names (the sweeper's default names are long) still get distinct folders.
     long = "x" * 200
-    (tmp_path / "optimization_results.yaml").write_text(yaml.safe_dump(
-        {"name": "ltr_optuna", "studies": [_study(long + "-f1", 1, 0.01), _study(long + "-f2", 2, 0.02)]}))
+    (tmp_path / "optimization_results.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "ltr_optuna",
+                "studies": [_study(long + "-f1", 1, 0.01), _study(long + "-f2", 2, 0.02)],
+            }
+        )
+    )
     dirs = [r.output_dir for r in plan_refits([f"refit_best={tmp_path}"])]
     assert len(set(dirs)) == 2 and all(len(Path(d).name) <= 120 for d in dirs)
-    (tmp_path / "optimization_results.yaml").write_text(yaml.safe_dump(
-        {"name": "ltr_optuna", "studies": [_study("s-f1", 1, 0.01), _study("s-f2", 2, 0.02)]}))
+    (tmp_path / "optimization_results.yaml").write_text(
+        yaml.safe_dump(
+            {"name": "ltr_optuna", "studies": [_study("s-f1", 1, 0.01), _study("s-f2", 2, 0.02)]}
+        )
+    )
     (only,) = plan_refits([f"+refit_best={tmp_path}", "dataset.fold=2"])
     assert only.study_name == "s-f2" and only.overrides.count("dataset.fold=2") == 1
     with pytest.raises(UserError, match="no study matches"):
@@ -90,11 +113,20 @@ def test_refit_with_a_seed_list_repeats_every_study_per_seed(tmp_path: Path) -> 
     import yaml
 
     (tmp_path / "multirun.yaml").write_text(SWEEP_TASK)
-    (tmp_path / "optimization_results.yaml").write_text(yaml.safe_dump(
-        {"name": "ltr_optuna", "studies": [_study("s-f1", 1, 0.01), _study("s-f2", 2, 0.02)]}))
+    (tmp_path / "optimization_results.yaml").write_text(
+        yaml.safe_dump(
+            {"name": "ltr_optuna", "studies": [_study("s-f1", 1, 0.01), _study("s-f2", 2, 0.02)]}
+        )
+    )
     refits = plan_refits([f"refit_best={tmp_path}", "seed=range(0,3)", "threads=2"])
     assert [(r.study_name, r.seed) for r in refits] == [
-        ("s-f1", 0), ("s-f1", 1), ("s-f1", 2), ("s-f2", 0), ("s-f2", 1), ("s-f2", 2)]
+        ("s-f1", 0),
+        ("s-f1", 1),
+        ("s-f1", 2),
+        ("s-f2", 0),
+        ("s-f2", 1),
+        ("s-f2", 2),
+    ]
     for r in refits:
         # one seed per run, where the user wrote the list; the rest as for one seed
         assert [a for a in r.overrides if a.startswith("seed=")] == [f"seed={r.seed}"]
@@ -113,10 +145,12 @@ def test_refit_with_a_seed_list_repeats_every_study_per_seed(tmp_path: Path) -> 
 def test_refit_summary_averages_seeds_within_a_study_before_the_folds() -> None:
     from ltr_bench.cli import refit_summary
 
-    rows = [("dataset.fold=1", 0, {"ndcg@10": 0.70, "map": 0.60}),
-            ("dataset.fold=1", 1, {"ndcg@10": 0.72, "map": 0.62}),
-            ("dataset.fold=2", 0, {"ndcg@10": 0.74, "map": 0.64}),
-            ("dataset.fold=2", 1, {"ndcg@10": 0.78, "map": 0.66})]
+    rows = [
+        ("dataset.fold=1", 0, {"ndcg@10": 0.70, "map": 0.60}),
+        ("dataset.fold=1", 1, {"ndcg@10": 0.72, "map": 0.62}),
+        ("dataset.fold=2", 0, {"ndcg@10": 0.74, "map": 0.64}),
+        ("dataset.fold=2", 1, {"ndcg@10": 0.78, "map": 0.66}),
+    ]
     text = refit_summary(rows)
     lines = text.splitlines()
     assert lines[0] == "refit test metrics per study (mean over seeds 0, 1)"
@@ -150,8 +184,24 @@ def test_refit_errors_are_one_sentence(tmp_path: Path) -> None:
     assert "model.hidden=[64,32]" in r.overrides and "optimizer.lr=0.001" in r.overrides
 
 
-@pytest.mark.parametrize("value", [0.001, 1e-4, 3, True, None, "tanh", [64, 32], "a b", "12-3",
-                                   "/tmp/x y/z.yaml", [0.5, "relu"], "a\\b", {"k": [1, "x,y"]}])
+@pytest.mark.parametrize(
+    "value",
+    [
+        0.001,
+        1e-4,
+        3,
+        True,
+        None,
+        "tanh",
+        [64, 32],
+        "a b",
+        "12-3",
+        "/tmp/x y/z.yaml",
+        [0.5, "relu"],
+        "a\\b",
+        {"k": [1, "x,y"]},
+    ],
+)
 def test_override_values_round_trip_through_hydras_parser(value: Any) -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -176,8 +226,9 @@ def test_a_refit_receives_exactly_the_study_name_and_value_the_sweep_chose(
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     folder = tmp_path_factory.mktemp("sweep")
-    (folder / "optimization_results.yaml").write_text(yaml.safe_dump(
-        {"study_name": name, "best_params": {"model.x": value}}, allow_unicode=True))
+    (folder / "optimization_results.yaml").write_text(
+        yaml.safe_dump({"study_name": name, "best_params": {"model.x": value}}, allow_unicode=True)
+    )
     (refit,) = plan_refits([f"refit_best={folder}"])
     parser = OverridesParser.create()
     parsed = {o.split("=", 1)[0]: parser.parse_override(o).value() for o in refit.overrides}

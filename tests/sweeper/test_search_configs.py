@@ -104,7 +104,9 @@ def test_direct_ranker_space_is_table4() -> None:
 
 def test_search_space_of_another_model_is_rejected_before_anything_runs() -> None:
     cfg = _compose("model=ranknet", "search=direct_ranker")
-    with pytest.raises(UserError, match="search=direct_ranker is the search space of model=direct_ranker"):
+    with pytest.raises(
+        UserError, match="search=direct_ranker is the search space of model=direct_ranker"
+    ):
         check_compatibility(cfg)
 
 
@@ -114,7 +116,9 @@ def test_tpe_searches_start_from_the_model_defaults(search: str) -> None:
 
     cfg = _compose(f"model={_model_of(search)}", f"search={search}")
     assert cfg.hydra.sweeper.enqueue_defaults is True
-    assert cfg.hydra.sweeper.reevaluate.top_k == 5  # the search's best five are confirmed on fresh repeats
+    assert (
+        cfg.hydra.sweeper.reevaluate.top_k == 5
+    )  # the search's best five are confirmed on fresh repeats
     space = parse_search_space(OmegaConf.to_container(cfg.hydra.sweeper.params))
     sweeper = OptunaSweeperImpl(sampler=cfg.hydra.sweeper.sampler, params=cfg.hydra.sweeper.params)
     sweeper.config = cfg
@@ -122,11 +126,21 @@ def test_tpe_searches_start_from_the_model_defaults(search: str) -> None:
     assert point  # at least one default lies in the space
     for name, value in point.items():
         expected = cfg.hydra.runtime.choices.get(name) or OmegaConf.select(cfg, name)
-        assert space.params[name].encode(OmegaConf.to_object(expected) if OmegaConf.is_config(expected) else expected, "t") == value
+        assert (
+            space.params[name].encode(
+                OmegaConf.to_object(expected) if OmegaConf.is_config(expected) else expected, "t"
+            )
+            == value
+        )
     if search == "direct_ranker":  # every swept key: trial 0 is exactly the default config
         assert point == {
-            "activation": "tanh", "model.hidden_sizes": "[64,32]", "optimizer.lr": 0.004,
-            "model.lr_decay_to": 1.0, "model.epochs": 10, "optimizer.weight_decay": 0.0, "model.dropout": 0.2,
+            "activation": "tanh",
+            "model.hidden_sizes": "[64,32]",
+            "optimizer.lr": 0.004,
+            "model.lr_decay_to": 1.0,
+            "model.epochs": 10,
+            "optimizer.weight_decay": 0.0,
+            "model.dropout": 0.2,
         }
 
 

@@ -26,7 +26,11 @@ def _dist(text: str):
     [
         ("choice(a,b,3)", CategoricalDistribution(["a", "b", 3]), ("a", "b", 3)),
         ("a,b,1.5", CategoricalDistribution(["a", "b", 1.5]), ("a", "b", 1.5)),
-        ("choice(tanh,tanh,linear)", CategoricalDistribution(["tanh", "linear"]), ("tanh", "linear")),
+        (
+            "choice(tanh,tanh,linear)",
+            CategoricalDistribution(["tanh", "linear"]),
+            ("tanh", "linear"),
+        ),
         ("range(1,5)", IntDistribution(1, 4), (1, 2, 3, 4)),  # stop exclusive, like Python
         ("range(5,201,65)", IntDistribution(5, 200, step=65), (5, 70, 135, 200)),
         ("range(0,1,0.25)", FloatDistribution(0.0, 0.75, step=0.25), (0.0, 0.25, 0.5, 0.75)),
@@ -61,7 +65,14 @@ def test_command_line_replaces_config_and_fixed_overrides_pass_through() -> None
     assert space.params["model.extra"].key == "+model.extra"
     assert space.size() is None
     overrides = space.job_overrides({"x": 2, "activation": "linear", "model.extra": 0.5})
-    assert overrides == ["k=7", "y=5", "dataset=mq2008", "x=2", "activation=linear", "+model.extra=0.5"]
+    assert overrides == [
+        "k=7",
+        "y=5",
+        "dataset=mq2008",
+        "x=2",
+        "activation=linear",
+        "+model.extra=0.5",
+    ]
 
 
 def test_grid_points_are_the_product_in_declaration_order() -> None:
@@ -69,7 +80,11 @@ def test_grid_points_are_the_product_in_declaration_order() -> None:
     assert space.size() == 12
     points = list(space.grid_points())
     assert len(points) == 12 and points[0] == {"a": "u", "b": 0, "c": True}
-    assert points[1] == {"a": "u", "b": 0, "c": False} and points[-1] == {"a": "v", "b": 2, "c": False}
+    assert points[1] == {"a": "u", "b": 0, "c": False} and points[-1] == {
+        "a": "v",
+        "b": 2,
+        "c": False,
+    }
     assert len({tuple(p.values()) for p in points}) == 12
 
 
@@ -99,7 +114,16 @@ def test_discrete_values_for_study_per() -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(None, "null"), (True, "true"), (3, "3"), (1e-05, "1e-05"), ("tanh", "tanh"), ("3", "'3'"), ("true", "'true'"), ("a,b", "'a,b'")],
+    [
+        (None, "null"),
+        (True, "true"),
+        (3, "3"),
+        (1e-05, "1e-05"),
+        ("tanh", "tanh"),
+        ("3", "'3'"),
+        ("true", "'true'"),
+        ("a,b", "'a,b'"),
+    ],
 )
 def test_format_value_examples(value, text) -> None:
     assert format_value(value) == text
@@ -109,7 +133,9 @@ _scalars = st.one_of(
     st.booleans(),
     st.integers(-(10**9), 10**9),
     st.floats(allow_nan=False, allow_infinity=False, width=64),
-    st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=12).filter(lambda s: "${" not in s),
+    st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=12).filter(
+        lambda s: "${" not in s
+    ),
 )
 
 
@@ -121,16 +147,33 @@ def test_format_value_round_trips_through_hydra(value) -> None:
 
 
 def test_point_encodes_config_values_in_the_spaces_representation() -> None:
-    space = parse_search_space({}, [
-        "net=choice([64,32],[10,5])", "act=choice(tanh,linear)", "decay=choice(1.0,0.001)",
-        "lr=tag(log, interval(1e-4,1e-2))", "epochs=choice(5,10,30)", "layers=range(2,6)",
-    ])
-    point = space.point(
-        {"net": [64, 32], "act": "tanh", "decay": 1, "lr": 0.004, "epochs": 10.0, "layers": 3}, "here"
+    space = parse_search_space(
+        {},
+        [
+            "net=choice([64,32],[10,5])",
+            "act=choice(tanh,linear)",
+            "decay=choice(1.0,0.001)",
+            "lr=tag(log, interval(1e-4,1e-2))",
+            "epochs=choice(5,10,30)",
+            "layers=range(2,6)",
+        ],
     )
-    assert point == {"net": "[64,32]", "act": "tanh", "decay": 1.0, "lr": 0.004, "epochs": 10, "layers": 3}
+    point = space.point(
+        {"net": [64, 32], "act": "tanh", "decay": 1, "lr": 0.004, "epochs": 10.0, "layers": 3},
+        "here",
+    )
+    assert point == {
+        "net": "[64,32]",
+        "act": "tanh",
+        "decay": 1.0,
+        "lr": 0.004,
+        "epochs": 10,
+        "layers": 3,
+    }
     assert type(point["epochs"]) is int  # the choice itself, so Optuna sees a known value
-    assert space.point({"net": "[10, 5]"}, "here") == {"net": "[10,5]"}  # override text, any spacing
+    assert space.point({"net": "[10, 5]"}, "here") == {
+        "net": "[10,5]"
+    }  # override text, any spacing
     assert space.params["net"].override(point["net"]) == "net=[64,32]"
 
 
@@ -147,6 +190,16 @@ def test_point_encodes_config_values_in_the_spaces_representation() -> None:
     ],
 )
 def test_point_outside_the_space_is_a_user_error(values, message) -> None:
-    space = parse_search_space({}, ["net=choice([64,32])", "act=choice(tanh,1)", "lr=interval(1e-4,1e-2)", "layers=range(2,6)"])
-    with pytest.raises(UserError, match=r"^where: .*" + message.replace("[", r"\[").replace("]", r"\]")):
+    space = parse_search_space(
+        {},
+        [
+            "net=choice([64,32])",
+            "act=choice(tanh,1)",
+            "lr=interval(1e-4,1e-2)",
+            "layers=range(2,6)",
+        ],
+    )
+    with pytest.raises(
+        UserError, match=r"^where: .*" + message.replace("[", r"\[").replace("]", r"\]")
+    ):
         space.point(values, "where")

@@ -17,8 +17,12 @@ from ltr_bench.sweeper.storage import (
 
 
 def test_default_study_name_is_stable_and_ignores_hydra_and_sweep_keys() -> None:
-    a = default_study_name("cli", ["model=direct_ranker", "dataset=mq2008", "hydra.verbose=true"], "tpe")
-    b = default_study_name("cli", ["+sweep.trial_number=3", "dataset=mq2008", "model=direct_ranker"], "tpe")
+    a = default_study_name(
+        "cli", ["model=direct_ranker", "dataset=mq2008", "hydra.verbose=true"], "tpe"
+    )
+    b = default_study_name(
+        "cli", ["+sweep.trial_number=3", "dataset=mq2008", "model=direct_ranker"], "tpe"
+    )
     assert a == b == "cli-dataset=mq2008-model=direct_ranker-tpe"
     assert default_study_name("cli", [], "grid") == "cli-grid"
 
@@ -42,7 +46,9 @@ def test_redact_hides_passwords() -> None:
 
 
 def test_open_study_rejects_a_changed_direction(tmp_path) -> None:
-    storage = open_storage(f"sqlite:///{tmp_path / 's.db'}", heartbeat_interval=5, grace_period=None)
+    storage = open_storage(
+        f"sqlite:///{tmp_path / 's.db'}", heartbeat_interval=5, grace_period=None
+    )
     study = open_study(storage, "s", "maximize")
     assert open_study(storage, "s", "maximize")._study_id == study._study_id
     with pytest.raises(UserError, match="hydra.sweeper.direction"):
@@ -59,7 +65,9 @@ class _DuplicateTable(Exception):
     """Stands in for psycopg2's DuplicateTable (the driver error SQLAlchemy wraps)."""
 
 
-def test_schema_creation_race_is_retried_and_other_programming_errors_are_not(tmp_path, monkeypatch) -> None:
+def test_schema_creation_race_is_retried_and_other_programming_errors_are_not(
+    tmp_path, monkeypatch
+) -> None:
     import sqlalchemy.exc
 
     from ltr_bench.sweeper import storage
@@ -70,7 +78,9 @@ def test_schema_creation_race_is_retried_and_other_programming_errors_are_not(tm
     def racing(url, **kwargs):  # the first call loses the race to another worker
         calls.append(url)
         if len(calls) == 1:
-            raise sqlalchemy.exc.ProgrammingError("CREATE TABLE studies", {}, _DuplicateTable('relation "studies" already exists'))
+            raise sqlalchemy.exc.ProgrammingError(
+                "CREATE TABLE studies", {}, _DuplicateTable('relation "studies" already exists')
+            )
         return real(url, **kwargs)
 
     monkeypatch.setattr(storage.time, "sleep", lambda s: None)
@@ -79,7 +89,9 @@ def test_schema_creation_race_is_retried_and_other_programming_errors_are_not(tm
     assert isinstance(opened, real) and len(calls) == 2
 
     def denied(url, **kwargs):
-        raise sqlalchemy.exc.ProgrammingError("SELECT", {}, _DuplicateTable("permission denied for table studies"))
+        raise sqlalchemy.exc.ProgrammingError(
+            "SELECT", {}, _DuplicateTable("permission denied for table studies")
+        )
 
     monkeypatch.setattr(optuna.storages, "RDBStorage", denied)
     with pytest.raises(UserError, match="permission denied"):

@@ -12,7 +12,16 @@ import pytest
 import yaml
 from optuna.distributions import CategoricalDistribution, IntDistribution
 
-from tests.sweeper.toy import calls, complete, load, point, reasons, run_toy, start_toy, wait_for_file
+from tests.sweeper.toy import (
+    calls,
+    complete,
+    load,
+    point,
+    reasons,
+    run_toy,
+    start_toy,
+    wait_for_file,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -42,7 +51,9 @@ def test_four_trial_sweep_end_to_end_and_same_command_resumes(tmp_path: Path) ->
         assert by_number[r["trial"]].value == -((r["x"] - 1) ** 2) - (r["y"] - 2) ** 2
         assert (tmp_path / "multirun" / "sweep" / f"trial_{r['trial']}").is_dir()
     best = max(done, key=lambda t: t.value)
-    results = yaml.safe_load((tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    results = yaml.safe_load(
+        (tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text()
+    )
     assert results["best_value"] == best.value and results["best_params"] == best.params
     assert results["n_complete"] == 4 and results["study_name"] == name
 
@@ -59,10 +70,21 @@ def test_four_trial_sweep_end_to_end_and_same_command_resumes(tmp_path: Path) ->
 def test_an_objective_with_its_se_counts_the_trials_within_one_se(tmp_path: Path) -> None:
     # x = 0..3, y = 2: values -1, 0, -1, -4; best 0 with SE 1.5 -> three trials within one SE.
     # Two joblib workers: the Objective crosses process boundaries with its SE.
-    _ok(run_toy(tmp_path, "se=1.5", "hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=null",
-                "y=choice(2)", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                "hydra.sweeper.n_jobs=2"))
-    results = yaml.safe_load((tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    _ok(
+        run_toy(
+            tmp_path,
+            "se=1.5",
+            "hydra/sweeper/sampler=grid",
+            "hydra.sweeper.n_trials=null",
+            "y=choice(2)",
+            "hydra/launcher=joblib",
+            "hydra.launcher.n_jobs=2",
+            "hydra.sweeper.n_jobs=2",
+        )
+    )
+    results = yaml.safe_load(
+        (tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text()
+    )
     assert results["n_complete"] == 4 and results["best_value"] == 0
     assert results["best_value_se"] == 1.5 and results["n_within_one_se"] == 3
     (db,) = (tmp_path / "multirun" / "optuna").glob("*.db")
@@ -71,13 +93,21 @@ def test_an_objective_with_its_se_counts_the_trials_within_one_se(tmp_path: Path
     # Without an SE (a plain float, as from any other app) the summary has no such keys.
     (tmp_path / "plain").mkdir()
     _ok(run_toy(tmp_path / "plain"))
-    plain = yaml.safe_load((tmp_path / "plain" / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    plain = yaml.safe_load(
+        (tmp_path / "plain" / "multirun" / "sweep" / "optimization_results.yaml").read_text()
+    )
     assert "best_value_se" not in plain and "n_within_one_se" not in plain
 
 
 @pytest.mark.parametrize(("sig", "sampler"), [(signal.SIGKILL, "tpe"), (signal.SIGTERM, "grid")])
-def test_kill_and_resume_keeps_trial_count_exact(tmp_path: Path, sig: signal.Signals, sampler: str) -> None:
-    common = ["hydra.sweeper.study_name=killed", f"hydra/sweeper/sampler={sampler}", "hydra.sweeper.n_trials=5"]
+def test_kill_and_resume_keeps_trial_count_exact(
+    tmp_path: Path, sig: signal.Signals, sampler: str
+) -> None:
+    common = [
+        "hydra.sweeper.study_name=killed",
+        f"hydra/sweeper/sampler={sampler}",
+        "hydra.sweeper.n_trials=5",
+    ]
     proc = start_toy(tmp_path, *common, "hang_at_call=2", f"hang_marker={tmp_path / 'hang'}")
     wait_for_file(tmp_path / "hang", proc)  # two trials done, the third one is running
     proc.send_signal(sig)
@@ -96,13 +126,23 @@ def test_kill_and_resume_keeps_trial_count_exact(tmp_path: Path, sig: signal.Sig
     assert len({point(t) for t in done}) == 5
     assert reasons(trials)[killed] == "interrupted"
     assert [t for t in trials if t.state.name == "RUNNING"] == []
-    assert {(r["x"], r["y"]) for r in calls(tmp_path) if r["trial"] != killed} == {point(t) for t in done}
+    assert {(r["x"], r["y"]) for r in calls(tmp_path) if r["trial"] != killed} == {
+        point(t) for t in done
+    }
     if sampler == "grid":  # the grid walks the product in order; the killed point is redone
         expected = list(itertools.product(range(4), range(3)))[:5]
         assert sorted(point(t) for t in done) == expected
 
+
 def test_failing_and_nan_trials_are_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
-    base = ["hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=null", "hydra.sweeper.study_name=fails", "y=choice(0,1)", "fail_x=3", "nan_x=0"]
+    base = [
+        "hydra/sweeper/sampler=grid",
+        "hydra.sweeper.n_trials=null",
+        "hydra.sweeper.study_name=fails",
+        "y=choice(0,1)",
+        "fail_x=3",
+        "nan_x=0",
+    ]
     proc = run_toy(tmp_path, *base, "hydra.sweeper.max_failure_rate=0.5")
     _ok(proc)
     assert "toy failure for x=3" in proc.stdout + proc.stderr
@@ -113,22 +153,37 @@ def test_failing_and_nan_trials_are_recorded_and_the_sweep_goes_on(tmp_path: Pat
     assert {trials[n].params["x"] for n, r in failed.items() if r == "exception"} == {3}
     assert {trials[n].params["x"] for n, r in failed.items() if r == "nan"} == {0}
     assert len(failed) == 4 and len(complete(trials)) == 4
-    assert "toy failure" in next(t for t in trials if t.params["x"] == 3).user_attrs["ltr_sweeper.error"]
+    assert (
+        "toy failure"
+        in next(t for t in trials if t.params["x"] == 3).user_attrs["ltr_sweeper.error"]
+    )
 
 
 def test_too_many_failures_and_config_errors_abort(tmp_path: Path) -> None:
-    grid = ["hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=null", "x=choice(3,1,2)", "y=0", "fail_x=3"]
-    proc = run_toy(tmp_path, *grid, "hydra.sweeper.study_name=rate", "hydra.sweeper.max_failure_rate=0.2")
+    grid = [
+        "hydra/sweeper/sampler=grid",
+        "hydra.sweeper.n_trials=null",
+        "x=choice(3,1,2)",
+        "y=0",
+        "fail_x=3",
+    ]
+    proc = run_toy(
+        tmp_path, *grid, "hydra.sweeper.study_name=rate", "hydra.sweeper.max_failure_rate=0.2"
+    )
     assert proc.returncode != 0 and "max_failure_rate=0.2" in proc.stderr
     assert len(calls(tmp_path)) == 1  # stopped right after 1 of 3 trials failed (> 0.2 * 3)
 
     proc = run_toy(tmp_path, *grid, "hydra.sweeper.study_name=usererr", "user_error_x=3")
     assert proc.returncode != 0 and "toy config error for x=3" in proc.stderr
     trials = load(f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'usererr.db'}", "usererr")
-    assert reasons(trials) == {0: "config_error"} and len(trials) == 1  # not counted: a re-run retries it
+    assert (
+        reasons(trials) == {0: "config_error"} and len(trials) == 1
+    )  # not counted: a re-run retries it
 
     proc = run_toy(tmp_path, *grid, "hydra.sweeper.study_name=badopt", "opt=choice(nope,sgd)")
-    assert proc.returncode != 0 and "nope" in proc.stderr  # a config group option that does not exist
+    assert (
+        proc.returncode != 0 and "nope" in proc.stderr
+    )  # a config group option that does not exist
     trials = load(f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'badopt.db'}", "badopt")
     assert reasons(trials) == {0: "config_error"}
     assert len(calls(tmp_path)) == 2  # no job ran for the bad config
@@ -138,12 +193,22 @@ def test_too_many_failures_and_config_errors_abort(tmp_path: Path) -> None:
 def test_two_processes_share_one_sqlite_study(tmp_path: Path, sampler: str) -> None:
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     args = [
-        f"hydra.sweeper.storage={url}", "hydra.sweeper.study_name=shared", f"hydra/sweeper/sampler={sampler}",
-        "hydra.sweeper.n_trials=6", "sleep_s=0.4", "kind=a,b", "y=choice(0,2)",
+        f"hydra.sweeper.storage={url}",
+        "hydra.sweeper.study_name=shared",
+        f"hydra/sweeper/sampler={sampler}",
+        "hydra.sweeper.n_trials=6",
+        "sleep_s=0.4",
+        "kind=a,b",
+        "y=choice(0,2)",
     ]
-    workers = [start_toy(tmp_path, *args, f"hydra.sweep.dir={tmp_path / f'w{i}'}", log_name=f"w{i}.log") for i in (0, 1)]
+    workers = [
+        start_toy(tmp_path, *args, f"hydra.sweep.dir={tmp_path / f'w{i}'}", log_name=f"w{i}.log")
+        for i in (0, 1)
+    ]
     for w in workers:
-        assert w.wait(timeout=90) == 0, (tmp_path / "w0.log").read_text()[-2000:] + (tmp_path / "w1.log").read_text()[-2000:]
+        assert w.wait(timeout=90) == 0, (tmp_path / "w0.log").read_text()[-2000:] + (
+            tmp_path / "w1.log"
+        ).read_text()[-2000:]
     trials = load(url, "shared")
     done = complete(trials)
     records = calls(tmp_path)
@@ -154,7 +219,9 @@ def test_two_processes_share_one_sqlite_study(tmp_path: Path, sampler: str) -> N
     assert set(reasons(trials).values()) <= {"duplicate", "surplus"}
 
 
-@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning", "ignore:Heartbeat of storage")
+@pytest.mark.filterwarnings(
+    "ignore::optuna.exceptions.ExperimentalWarning", "ignore:Heartbeat of storage"
+)
 def test_running_trials_of_gone_sweepers_are_marked_failed_on_resume(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'left.db'}"
     storage = optuna.storages.RDBStorage(url, heartbeat_interval=1, grace_period=1)
@@ -162,12 +229,21 @@ def test_running_trials_of_gone_sweepers_are_marked_failed_on_resume(tmp_path: P
     space = {"x": IntDistribution(0, 3), "y": CategoricalDistribution([0, 1, 2])}
     foreign = study.ask(space)  # no owner attribute: failed once older than the grace period
     remote = study.ask(space)  # owned by another host: failed once its heartbeat is stale
-    remote.set_user_attr("ltr_sweeper.worker", {"host": "elsewhere", "pidns": "", "pid": 1, "start": "1"})
+    remote.set_user_attr(
+        "ltr_sweeper.worker", {"host": "elsewhere", "pidns": "", "pid": 1, "start": "1"}
+    )
     storage.record_heartbeat(remote._trial_id)
     done_trial = study.ask(space)
     study.tell(done_trial, -1.0)
     time.sleep(1.2)
-    _ok(run_toy(tmp_path, f"hydra.sweeper.storage={url}", "hydra.sweeper.study_name=left", "hydra.sweeper.grace_period=1"))
+    _ok(
+        run_toy(
+            tmp_path,
+            f"hydra.sweeper.storage={url}",
+            "hydra.sweeper.study_name=left",
+            "hydra.sweeper.grace_period=1",
+        )
+    )
     trials = load(url, "left")
     failed = reasons(trials)
     assert failed[foreign.number] == "interrupted" and failed[remote.number] == "interrupted"
@@ -176,12 +252,22 @@ def test_running_trials_of_gone_sweepers_are_marked_failed_on_resume(tmp_path: P
 
 
 def test_grid_enumerates_exactly_the_product(tmp_path: Path) -> None:
-    args = ["hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=null", "x=range(0,3)", "y=choice(1,2)", "kind=a,b"]
+    args = [
+        "hydra/sweeper/sampler=grid",
+        "hydra.sweeper.n_trials=null",
+        "x=range(0,3)",
+        "y=choice(1,2)",
+        "kind=a,b",
+    ]
     _ok(run_toy(tmp_path, *args, "hydra.sweeper.study_name=g"))
     records = calls(tmp_path)
-    expected = list(itertools.product(range(3), [1, 2], ["a", "b"]))  # product order, first key slowest
+    expected = list(
+        itertools.product(range(3), [1, 2], ["a", "b"])
+    )  # product order, first key slowest
     assert [(r["x"], r["y"], r["kind"]) for r in records] == expected
-    results = yaml.safe_load((tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    results = yaml.safe_load(
+        (tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text()
+    )
     assert results["n_trials"] == 12 and results["best_params"] == {"x": 1, "y": 2, "kind": "b"}
     assert results["best_value"] == 0.5
     assert results["best_overrides"] == ["x=1", "y=2", "kind=b"]  # ready to pass back to the app
@@ -189,11 +275,17 @@ def test_grid_enumerates_exactly_the_product(tmp_path: Path) -> None:
 
 def test_study_per_runs_one_study_per_value(tmp_path: Path) -> None:
     proc = run_toy(
-        tmp_path, "hydra.sweeper.study_name=per", "hydra.sweeper.study_per=[kind]", "kind=a,b",
-        "hydra.sweeper.n_trials=3", "hydra.sweep.subdir=${hydra.job.num}",
+        tmp_path,
+        "hydra.sweeper.study_name=per",
+        "hydra.sweeper.study_per=[kind]",
+        "kind=a,b",
+        "hydra.sweeper.n_trials=3",
+        "hydra.sweep.subdir=${hydra.job.num}",
     )
     _ok(proc)
-    results = yaml.safe_load((tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    results = yaml.safe_load(
+        (tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text()
+    )
     assert [s["study_name"] for s in results["studies"]] == ["per-kind=a", "per-kind=b"]
     assert [s["study_overrides"] for s in results["studies"]] == [["kind=a"], ["kind=b"]]
     records = calls(tmp_path)
@@ -208,8 +300,12 @@ def test_study_per_runs_one_study_per_value(tmp_path: Path) -> None:
 def test_defaults_and_given_points_are_evaluated_first(tmp_path: Path) -> None:
     # Config defaults: x=0, y=0, kind=a, opt=sgd (a config group); all four swept here.
     proc = run_toy(
-        tmp_path, "hydra.sweeper.study_name=seeded", "kind=choice(b,a)", "opt=choice(adam,sgd)",
-        "hydra.sweeper.enqueue_defaults=true", "hydra.sweeper.enqueue_trials=[{x:3,y:1,kind:b}]",
+        tmp_path,
+        "hydra.sweeper.study_name=seeded",
+        "kind=choice(b,a)",
+        "opt=choice(adam,sgd)",
+        "hydra.sweeper.enqueue_defaults=true",
+        "hydra.sweeper.enqueue_trials=[{x:3,y:1,kind:b}]",
     )
     _ok(proc)
     url = f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'seeded.db'}"
@@ -220,15 +316,24 @@ def test_defaults_and_given_points_are_evaluated_first(tmp_path: Path) -> None:
     first = calls(tmp_path)[:2]
     assert [(r["x"], r["y"], r["kind"]) for r in first] == [(0, 0, "a"), (3, 1, "b")]
     # Resuming with a larger budget does not enqueue (or run) them again.
-    _ok(run_toy(
-        tmp_path, "hydra.sweeper.study_name=seeded", "kind=choice(b,a)", "opt=choice(adam,sgd)",
-        "hydra.sweeper.enqueue_defaults=true", "hydra.sweeper.enqueue_trials=[{x:3,y:1,kind:b}]",
-        "hydra.sweeper.n_trials=6",
-    ))
+    _ok(
+        run_toy(
+            tmp_path,
+            "hydra.sweeper.study_name=seeded",
+            "kind=choice(b,a)",
+            "opt=choice(adam,sgd)",
+            "hydra.sweeper.enqueue_defaults=true",
+            "hydra.sweeper.enqueue_trials=[{x:3,y:1,kind:b}]",
+            "hydra.sweeper.n_trials=6",
+        )
+    )
     everything = load(url, "seeded")
     assert [t.number for t in everything if "fixed_params" in t.system_attrs] == [0, 1]
     trials = complete(everything)
-    assert len(trials) == 6 and len({point(t) + (t.params["kind"], t.params["opt"]) for t in trials}) == 6
+    assert (
+        len(trials) == 6
+        and len({point(t) + (t.params["kind"], t.params["opt"]) for t in trials}) == 6
+    )
 
 
 def test_an_enqueued_point_outside_the_space_stops_before_any_job(tmp_path: Path) -> None:
@@ -242,19 +347,36 @@ def test_reevaluation_of_the_top_trials_picks_by_pooled_value(tmp_path: Path) ->
     # Grid over x = 0..3 with y = 2: true values -1, 0, -1, -4; x = 2 is lucky in the search
     # (+1.5 -> 0.5, the search's best) but not in its re-evaluation (-1). Top 2 re-evaluated:
     # pooled x=2: (0.5 - 1) / 2 = -0.25, x=1: 0 -> x=1 is chosen.
-    args = ["hydra.sweeper.study_name=lucky", "hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=null",
-            "y=choice(2)", "lucky_x=2", "lucky_bonus=1.5", "se=0.5", "n_folds=5",
-            "hydra.sweeper.reevaluate.top_k=2"]
+    args = [
+        "hydra.sweeper.study_name=lucky",
+        "hydra/sweeper/sampler=grid",
+        "hydra.sweeper.n_trials=null",
+        "y=choice(2)",
+        "lucky_x=2",
+        "lucky_bonus=1.5",
+        "se=0.5",
+        "n_folds=5",
+        "hydra.sweeper.reevaluate.top_k=2",
+    ]
     _ok(run_toy(tmp_path, *args))
     records = calls(tmp_path)
     assert [r["reevaluation"] for r in records] == [False] * 4 + [True] * 2
     assert sorted(r["x"] for r in records[4:]) == [1, 2]
-    results = yaml.safe_load((tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    results = yaml.safe_load(
+        (tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text()
+    )
     assert results["search_best_value"] == 0.5 and results["best_value"] == 0.0
-    assert results["best_params"] == {"x": 1, "y": 2} and results["best_overrides"] == ["x=1", "y=2"]
+    assert results["best_params"] == {"x": 1, "y": 2} and results["best_overrides"] == [
+        "x=1",
+        "y=2",
+    ]
     by_trial = {r["trial"]: r for r in results["reevaluated"]}
     lucky = by_trial[results["search_best_trial"]]
-    assert (lucky["search_value"], lucky["reevaluation_value"], lucky["value"]) == (0.5, -1.0, -0.25)
+    assert (lucky["search_value"], lucky["reevaluation_value"], lucky["value"]) == (
+        0.5,
+        -1.0,
+        -0.25,
+    )
     assert lucky["search_n"] == lucky["reevaluation_n"] == 5
     # SE of the mean of 10 values: 5 around 0.5 and 5 around -1, each with SE 0.5
     within = 2 * 4 * (0.5 * 5**0.5) ** 2
@@ -265,11 +387,14 @@ def test_reevaluation_of_the_top_trials_picks_by_pooled_value(tmp_path: Path) ->
     study = optuna.load_study(study_name="lucky", storage=f"sqlite:///{db}")
     assert max(t.value for t in complete(study.trials)) == 0.5
     assert sorted(k for k in study.user_attrs if k.startswith("reevaluation:")) == [
-        f"reevaluation:{n}" for n in sorted(by_trial)]
+        f"reevaluation:{n}" for n in sorted(by_trial)
+    ]
     # Resuming the finished sweep neither re-runs trials nor re-evaluations, and selects the same.
     _ok(run_toy(tmp_path, *args))
     assert len(calls(tmp_path)) == 6
-    again = yaml.safe_load((tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text())
+    again = yaml.safe_load(
+        (tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text()
+    )
     assert again["best_params"] == {"x": 1, "y": 2}
     # A larger top_k re-evaluates only the newly included trial.
     _ok(run_toy(tmp_path, *args[:-1], "hydra.sweeper.reevaluate.top_k=3"))

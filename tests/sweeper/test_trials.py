@@ -29,7 +29,13 @@ DISTS = {"x": IntDistribution(0, 2), "y": CategoricalDistribution(["a", "b"])}
 def _trial(state: TrialState, reason: str | None = None, **params):
     attrs = {ATTR_FAIL: reason} if reason else {}
     value = 1.0 if state == TrialState.COMPLETE else None
-    return create_trial(state=state, value=value, params=params, distributions={k: DISTS[k] for k in params}, user_attrs=attrs)
+    return create_trial(
+        state=state,
+        value=value,
+        params=params,
+        distributions={k: DISTS[k] for k in params},
+        user_attrs=attrs,
+    )
 
 
 @pytest.mark.parametrize(
@@ -86,13 +92,19 @@ def test_worker_identity_and_dead_process_detection() -> None:
     assert not is_dead_local_worker(me)
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        alive = {**me, "pid": child.pid, "start": open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[19]}
+        alive = {
+            **me,
+            "pid": child.pid,
+            "start": open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[19],
+        }
         assert not is_dead_local_worker(alive)
     finally:
         child.kill()
         child.wait()
     assert is_dead_local_worker(alive)
-    assert not is_dead_local_worker({**alive, "host": "another-host"})  # only its heartbeat can tell
+    assert not is_dead_local_worker(
+        {**alive, "host": "another-host"}
+    )  # only its heartbeat can tell
 
 
 def test_fail_interrupted_trials(tmp_path) -> None:

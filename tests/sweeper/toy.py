@@ -22,8 +22,12 @@ FAIL_REASON = "ltr_sweeper.fail_reason"
 def toy_command(workdir: Path, *overrides: str) -> list[str]:
     """``python toy_app.py --multirun hydra/sweeper=ltr_optuna calls_file=... <overrides>``."""
     return [
-        sys.executable, str(TOY_APP), "--multirun", "hydra/sweeper=ltr_optuna",
-        f"calls_file={workdir / 'calls.jsonl'}", *overrides,
+        sys.executable,
+        str(TOY_APP),
+        "--multirun",
+        "hydra/sweeper=ltr_optuna",
+        f"calls_file={workdir / 'calls.jsonl'}",
+        *overrides,
     ]
 
 
@@ -45,17 +49,31 @@ def run_toy(workdir: Path, *overrides: str, timeout: float = 60) -> CliResult:
     if any(o.startswith("hydra/launcher=") for o in overrides):
         # A launcher's worker processes import the task function by its module: the toy app
         # loaded from a file path in this process cannot be found there, so run a real process.
-        proc = subprocess.run(toy_command(workdir, *overrides), cwd=workdir, env=_env(),
-                              capture_output=True, text=True, timeout=timeout * 4)
+        proc = subprocess.run(
+            toy_command(workdir, *overrides),
+            cwd=workdir,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout * 4,
+        )
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
     app = _toy_module()
     out, err = io.StringIO(), io.StringIO()
     code = 0
     # HYDRA_MAIN_MODULE: resolve config_path="conf" next to toy_app.py, as when run as a script
-    env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "1",
-           "HYDRA_MAIN_MODULE": "__main__"}
+    env = {
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "HYDRA_FULL_ERROR": "1",
+        "HYDRA_MAIN_MODULE": "__main__",
+    }
     argv = toy_command(workdir, *overrides)[1:]
-    with restored(workdir, env, argv), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (
+        restored(workdir, env, argv),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
         try:
             app.main()
         except SystemExit as exc:
@@ -81,7 +99,13 @@ def _toy_module() -> Any:
 def start_toy(workdir: Path, *overrides: str, log_name: str = "sweep.log") -> subprocess.Popen:
     """Start a sweep in the background; output goes to ``workdir/log_name``."""
     log = open(workdir / log_name, "w")
-    return subprocess.Popen(toy_command(workdir, *overrides), cwd=workdir, env=_env(), stdout=log, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        toy_command(workdir, *overrides),
+        cwd=workdir,
+        env=_env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def wait_for_file(path: Path, proc: subprocess.Popen, timeout: float = 30) -> None:

@@ -37,8 +37,16 @@ def main(cfg: DictConfig) -> float:
     if cfg.calls_file:
         if Path(cfg.calls_file).exists():
             previous_calls = len(Path(cfg.calls_file).read_text().splitlines())
-        record = {"trial": trial, "study": cfg.sweep.study_name, "x": cfg.x, "y": cfg.y, "kind": cfg.kind,
-                  "pid": os.getpid(), "reevaluation": cfg.sweep.reevaluation, "steps": steps_done}
+        record = {
+            "trial": trial,
+            "study": cfg.sweep.study_name,
+            "x": cfg.x,
+            "y": cfg.y,
+            "kind": cfg.kind,
+            "pid": os.getpid(),
+            "reevaluation": cfg.sweep.reevaluation,
+            "steps": steps_done,
+        }
         with open(cfg.calls_file, "a") as f:
             f.write(json.dumps(record) + "\n")
     if cfg.hang_at_call is not None and previous_calls == cfg.hang_at_call:
