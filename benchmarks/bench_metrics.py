@@ -123,12 +123,12 @@ def main() -> None:
     flat = {}
     for label, s in (("float64", scores), ("float32", scores32)):
         s_t, l_t, m_t = (torch.from_numpy(a) for a in (data.pad(s)[0], l_pad, mask))
-        t_flat, v_flat = best_of(lambda: ndcg_at_k(s, labels, qid, k=10), args.repeats)
-        t_eval, res = best_of(lambda: evaluate(s, data, ["ndcg@10"]), args.repeats)
+        t_flat, v_flat = best_of(lambda s=s: ndcg_at_k(s, labels, qid, k=10), args.repeats)
+        t_eval, res = best_of(lambda s=s: evaluate(s, data, ["ndcg@10"]), args.repeats)
         t_pad, v_pad = best_of(
-            lambda: torch.nanmean(ndcg_padded(s_t, l_t, m_t, 10)).item(), args.repeats
+            lambda t=(s_t, l_t, m_t): torch.nanmean(ndcg_padded(*t, 10)).item(), args.repeats
         )
-        t_all, _ = best_of(lambda: evaluate(s, data), args.repeats)
+        t_all, _ = best_of(lambda s=s: evaluate(s, data), args.repeats)
         for v in (v_flat, res.means["ndcg@10"], v_pad):
             assert abs(v - v_ref) < 1e-12, (label, v, v_ref)
         flat[label] = t_flat

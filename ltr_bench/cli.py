@@ -11,15 +11,14 @@ from __future__ import annotations
 import os
 import re
 import sys
-from pathlib import Path
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import hydra
 from omegaconf import DictConfig
 
 from ltr_bench.config_tree import CONFIG_PATH, config_dir
 from ltr_bench.errors import UserError
-
 
 _deferred: list[BaseException] = []
 

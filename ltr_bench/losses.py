@@ -20,9 +20,10 @@ sizes the query batches) -- and write ``conf/loss/<name>.yaml`` with ``name`` an
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Literal, Mapping, TypeVar
+from typing import Any, Literal, TypeVar
 
 import torch
 import torch.nn.functional as F

@@ -40,8 +40,9 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 import torch
@@ -278,7 +279,7 @@ class _Ranked:
     @classmethod
     def from_keys(
         cls, keys: Tensor, labels: Tensor, mask: Tensor, depth: int | None = None
-    ) -> "_Ranked":
+    ) -> _Ranked:
         """From ranking keys (``-score``, ``+inf`` at padding) of rows whose real documents come
         first, as the flat evaluation pads them: no score copy, no key pass."""
         ranked = cls.__new__(cls)
@@ -646,7 +647,7 @@ class EvalResult:
     policy: dict[str, Any] = field(default_factory=dict)
     n_dropped: int = 0
 
-    def to_frame(self) -> "pd.DataFrame":
+    def to_frame(self) -> pd.DataFrame:
         """Per-query values as a pandas DataFrame indexed by qid, one column per metric."""
         import pandas as pd
 

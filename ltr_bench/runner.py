@@ -22,10 +22,11 @@ import os
 import random
 import tempfile
 import time
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf, open_dict

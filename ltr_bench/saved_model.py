@@ -23,9 +23,10 @@ folder as a ``pyfunc`` model whose loader is :func:`_load_pyfunc` (``loader_modu
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

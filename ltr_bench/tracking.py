@@ -38,8 +38,9 @@ import signal
 import subprocess
 import tempfile
 import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -661,7 +662,7 @@ class Tracker:
     @staticmethod
     def from_config(
         tracking: DictConfig | Mapping[str, Any], base_dir: str | os.PathLike[str]
-    ) -> "Tracker":
+    ) -> Tracker:
         """A Tracker for the ``tracking`` config group, or a no-op one when disabled / not rank 0."""
         if not tracking.get("enabled", True) or not is_rank_zero():
             return NullTracker()
@@ -868,7 +869,7 @@ class Tracker:
     def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
         self.client.log_text(run_id, text, artifact_file)
 
-    def log_model(self, run_id: str, model: "PyfuncModel") -> str | None:
+    def log_model(self, run_id: str, model: PyfuncModel) -> str | None:
         """A saved model as the MLflow ``pyfunc`` model ``model`` of the run (registered under
         ``tracking.register_model`` when set); returns its model id, None if it could not be
         logged (a warning; the run keeps its results)."""
@@ -953,7 +954,7 @@ class NullTracker(Tracker):
     def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
         pass
 
-    def log_model(self, run_id: str, model: "PyfuncModel") -> str | None:
+    def log_model(self, run_id: str, model: PyfuncModel) -> str | None:
         return None
 
     def lightning_logger(self, run_id: str) -> Any:

@@ -7,8 +7,7 @@ process itself is not what is tested.
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 

@@ -38,7 +38,7 @@ class RecordingRanker(Ranker):
 
     def fit(
         self, train: QuerySet, vali: QuerySet | None = None, *, logger: Any = None
-    ) -> "RecordingRanker":
+    ) -> RecordingRanker:
         SEEN.append(("fit", np.unique(train.qid), np.unique(train.labels)))
         if vali is not None:
             SEEN.append(("vali", np.unique(vali.qid), np.unique(vali.labels)))

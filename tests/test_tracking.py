@@ -75,7 +75,7 @@ def test_sanitize_key_matches_tracking_keys() -> None:
     assert sanitize_key("a:b(c)") == "a_b_c_"
 
 
-def _create(uri: str, q: "mp.Queue[str]") -> None:
+def _create(uri: str, q: mp.Queue[str]) -> None:
     try:
         q.put(ensure_experiment(uri, "race"))
     except Exception as exc:  # reported to the parent

@@ -13,7 +13,8 @@ Everything is a torch tensor on one device, so batches can be drawn on a GPU wit
 from __future__ import annotations
 
 import math
-from typing import Iterator, Literal, NamedTuple
+from collections.abc import Iterator
+from typing import Literal, NamedTuple
 
 import numpy as np
 import torch
@@ -96,7 +97,7 @@ class PairSampler:
     def device(self) -> torch.device:
         return self._device
 
-    def to(self, device: torch.device | str) -> "PairSampler":
+    def to(self, device: torch.device | str) -> PairSampler:
         """Move the lookup tables to ``device`` (in place; returns self)."""
         device = torch.device(device)
         if device != self._device:

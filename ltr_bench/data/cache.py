@@ -34,8 +34,9 @@ import tempfile
 import uuid
 import warnings
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -17,9 +17,10 @@ package and pyproject.toml); an installed wheel has no default: set ``LTR_DATA``
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 

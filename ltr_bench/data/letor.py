@@ -22,8 +22,8 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import numpy as np
 from sklearn.datasets import load_svmlight_file

@@ -19,7 +19,8 @@ Plain NumPy; no knowledge of metrics, models or the dataset type (it takes offse
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

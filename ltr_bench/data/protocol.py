@@ -36,11 +36,11 @@ class Dataset(Protocol):
     @property
     def n_folds(self) -> int: ...
 
-    def load_fold(self, i: int) -> "FoldData":
+    def load_fold(self, i: int) -> FoldData:
         """The ``i``-th fold (0-based position): its train, vali and test QuerySets."""
         ...
 
-    def load_all(self) -> "QuerySet":
+    def load_all(self) -> QuerySet:
         """Every query once (for hold-out splits of the whole dataset)."""
         ...
 

@@ -8,8 +8,9 @@ this type; nothing re-parses files.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ class QuerySet:
         docids: np.ndarray | None = None,
         source: dict[str, Any] | None = None,
         require_contiguous: bool = False,
-    ) -> "QuerySet":
+    ) -> QuerySet:
         """Build a QuerySet from flat arrays, grouping documents by query.
 
         Documents of a query need not be contiguous unless ``require_contiguous`` is set; they are
@@ -125,7 +126,7 @@ class QuerySet:
         )
 
     # ------------------------------------------------------------------ selection
-    def select_queries(self, index: Sequence[int] | np.ndarray) -> "QuerySet":
+    def select_queries(self, index: Sequence[int] | np.ndarray) -> QuerySet:
         """A new QuerySet with the query blocks at ``index`` (positions, or a boolean mask)."""
         index = np.asarray(index)
         if index.dtype == bool:
@@ -146,14 +147,14 @@ class QuerySet:
             source={**self.source, "selected_queries": _hash_array(index)},
         )
 
-    def with_features(self, features: np.ndarray) -> "QuerySet":
+    def with_features(self, features: np.ndarray) -> QuerySet:
         """The same queries with transformed features (same row order)."""
         features = np.ascontiguousarray(features, dtype=np.float32)
         if features.shape[0] != self.n_docs:
             raise ValueError("feature rows must match the number of documents")
         return replace(self, features=features)
 
-    def with_labels(self, labels: np.ndarray) -> "QuerySet":
+    def with_labels(self, labels: np.ndarray) -> QuerySet:
         """The same queries with new labels (e.g. binarised)."""
         labels = np.asarray(labels).astype(np.int32)
         if labels.shape != self.labels.shape:
@@ -161,7 +162,7 @@ class QuerySet:
         return replace(self, labels=labels)
 
     @staticmethod
-    def concat(parts: Iterable["QuerySet"]) -> "QuerySet":
+    def concat(parts: Iterable[QuerySet]) -> QuerySet:
         """Concatenate query sets (their query ids should be disjoint)."""
         parts = list(parts)
         if not parts:

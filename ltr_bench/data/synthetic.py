@@ -16,8 +16,9 @@ use different sample seeds: :func:`make_synthetic_splits`. The noise draw is mad
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,7 @@ class SyntheticSpec:
         seed: int = 0,
         mean_range: tuple[float, float] = (0.0, 100.0),
         std_range: tuple[float, float] = (50.0, 100.0),
-    ) -> "SyntheticSpec":
+    ) -> SyntheticSpec:
         """Random class parameters (Sect. 4.5 (ii)), determined by ``seed``."""
         if int(n_classes) < 2 or int(n_features) < 1:
             raise UserError(

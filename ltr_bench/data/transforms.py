@@ -15,7 +15,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Protocol
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
 
 import numpy as np
 from scipy.special import ndtri
@@ -29,7 +30,7 @@ _CLIP = float(ndtri(1 - (_BOUNDS_THRESHOLD - np.spacing(1))))  # ~5.1993, sklear
 
 
 class FeatureTransform(Protocol):
-    def fit(self, data: QuerySet) -> "FeatureTransform": ...
+    def fit(self, data: QuerySet) -> FeatureTransform: ...
     def transform(self, data: QuerySet) -> QuerySet: ...
     def describe(self) -> dict[str, Any]: ...
 
@@ -77,7 +78,7 @@ class QuantileNormal:
         self.references_: np.ndarray | None = None
         self._columns: list[_ColumnMap] = []
 
-    def fit(self, data: QuerySet | np.ndarray) -> "QuantileNormal":
+    def fit(self, data: QuerySet | np.ndarray) -> QuantileNormal:
         X = _features(data)
         n = X.shape[0]
         if n == 0:
@@ -99,7 +100,7 @@ class QuantileNormal:
 
     def load_knots(
         self, quantiles: np.ndarray, order_stats: tuple[int, np.ndarray] | None = None
-    ) -> "QuantileNormal":
+    ) -> QuantileNormal:
         """The transform :meth:`fit` would have produced with these knots ``[n_quantiles, F]``
         (``quantiles_``): restores a saved model's preprocessing without its training data.
         ``order_stats``: :attr:`order_stats_` of the fit, kept for a later save."""
@@ -294,7 +295,7 @@ class PerQueryNormalize:
     Needs no fitting (each query is normalised by its own documents).
     """
 
-    def fit(self, data: QuerySet) -> "PerQueryNormalize":
+    def fit(self, data: QuerySet) -> PerQueryNormalize:
         return self
 
     def transform(self, data: QuerySet) -> QuerySet:
@@ -321,7 +322,7 @@ class StandardScale:
         self.mean_: np.ndarray | None = None
         self.std_: np.ndarray | None = None
 
-    def fit(self, data: QuerySet | np.ndarray) -> "StandardScale":
+    def fit(self, data: QuerySet | np.ndarray) -> StandardScale:
         X = np.asarray(_features(data), dtype=np.float64)
         self.mean_ = X.mean(axis=0)
         std = X.std(axis=0)
@@ -340,7 +341,7 @@ class StandardScale:
 class Identity:
     """Features unchanged."""
 
-    def fit(self, data: QuerySet) -> "Identity":
+    def fit(self, data: QuerySet) -> Identity:
         return self
 
     def transform(self, data: QuerySet) -> QuerySet:
@@ -448,7 +449,7 @@ class Preprocessing:
             )
         return out
 
-    def fit(self, train: QuerySet) -> "Preprocessing":
+    def fit(self, train: QuerySet) -> Preprocessing:
         """Fit the feature transform on the (filtered) training split only."""
         train = self.filter_queries(train, "train")
         self.transform.fit(train)
@@ -491,7 +492,7 @@ class Preprocessing:
     @classmethod
     def from_state(
         cls, options: Mapping[str, Any], arrays: Mapping[str, np.ndarray], threads: int | None = 1
-    ) -> "Preprocessing":
+    ) -> Preprocessing:
         """The preprocessing that :meth:`state` described (fitted when its arrays are given)."""
         opts = dict(options)
         fitted_on = opts.pop("fitted_on", None)

@@ -31,10 +31,11 @@ import inspect
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
@@ -494,17 +495,13 @@ def find_tracked(tracker: Any, name: str, scale: str, key: str) -> Any | None:
 def provenance(run: Any) -> str:
     """``2026-11-24 17:53 UTC, 52 min, commit 1a2b3c4``: when a tracked run started, how long it
     took (its wall time: what the ledger saves by re-using it), from which code."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from ltr_bench import tracking_keys as keys
 
     if run is None:
         return ""
-    parts = [
-        datetime.fromtimestamp(run.info.start_time / 1000, timezone.utc).strftime(
-            "%Y-%m-%d %H:%M UTC"
-        )
-    ]
+    parts = [datetime.fromtimestamp(run.info.start_time / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")]
     if run.info.end_time:
         minutes = (run.info.end_time - run.info.start_time) / 60_000
         parts.append(f"{minutes:.0f} min" if minutes >= 1 else f"{minutes * 60:.0f} s")
@@ -729,7 +726,7 @@ def counts_line(rows: pd.DataFrame) -> str:
 # ------------------------------------------------------------------------------ the driver
 def run(exp: Experiment) -> pd.DataFrame:
     """The driver of ``experiment=claims``."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     spec = exp.spec
     scale = str(exp.cfg.get("scale", "full"))
@@ -743,7 +740,7 @@ def run(exp: Experiment) -> pd.DataFrame:
     )
     rows = pd.DataFrame([judge(c, invocations.get(c.run or ""), judging, scale) for c in claims])
     distinct = list({id(p): p for i in invocations.values() for p in (i.parts or [i])}.values())
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     header = (
         f"Generated {stamp} by `ltr-bench experiment=claims scale={scale}` "
         f"(seed {seed}). Verdict rules: `claims.csv` (column `check`) and "

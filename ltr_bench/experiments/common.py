@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 

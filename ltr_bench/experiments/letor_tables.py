@@ -346,8 +346,8 @@ def _refit(sweep_dir: Path, user: list[str]) -> None:
     """What ``ltr-bench refit_best=<sweep dir>`` does, in this process: per study an ordinary
     ``final`` run of its best config (composed from :func:`ltr_bench.sweeper.refit.plan_refits`'
     overrides), tracked under the study's sweep run, output in ``<sweep dir>/refit/<study>``."""
-    from ltr_bench.sweeper.refit import plan_refits
     from ltr_bench.runner import run as run_config
+    from ltr_bench.sweeper.refit import plan_refits
 
     for refit in plan_refits([f"refit_best={sweep_dir}", *user]) or []:
         overrides = [o for o in refit.overrides if not override_key(o).startswith("hydra")]

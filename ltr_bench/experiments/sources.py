@@ -15,8 +15,9 @@ subsets of test documents); :class:`LetorSource` the same experiment on a LETOR 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from omegaconf import DictConfig

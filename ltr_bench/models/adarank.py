@@ -99,9 +99,7 @@ class AdaRank(Ranker):
         self.best_round_: int | None = None
 
     # ------------------------------------------------------------------ public API
-    def fit(
-        self, train: QuerySet, vali: QuerySet | None = None, *, logger: Any = None
-    ) -> "AdaRank":
+    def fit(self, train: QuerySet, vali: QuerySet | None = None, *, logger: Any = None) -> AdaRank:
         """Boost ``rounds`` single-feature weak rankers; ``logger`` is ignored."""
         keep = self._has_relevant(train)
         if not keep.any():
@@ -187,7 +185,7 @@ class AdaRank(Ranker):
         self.best_round_ = len(self.features_)
 
     def weak_ranker_performance(
-        self, data: QuerySet, layout: "_PaddedLayout | None" = None
+        self, data: QuerySet, layout: _PaddedLayout | None = None
     ) -> np.ndarray:
         """``[F, Q]`` matrix of ``E(h_k, q)``: the metric of ranking query q by feature k alone.
 
@@ -229,9 +227,7 @@ class AdaRank(Ranker):
             return None
         return int(np.argmax(candidates))
 
-    def _per_query(
-        self, data: QuerySet, layout: "_PaddedLayout", weights: np.ndarray
-    ) -> np.ndarray:
+    def _per_query(self, data: QuerySet, layout: _PaddedLayout, weights: np.ndarray) -> np.ndarray:
         """``[Q]`` metric of ranking by ``features @ weights`` (NaN: no relevant document)."""
         from ltr_bench.metrics import metric_padded
 

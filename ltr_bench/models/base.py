@@ -37,7 +37,7 @@ class Ranker(ABC):
         self.history = []
 
     @abstractmethod
-    def fit(self, train: QuerySet, vali: QuerySet | None = None, *, logger: Any = None) -> "Ranker":
+    def fit(self, train: QuerySet, vali: QuerySet | None = None, *, logger: Any = None) -> Ranker:
         """Learn from ``train``; ``vali`` (optional) drives early stopping.
 
         ``logger`` is an optional Lightning logger (e.g. ``MLFlowLogger``) that neural rankers pass

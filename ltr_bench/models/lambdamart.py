@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ltr_bench.data.queryset import QuerySet
 from ltr_bench.confutil import plain
+from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.models.base import Ranker
 
@@ -76,7 +76,7 @@ class LambdaMART(Ranker):
     # ------------------------------------------------------------------ fit / score
     def fit(
         self, train: QuerySet, vali: QuerySet | None = None, *, logger: Any = None
-    ) -> "LambdaMART":
+    ) -> LambdaMART:
         """Grow up to ``n_estimators`` trees; with ``vali``, stop early on its NDCG@k.
 
         ``logger`` is ignored (no Lightning trainer); ``history`` carries the curves.

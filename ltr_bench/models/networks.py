@@ -9,8 +9,9 @@ and sign-conserving, the condition Theorem 1 places on ``tau``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor, nn

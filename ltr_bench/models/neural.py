@@ -23,18 +23,19 @@ import tempfile
 import time
 import warnings
 from abc import abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import lightning as L
 import numpy as np
 import torch
 from torch import Tensor
 
+from ltr_bench.confutil import plain
 from ltr_bench.data.batching import QueryBatches
 from ltr_bench.data.queryset import QuerySet
-from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
 from ltr_bench.losses import LossInfo, LossKind, resolve_loss
 from ltr_bench.metrics import metric_padded, parse_metric
@@ -439,7 +440,7 @@ class NeuralRanker(Ranker):
     # ------------------------------------------------------------------ training
     def fit(
         self, train: QuerySet, vali: QuerySet | None = None, *, logger: Any = None
-    ) -> "NeuralRanker":
+    ) -> NeuralRanker:
         """Train on ``train``; with ``vali``, early-stop on the validation metric and keep the
         weights of the best validation epoch. ``logger``: a Lightning logger (e.g. MLFlowLogger)."""
         if train.n_docs == 0:

@@ -26,16 +26,17 @@ whose margin has the wrong sign (ties count as wrong).
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from ltr_bench.confutil import plain
 from ltr_bench.data.padding import pad_index, sorted_chunks
 from ltr_bench.data.queryset import QuerySet
-from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
 from ltr_bench.models.base import Ranker
 from ltr_bench.models.networks import build_optimizer, optimizer_class
@@ -182,9 +183,7 @@ class SortNet(Ranker):
         self.best_iteration_: int | None = None
 
     # ------------------------------------------------------------------ public API
-    def fit(
-        self, train: QuerySet, vali: QuerySet | None = None, *, logger: Any = None
-    ) -> "SortNet":
+    def fit(self, train: QuerySet, vali: QuerySet | None = None, *, logger: Any = None) -> SortNet:
         """Algorithm 3.1; ``logger`` is ignored (plain torch loop), ``history`` has the curves."""
         torch.manual_seed(self.seed)
         rng = np.random.default_rng(self.seed)

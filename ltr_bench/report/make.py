@@ -34,7 +34,7 @@ def make_report(
     rope: float = 0.01,
     baseline: str | None = None,
     per_query_fold: int | None = None,
-) -> "Report":
+) -> Report:
     """Build the report of ``experiment``'s fold runs into ``out``; with ``log_run`` also log its
     files as artifacts of a new run ``report <experiment>`` (``ltr.role=report``), whose id and
     UI link are set on the returned report. Raises :class:`UserError` on bad input."""
@@ -79,7 +79,7 @@ def make_report(
 
 
 def _log_report_run(
-    tracking_uri: str, experiment: str, report: "Report", options: dict[str, Any], n_runs: int
+    tracking_uri: str, experiment: str, report: Report, options: dict[str, Any], n_runs: int
 ) -> tuple[str, str]:
     """A finished run ``report <experiment>`` holding the report's files (same sub-folders)."""
     from ltr_bench.tracking import Tracker, filter_eq

@@ -10,7 +10,7 @@ the keys this project needs for resumable, shareable sweeps (see ``LtrOptunaSwee
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -23,14 +23,14 @@ class TPESamplerConf:
     """Optuna's TPE sampler (the default). ``seed`` makes a fresh sweep reproducible."""
 
     _target_: str = "optuna.samplers.TPESampler"
-    seed: Optional[int] = 0
+    seed: int | None = 0
     n_startup_trials: int = 10
     n_ei_candidates: int = 24
     multivariate: bool = False
     group: bool = False
     # None: on when trials run in parallel (n_jobs > 1 or a storage shared by workers), so that
     # workers proposing at the same time do not sample alike; true/false forces it.
-    constant_liar: Optional[bool] = None
+    constant_liar: bool | None = None
 
 
 @dataclass
@@ -38,7 +38,7 @@ class RandomSamplerConf:
     """Optuna's random sampler."""
 
     _target_: str = "optuna.samplers.RandomSampler"
-    seed: Optional[int] = 0
+    seed: int | None = 0
 
 
 @dataclass
@@ -50,7 +50,7 @@ class GridSamplerConf:
     """
 
     _target_: str = "ltr_bench.sweeper.grid.GridSearchSampler"
-    seed: Optional[int] = None
+    seed: int | None = None
 
 
 @dataclass
@@ -114,7 +114,7 @@ class ReevaluateConf:
     """
 
     top_k: int = 0
-    overrides: List[str] = field(default_factory=list)
+    overrides: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -162,19 +162,19 @@ class LtrOptunaSweeperConf:
 
     _target_: str = SWEEPER_TARGET
     _recursive_: bool = False  # the sweeper builds the sampler itself (seed offset, grid space)
-    defaults: List[Any] = field(default_factory=lambda: [{"sampler": "tpe"}, {"pruner": "none"}])
+    defaults: list[Any] = field(default_factory=lambda: [{"sampler": "tpe"}, {"pruner": "none"}])
     sampler: Any = MISSING
     pruner: Any = MISSING
     progress: bool = True
     direction: str = "maximize"
-    n_trials: Optional[int] = None
+    n_trials: int | None = None
     n_jobs: int = 1
-    storage: Optional[str] = None
+    storage: str | None = None
     storage_dir: str = "multirun/optuna"
-    study_name: Optional[str] = None
-    study_per: List[str] = field(default_factory=list)
+    study_name: str | None = None
+    study_per: list[str] = field(default_factory=list)
     max_failure_rate: float = 0.5
-    fatal_errors: List[str] = field(
+    fatal_errors: list[str] = field(
         default_factory=lambda: [
             "ltr_bench.errors.UserError",
             "omegaconf.errors.OmegaConfBaseException",
@@ -183,11 +183,11 @@ class LtrOptunaSweeperConf:
     )
     max_duplicate_retries: int = 10
     heartbeat_interval: int = 30
-    grace_period: Optional[int] = None
+    grace_period: int | None = None
     enqueue_defaults: bool = False
-    enqueue_trials: List[Any] = field(default_factory=list)
+    enqueue_trials: list[Any] = field(default_factory=list)
     reevaluate: ReevaluateConf = field(default_factory=ReevaluateConf)
-    params: Dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
 
 
 def register_configs() -> None:

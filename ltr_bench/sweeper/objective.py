@@ -22,7 +22,7 @@ class Objective(float):
 
     attrs: dict[str, float]
 
-    def __new__(cls, value: float, **attrs: Any) -> "Objective":
+    def __new__(cls, value: float, **attrs: Any) -> Objective:
         obj = super().__new__(cls, value)
         obj.attrs = {str(k): float(v) for k, v in attrs.items() if is_finite(v)}
         return obj

@@ -104,7 +104,7 @@ class TrialReporter:
         self.last_value: float | None = None
 
     @classmethod
-    def from_config(cls, cfg: Any) -> "TrialReporter | None":
+    def from_config(cls, cfg: Any) -> TrialReporter | None:
         """Open the trial named by ``sweep.storage`` / ``sweep.study_name`` / ``sweep.trial_number``
         with the pruner of ``sweep.pruner``; None when any is missing or on a re-evaluation."""
         from omegaconf import OmegaConf
@@ -123,7 +123,7 @@ class TrialReporter:
     @classmethod
     def open(
         cls, url: str, study_name: str, number: int, pruner_cfg: Mapping[str, Any]
-    ) -> "TrialReporter":
+    ) -> TrialReporter:
         import optuna
 
         from ltr_bench.sweeper.storage import open_storage

@@ -9,9 +9,10 @@ evaluated once on test.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ltr_bench.errors import UserError
 from ltr_bench.sweeper.sweeper import RESULTS_FILE

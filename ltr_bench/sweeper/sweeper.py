@@ -33,8 +33,8 @@ import math
 import os
 import random
 import signal
-import time
 import threading
+import time
 import warnings
 import zlib
 from collections.abc import Iterator, Sequence
@@ -666,9 +666,8 @@ class OptunaSweeperImpl(Sweeper):
     def _run_batch(
         self, study: Any, space: Any, variant: list[str], batch: list[Any], heartbeat: Any
     ) -> None:
-        from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_INTERRUPTED
-
         from ltr_bench.sweeper.pruning import job_overrides
+        from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_INTERRUPTED
 
         racing = job_overrides(self._url, self.pruner_cfg)  # [] without a pruner
         jobs = [

@@ -26,9 +26,9 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import quote
 
 import pytest

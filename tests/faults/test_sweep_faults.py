@@ -18,7 +18,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import optuna
 import pytest
@@ -518,10 +517,9 @@ def test_killed_trials_and_reevaluations_leave_no_running_mlflow_run(tmp_path: P
     """SIGTERM during trial 1 (exit 143, its run KILLED by the process), SIGKILL during the
     re-evaluation (its run left RUNNING), then the same command: the left-over run is marked
     KILLED, the re-evaluation runs once more, and every complete trial has one FINISHED run."""
-    from tests.test_e2e import LTR_BENCH, _client, _env
-
     from ltr_bench import tracking_keys as keys
     from ltr_bench.tracking import TAG_REEVALUATION, TAG_TRIAL
+    from tests.test_e2e import LTR_BENCH, _client, _env
 
     cmd = [
         LTR_BENCH,

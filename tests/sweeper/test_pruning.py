@@ -209,11 +209,11 @@ def test_a_bad_pruner_option_is_one_config_error() -> None:
 
 # ------------------------------------------------------------------------------ the real app
 def test_real_app_prunes_trials_marks_their_runs_and_shares_preprocessing(tmp_path: Path) -> None:
-    from tests.sweeper.test_app_sweep import COMMON, learnable_letor_folder
-    from ltr_bench.tracking_keys import TAG_FOLDS_DONE, TAG_PRUNED, TAG_REEVALUATION, TAG_TRIAL
-    from tests.test_e2e import LTR_BENCH, _client, _env, _runs
-
     import subprocess
+
+    from ltr_bench.tracking_keys import TAG_FOLDS_DONE, TAG_PRUNED, TAG_REEVALUATION, TAG_TRIAL
+    from tests.sweeper.test_app_sweep import COMMON, learnable_letor_folder
+    from tests.test_e2e import LTR_BENCH, _client, _env, _runs
 
     data = learnable_letor_folder(tmp_path / "data", n_folds=1)
     sweep_dir = tmp_path / "sweep"
