@@ -1,0 +1,160 @@
+"""Record what a fixed set of runs computes, so a refactoring can be shown to change nothing.
+
+The set: every model on MQ2008 Fold1, a 4-trial DirectRanker sweep on that fold and its refit,
+and `ltr-bench-predict` on Fold1's test file with the DirectRanker run's model. The snapshot keeps
+every number those commands report (metrics at full float precision, the sweep's trial values and
+chosen parameters, a SHA-256 of the prediction files) and drops what differs from run to run
+(times, run ids, paths). Two snapshots are compared with `--compare A B`: identical means the
+code under test computed the same numbers bit for bit.
+
+    python benchmarks/behaviour_snapshot.py --out before.json
+    python benchmarks/behaviour_snapshot.py --out after.json
+    python benchmarks/behaviour_snapshot.py --compare before.json after.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+MODELS = [
+    "direct_ranker",
+    "ranknet",
+    "listnet",
+    "listnet_star",
+    "lambdarank",
+    "lambdamart",
+    "adarank",
+    "sortnet",
+    "ranksvm",
+]
+BIN = Path(sys.executable).parent
+
+
+def _run(args: list[str], cwd: Path) -> str:
+    """Run a console script in `cwd`; fail loudly with its output."""
+    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def _numbers(results: dict) -> dict:
+    """The part of a results.json that a refactoring must not change."""
+    folds = [
+        {k: fold[k] for k in ("name", "metrics", "n_train_queries", "n_test_queries")}
+        for fold in results["folds"]
+    ]
+    return {
+        "objective": results["objective"],
+        "mean": results["mean"],
+        "se": results["se"],
+        "folds": folds,
+    }
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def snapshot(work: Path, data_root: Path) -> dict:
+    """Run the fixed set in `work` (a scratch folder with its own MLflow store)."""
+    common = ["dataset=mq2008", "dataset.fold=1", f"dataset.root={data_root}"]
+    out: dict = {"runs": {}}
+    model_uri = None
+    for model in MODELS:
+        run_dir = work / "runs" / model
+        _run([str(BIN / "ltr-bench"), f"model={model}", *common, f"hydra.run.dir={run_dir}"], work)
+        results = json.loads((run_dir / "results.json").read_text())
+        out["runs"][model] = _numbers(results)
+        if model == "direct_ranker":
+            model_uri = results["folds"][0]["model_uri"]
+        print(f"{model}: test ndcg@10 {results['mean']['test']['ndcg@10']:.6f}", flush=True)
+    sweep_dir = work / "sweep"
+    _run(
+        [
+            str(BIN / "ltr-bench"),
+            "-m",
+            "search=direct_ranker",
+            *common,
+            "hydra.sweeper.n_trials=4",
+            "hydra.sweeper.reevaluate.top_k=2",
+            f"hydra.sweep.dir={sweep_dir}",
+        ],
+        work,
+    )
+    opt = (sweep_dir / "optimization_results.yaml").read_text()
+    out["sweep"] = {"optimization_results.yaml": opt}
+    refit_dir = work / "refit"
+    _run([str(BIN / "ltr-bench"), f"refit_best={sweep_dir}", f"hydra.run.dir={refit_dir}"], work)
+    out["refit"] = _numbers(json.loads((refit_dir / "results.json").read_text()))
+    print(f"sweep + refit: test ndcg@10 {out['refit']['mean']['test']['ndcg@10']:.6f}", flush=True)
+    pred_dir = work / "predict"
+    _run(
+        [
+            str(BIN / "ltr-bench-predict"),
+            str(model_uri),
+            str(data_root / "MQ2008" / "Fold1" / "test.txt"),
+            "--out",
+            str(pred_dir),
+        ],
+        work,
+    )
+    out["predict"] = {p.name: _sha256(p) for p in sorted(pred_dir.iterdir())}
+    return out
+
+
+def compare(a: Path, b: Path) -> int:
+    """Print where two snapshots differ; exit status 0 when they are identical."""
+    left, right = json.loads(a.read_text()), json.loads(b.read_text())
+    diffs: list[str] = []
+
+    def walk(x: object, y: object, where: str) -> None:
+        if isinstance(x, dict) and isinstance(y, dict):
+            for key in sorted(set(x) | set(y)):
+                walk(x.get(key), y.get(key), f"{where}/{key}")
+        elif isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
+            for i, (u, v) in enumerate(zip(x, y)):
+                walk(u, v, f"{where}[{i}]")
+        elif x != y:
+            diffs.append(f"{where}: {x!r} != {y!r}")
+
+    walk(left, right, "")
+    for line in diffs:
+        print(line)
+    print("identical" if not diffs else f"{len(diffs)} differences")
+    return 0 if not diffs else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, help="write the snapshot here")
+    parser.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path(os.environ.get("LTR_DATA", Path(__file__).parents[2] / "shared/data/letor")),
+        help="the LETOR data root (default: $LTR_DATA or ../shared/data/letor)",
+    )
+    args = parser.parse_args()
+    if args.compare:
+        return compare(*args.compare)
+    if not args.out:
+        parser.error("give --out or --compare")
+    with tempfile.TemporaryDirectory() as tmp:
+        env_threads = {"OMP_NUM_THREADS": "1"}
+        os.environ.update(env_threads)
+        result = snapshot(Path(tmp), args.data.resolve())
+    args.out.write_text(json.dumps(result, indent=1, sort_keys=True))
+    print(f"snapshot: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
