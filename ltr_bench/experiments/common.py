@@ -200,12 +200,6 @@ class Experiment:
         )
 
 
-def _choice(group: str) -> str:
-    from ltr_bench.runner import job_context
-
-    return job_context().choices.get(group, "?")
-
-
 def _output_dir(cfg: DictConfig, name: str) -> Path:
     from ltr_bench.runner import job_context
 
@@ -231,11 +225,6 @@ def run_experiment(cfg: DictConfig) -> Any:
 
     check_top_level(cfg)
     scale = str(cfg.get("scale", "full"))
-    if not cfg.experiment.get("_target_") or not cfg.experiment.get("name"):
-        raise UserError(
-            f"experiment={_choice('experiment')} is a part shared by experiments, not one itself; "
-            "choose a table or figure (ltr-bench --help lists the experiment options)"
-        )
     spec = apply_command_line(scaled_spec(cfg, scale))
     driver = get_method(str(spec._target_))
     name = str(spec.get("name") or "experiment")
