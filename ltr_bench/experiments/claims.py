@@ -277,8 +277,6 @@ def run_spec_config(run: RunSpec, scale: str, seed: int, forwarded: list[str]) -
     ]
     try:
         cfg = compose_run_config(overrides)
-        if not cfg.experiment.get("_target_") or not cfg.experiment.get("name"):
-            raise UserError(f"experiment={run.experiment} is a shared part, not an experiment")
         return apply_command_line(scaled_spec(cfg, scale), list(run.overrides))
     except (HydraException, OmegaConfBaseException, UserError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -5,6 +5,14 @@ composed from the project's ``conf/`` tree.
 An experiment (``conf/experiment/<name>.yaml``, package ``experiment``) holds its choices; the
 values under ``scales.<scale>`` replace the top-level ones for ``scale=<scale>``. Drivers get an
 :class:`Experiment` and return a summary ``DataFrame`` (printed and saved as ``summary.csv``).
+
+Why the scales are merged here and not by Hydra: Hydra can pick a config *file* by a choice
+(``- optional <path>_${scale}`` in a defaults list), so each experiment's quick values would have
+to be a file of their own. In a folder under ``conf/`` every such file becomes a config group
+option (listed by ``ltr-bench --help``, selectable on its own); at the conf root they would be a
+dozen more files beside the shared bases. The ``scales:`` block keeps an experiment in one file,
+and :func:`scaled_spec` plus :func:`apply_command_line` give the same precedence Hydra would
+(file < scale < command line).
 """
 
 from __future__ import annotations
@@ -45,13 +53,9 @@ def scaled_spec(cfg: DictConfig, scale: str) -> DictConfig:
         raise UserError(f"scale={scale} is not a scale of this experiment; choose one of [{known}]")
     base = {k: v for k, v in data.items() if k not in SPEC_META_KEYS}
     merged = OmegaConf.merge(base, scales[scale] or {})
-    root = OmegaConf.create(
-        {
-            k: v
-            for k, v in OmegaConf.to_container(cfg, resolve=False).items()
-            if k not in ("experiment", "hydra")
-        }
-    )
+    top = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(top, dict)
+    root = OmegaConf.create({k: v for k, v in top.items() if k not in ("experiment", "hydra")})
     root.experiment = merged
     resolved = OmegaConf.create(OmegaConf.to_container(root.experiment, resolve=True))
     assert isinstance(resolved, DictConfig)
@@ -200,12 +204,6 @@ class Experiment:
         )
 
 
-def _choice(group: str) -> str:
-    from ltr_bench.runner import job_context
-
-    return job_context().choices.get(group, "?")
-
-
 def _output_dir(cfg: DictConfig, name: str) -> Path:
     from ltr_bench.runner import job_context
 
@@ -231,17 +229,13 @@ def run_experiment(cfg: DictConfig) -> Any:
 
     check_top_level(cfg)
     scale = str(cfg.get("scale", "full"))
-    if not cfg.experiment.get("_target_") or not cfg.experiment.get("name"):
-        raise UserError(
-            f"experiment={_choice('experiment')} is a part shared by experiments, not one itself; "
-            "choose a table or figure (ltr-bench --help lists the experiment options)"
-        )
     spec = apply_command_line(scaled_spec(cfg, scale))
     driver = get_method(str(spec._target_))
     name = str(spec.get("name") or "experiment")
     out_dir = _output_dir(cfg, name)
     out_dir.mkdir(parents=True, exist_ok=True)
     tracking = OmegaConf.merge(cfg.tracking, {"experiment_name": str(spec.mlflow_experiment)})
+    assert isinstance(tracking, DictConfig)
     tracker = Tracker.from_config(tracking, job_context().cwd)
     configure_threads(cfg)
     seed_everything(int(cfg.seed))
