@@ -455,3 +455,15 @@ def test_sweep_run_gets_space_budget_and_convergence(tracker: Tracker, tmp_path:
     assert sorted((m.step, m.value) for m in best) == [(0, 0.5), (2, 0.7), (3, 0.7)]
     trials = tracker.client.get_metric_history(rid, keys.TRIAL_OBJECTIVE)
     assert sorted((m.step, m.value) for m in trials) == [(0, 0.5), (2, 0.7), (3, 0.6)]
+
+
+def test_the_sweep_hooks_the_config_names_resolve() -> None:
+    """The sweeper calls its hooks by the dotted paths in conf/config.yaml and only warns when
+    one fails, so a path that no longer resolves would go unnoticed in a sweep."""
+    from hydra.utils import get_method
+
+    from ltr_bench.tracking import sweep_hooks
+
+    cfg = _compose()
+    assert get_method(cfg.sweep.on_study_end) is sweep_hooks.log_study_to_mlflow
+    assert get_method(cfg.sweep.on_interrupted) is sweep_hooks.mark_interrupted_runs
