@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from ltr_bench import tracking_keys as keys
-from ltr_bench.tracking import git_commit
+from ltr_bench.tracking.tags import git_commit
 from tests.inprocess import CliResult, run_ltr_bench
 
 LTR_BENCH = str(Path(sys.executable).parent / "ltr-bench")

@@ -291,7 +291,7 @@ def test_standard_and_per_query_preprocessing_round_trip(tmp_path: Path) -> None
 def test_a_ranker_without_save_params_logs_no_model(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from ltr_bench.tracking import Tracker
+    from ltr_bench.tracking.tracker import Tracker
 
     tracker = Tracker(f"sqlite:///{tmp_path}/mlflow.db", "t")
     pipeline = ScoringPipeline(None, object(), 3, 1, {"_target_": "x.Y"})

@@ -1,4 +1,4 @@
-"""ltr_bench.tracking: URIs, config flattening, run lifecycle, store creation under a lock."""
+"""ltr_bench.tracking (the package): URIs, config flattening, run lifecycle, store creation under a lock."""
 
 from __future__ import annotations
 
@@ -13,17 +13,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from ltr_bench import tracking_keys as keys
-from ltr_bench.tracking import (
-    TAG_PARENT,
-    TAG_STUDY,
-    NullTracker,
-    RunTerminated,
-    Tracker,
-    ensure_experiment,
-    flatten_config,
-    resolve_tracking_uri,
-    sanitize_key,
-)
+from ltr_bench.tracking.names import sanitize_key
+from ltr_bench.tracking.params import flatten_config
+from ltr_bench.tracking.signals import RunTerminated
+from ltr_bench.tracking.store import ensure_experiment, resolve_tracking_uri
+from ltr_bench.tracking.tracker import NullTracker, Tracker
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +110,7 @@ def test_run_status_follows_the_block(tracker: Tracker) -> None:
 
 
 def test_sigterm_handler_raises_in_main_thread() -> None:
-    from ltr_bench.tracking import install_signal_handlers
+    from ltr_bench.tracking.signals import install_signal_handlers
 
     old = signal.getsignal(signal.SIGTERM)
     try:
@@ -211,7 +205,7 @@ def test_nesting_params_metrics_and_history(tracker: Tracker) -> None:
                 ],
             )
     run = client.get_run(child)
-    assert run.data.tags[TAG_PARENT] == parent
+    assert run.data.tags[keys.MLFLOW_PARENT] == parent
     assert run.data.params == {"model.lr": "0.1", "a_at_b": "x"}
     assert run.data.metrics["test/ndcg_at_10"] == 0.5
     assert "bad" not in run.data.metrics and "none" not in run.data.metrics
@@ -241,7 +235,7 @@ def test_sweep_run_is_found_by_study_tag(tracker: Tracker) -> None:
     odd = tracker.find_or_create_sweep_run("it's `odd` = 'x'", {})
     assert a == b != c != odd == tracker.find_or_create_sweep_run("it's `odd` = 'x'", {})
     run = tracker.client.get_run(a)
-    assert run.data.tags[TAG_STUDY] == "study-a"
+    assert run.data.tags[keys.TAG_STUDY] == "study-a"
     assert run.data.tags[keys.TAG_ROLE] == keys.ROLE_SWEEP
     assert run.info.status == "FINISHED"  # never left RUNNING
 
@@ -249,7 +243,7 @@ def test_sweep_run_is_found_by_study_tag(tracker: Tracker) -> None:
 def test_pyfunc_model_is_logged_with_its_signature_and_registered(
     tracker: Tracker, tmp_path: Path
 ) -> None:
-    from ltr_bench.tracking import PyfuncModel
+    from ltr_bench.tracking.model_logging import PyfuncModel
 
     data = tmp_path / "data"
     data.mkdir()
@@ -307,7 +301,8 @@ def _compose(*overrides: str, hydra: bool = False):
 
 
 def test_params_are_the_choices_each_once() -> None:
-    from ltr_bench.tracking import machine_tags, run_params
+    from ltr_bench.tracking.params import run_params
+    from ltr_bench.tracking.tags import machine_tags
 
     base = ["threads=1", "dataset=mq2008", "dataset.fold=1", "dataset.root=/data/letor"]
     direct = run_params(_compose("model=direct_ranker", *base))
@@ -406,7 +401,7 @@ def test_runs_carry_mlflow_standard_fields_and_dataset_inputs(tracker: Tracker) 
 def test_links_open_the_machine_learning_view_with_a_filter() -> None:
     from urllib.parse import parse_qs, urlsplit
 
-    from ltr_bench.tracking import filter_eq, format_links, ui_link
+    from ltr_bench.tracking.links import filter_eq, format_links, ui_link
 
     f = filter_eq(keys.TAG_STUDY, "s-1")
     assert f == "tags.`ltr.study` = 's-1'"
@@ -421,7 +416,7 @@ def test_links_open_the_machine_learning_view_with_a_filter() -> None:
 
 
 def test_sweep_run_gets_space_budget_and_convergence(tracker: Tracker, tmp_path: Path) -> None:
-    from ltr_bench.tracking import _log_convergence, sweep_params
+    from ltr_bench.tracking.sweep_hooks import _log_convergence, sweep_params
 
     cfg = _compose(
         "model=direct_ranker", "search=direct_ranker", "hydra/sweeper/sampler=tpe", hydra=True
@@ -460,3 +455,15 @@ def test_sweep_run_gets_space_budget_and_convergence(tracker: Tracker, tmp_path:
     assert sorted((m.step, m.value) for m in best) == [(0, 0.5), (2, 0.7), (3, 0.7)]
     trials = tracker.client.get_metric_history(rid, keys.TRIAL_OBJECTIVE)
     assert sorted((m.step, m.value) for m in trials) == [(0, 0.5), (2, 0.7), (3, 0.6)]
+
+
+def test_the_sweep_hooks_the_config_names_resolve() -> None:
+    """The sweeper calls its hooks by the dotted paths in conf/config.yaml and only warns when
+    one fails, so a path that no longer resolves would go unnoticed in a sweep."""
+    from hydra.utils import get_method
+
+    from ltr_bench.tracking import sweep_hooks
+
+    cfg = _compose()
+    assert get_method(cfg.sweep.on_study_end) is sweep_hooks.log_study_to_mlflow
+    assert get_method(cfg.sweep.on_interrupted) is sweep_hooks.mark_interrupted_runs

@@ -105,7 +105,7 @@ def _wait(proc: subprocess.Popen, log: Path, timeout: float) -> None:
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Path]]:
     """``(base URL, tracking URI, workdir)`` of a served store holding the runs."""
-    from ltr_bench.tracking import ensure_experiment
+    from ltr_bench.tracking.store import ensure_experiment
 
     work = tmp_path_factory.mktemp("ui")
     uri = f"sqlite:///{work}/mlflow.db"
@@ -270,7 +270,7 @@ def _model_runs(uri: str) -> dict[str, object]:
 
 
 def test_runs_table_lists_the_model_runs_by_name(ui: tuple[str, str, Path]) -> None:
-    from ltr_bench.tracking import ui_link
+    from ltr_bench.tracking.links import ui_link
 
     base, uri, work = ui
     runs = _model_runs(uri)

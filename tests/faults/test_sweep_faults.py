@@ -518,7 +518,7 @@ def test_killed_trials_and_reevaluations_leave_no_running_mlflow_run(tmp_path: P
     re-evaluation (its run left RUNNING), then the same command: the left-over run is marked
     KILLED, the re-evaluation runs once more, and every complete trial has one FINISHED run."""
     from ltr_bench import tracking_keys as keys
-    from ltr_bench.tracking import TAG_REEVALUATION, TAG_TRIAL
+    from ltr_bench.tracking_keys import TAG_REEVALUATION, TAG_TRIAL
     from tests.test_e2e import LTR_BENCH, _client, _env
 
     cmd = [
@@ -587,17 +587,13 @@ def test_killed_trials_and_reevaluations_leave_no_running_mlflow_run(tmp_path: P
 
 
 def test_the_interrupted_hook_kills_exactly_the_left_over_runs(tmp_path: Path) -> None:
-    """``tracking.mark_interrupted_runs`` (the ``sweep.on_interrupted`` hook), in process."""
+    """``tracking.sweep_hooks.mark_interrupted_runs`` (the ``sweep.on_interrupted`` hook), in process."""
     from omegaconf import OmegaConf
 
     from ltr_bench import tracking_keys as keys
-    from ltr_bench.tracking import (
-        TAG_REEVALUATION,
-        TAG_STUDY,
-        TAG_TRIAL,
-        Tracker,
-        mark_interrupted_runs,
-    )
+    from ltr_bench.tracking.sweep_hooks import mark_interrupted_runs
+    from ltr_bench.tracking.tracker import Tracker
+    from ltr_bench.tracking_keys import TAG_REEVALUATION, TAG_STUDY, TAG_TRIAL
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     tracker = Tracker(uri, "faults")

@@ -97,7 +97,7 @@ def test_no_data_root_outside_a_checkout_is_one_sentence(monkeypatch: pytest.Mon
 
 
 def test_git_commit_only_in_a_checkout(tmp_path: Path) -> None:
-    from ltr_bench.tracking import git_commit
+    from ltr_bench.tracking.tags import git_commit
 
     assert git_commit(tmp_path) is None  # not a clone: no tag
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from ltr_bench import tracking_keys as keys
-from ltr_bench.tracking import TAG_PARENT, TAG_REFIT, TAG_STUDY, TAG_TRIAL
+from ltr_bench.tracking_keys import MLFLOW_PARENT, TAG_REFIT, TAG_STUDY, TAG_TRIAL
 from tests.data.letor_files import write_letor
 from tests.test_e2e import _artifacts, _client, _runs, ltr_bench
 
@@ -105,7 +105,9 @@ def test_sweep_per_fold_then_refit_best(tmp_path: Path) -> None:
         assert sorted(m.step for m in best_so_far) == [0, 1]
         assert max(m.value for m in best_so_far) == pytest.approx(study["best_value"])
         # Two trials nested under it, scored by inner CV only: no test metric anywhere.
-        trials = [r for r in runs["trial"] if r.data.tags.get(TAG_PARENT) == sweep_run.info.run_id]
+        trials = [
+            r for r in runs["trial"] if r.data.tags.get(MLFLOW_PARENT) == sweep_run.info.run_id
+        ]
         assert len(trials) == 2
         assert sweep_run.info.end_time >= max(t.info.end_time for t in trials)
         assert {t.info.run_name for t in trials} == {
@@ -155,7 +157,7 @@ def test_sweep_per_fold_then_refit_best(tmp_path: Path) -> None:
         mine = [r for r in refits if r.data.tags.get(TAG_STUDY) == study["study_name"]]
         assert sorted(r.data.params["seed"] for r in mine) == ["0", "1"]
         for refit in mine:
-            assert refit.data.tags[TAG_PARENT] == sweeps[study["study_name"]].info.run_id
+            assert refit.data.tags[MLFLOW_PARENT] == sweeps[study["study_name"]].info.run_id
             fold_no = study["study_overrides"][0].split("=")[1]
             seed = refit.data.params["seed"]
             assert refit.info.run_name == f"refit direct_ranker · letor/Fold{fold_no} · seed {seed}"
@@ -165,7 +167,7 @@ def test_sweep_per_fold_then_refit_best(tmp_path: Path) -> None:
                 logged = params[key]  # a group's param is its option name
                 assert logged.replace(" ", "") == str(value).replace(" ", ""), key
             fold = int(study["study_overrides"][0].split("=")[1])
-            folds = [r for r in runs["fold"] if r.data.tags.get(TAG_PARENT) == refit.info.run_id]
+            folds = [r for r in runs["fold"] if r.data.tags.get(MLFLOW_PARENT) == refit.info.run_id]
             assert [r.data.tags[keys.TAG_FOLD] for r in folds] == [str(fold - 1)]
 
 

@@ -1,0 +1,132 @@
+"""A run's tags: machine facts, dataset facts and MLflow's standard fields.
+
+Facts about where and how a run ran are tags, not params (params are the config's choices, see
+:mod:`ltr_bench.tracking.params`): the host and machine keys (:func:`machine_tags`), a dataset's
+description (:func:`data_tags`), MLflow's run context with the git commit (:func:`context_tags`),
+the command line (:func:`command_line`, a run's description) and the id one ``ltr-bench`` command
+shares across its jobs (:func:`invocation_id`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from ltr_bench import tracking_keys as keys
+from ltr_bench.tracking.params import flatten_config
+
+log = logging.getLogger(__package__)
+
+
+def git_commit(repo_dir: str | os.PathLike[str] | None = None) -> str | None:
+    """The checked-out git commit of the package's repository, or None (no git, not a clone).
+
+    Without ``repo_dir``: the folder holding the package, only if it is a git checkout itself
+    (has ``.git``), so an installed wheel inside some other repository tags no foreign commit."""
+    if repo_dir is None:
+        repo_dir = Path(__file__).resolve().parents[2]
+        if not (repo_dir / ".git").exists():
+            return None
+    try:
+        res = subprocess.run(
+            ["git", "-C", str(repo_dir), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return res.stdout.strip() or None if res.returncode == 0 else None
+
+
+def machine_tags(cfg: DictConfig) -> dict[str, str]:
+    """Facts about the machine rather than choices (threads, data paths, host name), as tags."""
+    import socket
+
+    out = {keys.TAG_HOST: socket.gethostname()}
+    for key in keys.MACHINE_KEYS:
+        value = OmegaConf.select(cfg, key, default=None, throw_on_resolution_failure=False)
+        if value is not None:
+            out[keys.TAG_MACHINE_PREFIX + key] = str(value)
+    return out
+
+
+def data_tags(facts: Mapping[str, Any]) -> dict[str, str]:
+    """A dataset's description (sizes, paths, generator settings) as ``ltr.data.*`` tags."""
+    return {keys.TAG_DATA_PREFIX + k: v for k, v in flatten_config(facts).items()}
+
+
+# ------------------------------------------------------------------------- MLflow's own fields
+def command_line() -> str:
+    """The command that reproduces this job: ``ltr-bench <overrides>``; for a job of a multirun,
+    its own overrides, followed by the command that started the multirun."""
+    import shlex
+    import sys
+
+    prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+    if prog in ("cli.py", "__main__.py", "-c", "-m"):
+        prog = "ltr-bench"
+    started = " ".join([prog, *map(shlex.quote, sys.argv[1:])])
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+            job = [o for o in HydraConfig.get().overrides.task]
+            return f"{prog} {' '.join(map(shlex.quote, job))}\n\n(a job of: {started})"
+    except Exception:  # noqa: BLE001 - a description is never worth failing a run
+        pass
+    return started
+
+
+_CONTEXT: dict[str, str] | None = None
+
+
+def context_tags() -> dict[str, str]:
+    """MLflow's standard run tags from its run-context registry (``mlflow.user``,
+    ``mlflow.source.name`` / ``.type``, ``mlflow.source.git.commit``, plus any installed
+    context-provider plugin), computed once per process; the git commit of the package's
+    checkout is filled in when MLflow found none (e.g. started from outside the clone)."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        from mlflow.tracking.context.registry import resolve_tags
+
+        try:
+            tags = {k: str(v) for k, v in resolve_tags({}).items()}
+        except Exception as exc:  # noqa: BLE001 - context is a convenience
+            log.debug("MLflow run context not resolved: %s", exc)
+            tags = {}
+        if keys.MLFLOW_GIT_COMMIT not in tags:
+            commit = git_commit()
+            if commit:
+                tags[keys.MLFLOW_GIT_COMMIT] = commit
+        _CONTEXT = tags
+    return dict(_CONTEXT)
+
+
+def invocation_id() -> str:
+    """One id per ``ltr-bench`` command: every job of a multirun (also in launcher worker
+    processes) shares it, as they share Hydra's sweep folder. Filter on it to see what one
+    command made (tag ``ltr.invocation``)."""
+    import hashlib
+
+    root = None
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        if HydraConfig.initialized():
+            hc = HydraConfig.get()
+            root = hc.sweep.dir if hc.mode == RunMode.MULTIRUN else hc.run.dir
+            root = str(Path(hc.runtime.cwd) / str(root))
+    except Exception:  # noqa: BLE001
+        root = None
+    if root is None:
+        root = os.environ.setdefault("LTR_BENCH_INVOCATION", f"{os.getpid()}-{os.urandom(4).hex()}")
+    return hashlib.sha1(root.encode()).hexdigest()[:10]
