@@ -1,0 +1,294 @@
+"""Generate the docs' reference pages from the code, so they cannot drift from it.
+
+Writes (run by ``make docs`` before ``mkdocs build``; the output is not committed):
+
+* ``docs/reference/config/<group>.md``: every config group of ``conf/`` with its options, each
+  option's description (the file's leading comment block) and every key with its default, its
+  comment and its line; ``docs/reference/config/index.md`` lists the groups;
+* ``docs/reference/cli.md``: the ``--help`` of ``ltr-bench``, ``ltr-bench-report`` and
+  ``ltr-bench-predict``, as the installed console scripts print it;
+* ``docs/reference/api.md``: mkdocstrings directives for the public Python API.
+
+The comment convention: a key's comment is its trailing ``# ...`` on the same line, or else the
+block of ``#`` lines directly above it; a file's leading comment block describes the option.
+
+    .venv/bin/python docs/gen_reference.py [--out docs/reference]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONF = ROOT / "conf"
+#: Folders of ``conf/`` that hold shared bases, not selectable options.
+BASE_DIRS = {"parts"}
+#: The console scripts whose ``--help`` the reference shows.
+SCRIPTS = ("ltr-bench", "ltr-bench-report", "ltr-bench-predict")
+#: The public API (DESIGN.md "Public API"): kept stable, documented from the docstrings.
+PUBLIC_API = (
+    ("Data", ["ltr_bench.data.load_letor", "ltr_bench.data.QuerySet"]),
+    ("Synthetic data", ["ltr_bench.data.synthetic.make_synthetic"]),
+    ("Metrics", ["ltr_bench.metrics.ndcg_at_k", "ltr_bench.metrics.average_precision"]),
+    ("Models", ["ltr_bench.models.DirectRanker"]),
+    ("Statistics", ["ltr_bench.stats"]),
+)
+
+
+@dataclass(frozen=True)
+class DocumentedKey:
+    """One key of a config file: dotted path (inside the file), default as written, comment, line."""
+
+    key_path: str
+    default: str | None
+    comment: str
+    line: int
+
+
+_KEY = re.compile(r"""^(?P<key>"[^"]*"|'[^']*'|[^\s#:'"][^:#]*?)\s*:(?:\s+(?P<rest>.*)|$)""")
+
+
+def _split_comment(text: str) -> tuple[str, str]:
+    """``"value  # comment"`` -> (value, comment), ignoring ``#`` inside quotes."""
+    quote = ""
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or text[i - 1].isspace()):
+            return text[:i].strip(), text[i + 1 :].strip()
+    return text.strip(), ""
+
+
+def leading_comment(path: Path) -> str:
+    """A config file's leading comment block (its description), without ``# @package``."""
+    out = []
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        s = raw.strip()
+        if not s.startswith("#"):
+            break
+        if not s.startswith("# @package"):
+            out.append(s[1:].strip())
+    return "\n".join(out).strip()
+
+
+def iter_documented_keys(path: Path) -> Iterator[tuple[str, str | None, str, int]]:
+    """Every mapping key of a YAML config file as (key_path, default, comment, line).
+
+    ``default`` is the value as written (None for a key holding a mapping or a list written on
+    the following lines); keys inside list items are part of their list's value and not listed.
+    The file's leading comment block belongs to the file, not to the key under it."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    n_leading = 0
+    while n_leading < len(lines) and lines[n_leading].strip().startswith("#"):
+        n_leading += 1
+    stack: list[tuple[int, str]] = []
+    above: list[str] = []
+    skip_deeper: int | None = None  # inside a list item or block scalar started at this indent
+    for number, raw in enumerate(lines, 1):
+        s = raw.strip()
+        indent = len(raw) - len(raw.lstrip())
+        if skip_deeper is not None and (not s or indent > skip_deeper):
+            continue
+        skip_deeper = None
+        if number <= n_leading or not s:
+            above = []
+            continue
+        if s.startswith("#"):
+            above.append(s[1:].strip())
+            continue
+        if s.startswith("- ") or s == "-":
+            skip_deeper, above = indent, []
+            continue
+        m = _KEY.match(s)
+        if not m:
+            above = []
+            continue
+        key = m.group("key").strip("'\"")
+        value, trailing = _split_comment(m.group("rest") or "")
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        key_path = ".".join([k for _, k in stack] + [key])
+        yield key_path, (value or None), trailing or " ".join(above), number
+        above = []
+        if not value:
+            stack.append((indent, key))
+        elif value[0] in "|>":
+            skip_deeper = indent
+
+
+def package_of(path: Path) -> str:
+    """Where a file's keys land in the composed config: its ``# @package`` or its group."""
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        if not raw.startswith("#"):
+            break
+        m = re.match(r"#\s*@package\s+(\S+)", raw)
+        if m:
+            return "" if m.group(1) == "_global_" else m.group(1)
+    rel = path.relative_to(CONF).parent
+    parts = [p for p in rel.parts if p not in BASE_DIRS]
+    return ".".join(parts)
+
+
+def groups(conf: Path = CONF) -> dict[str, list[Path]]:
+    """Config group -> its option files (``hydra/launcher`` included; bases under ``parts/``
+    are listed with their group, after its options)."""
+    out: dict[str, list[Path]] = {}
+    for path in sorted(conf.rglob("*.yaml")):
+        rel = path.relative_to(conf)
+        if len(rel.parts) == 1:
+            continue
+        group = "/".join(p for p in rel.parent.parts if p not in BASE_DIRS)
+        out.setdefault(group, []).append(path)
+    for files in out.values():
+        files.sort(key=lambda p: (any(d in BASE_DIRS for d in p.parts), p.name))
+    return out
+
+
+def _cell(text: str | None, limit: int | None = None) -> str:
+    """Table-cell text: ``|`` escaped, cut to ``limit`` characters (long defaults)."""
+    if text is None:
+        return "*(mapping / list below)*"
+    if limit and len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text.replace("|", "\\|")
+
+
+def option_markdown(path: Path, title: str) -> str:
+    """One option: its description, and a table of its keys with defaults and comments."""
+    package = package_of(path)
+    rel = path.relative_to(CONF.parent)
+    out = [
+        f"## `{title}`",
+        "",
+        f"File: `{rel}`" + (f", package `{package}`" if package else ""),
+        "",
+    ]
+    desc = leading_comment(path)
+    if desc:
+        out += ["```text", desc, "```", ""]
+    rows = list(iter_documented_keys(path))
+    if rows:
+        out += ["| key | default | comment | line |", "| --- | --- | --- | ---: |"]
+        for key, default, comment, line in rows:
+            full = f"{package}.{key}" if package and key != "defaults" else key
+            out.append(
+                f"| `{full}` | {_cell(None) if default is None else '`' + _cell(default, 60) + '`'}"
+                f" | {_cell(comment) if comment else ''} | {line} |"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+def config_pages(out: Path) -> list[Path]:
+    """``config/index.md`` and one page per group; returns the files written."""
+    folder = out / "config"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    written = []
+    index = [
+        "# Configuration reference",
+        "",
+        "Generated from `conf/` by `docs/gen_reference.py` (run by `make docs`): every group, its "
+        "options and every key with its default and comment. Pick an option with "
+        "`group=option`, override a key with `key=value`.",
+        "",
+        "The top-level config, `conf/config.yaml`:",
+        "",
+        option_markdown(CONF / "config.yaml", "config.yaml").replace("## ", "### ", 1),
+        "## Groups",
+        "",
+        "| group | options |",
+        "| --- | --- |",
+    ]
+    for group, files in groups().items():
+        slug = group.replace("/", "-")
+        options = [p.stem for p in files if not any(d in BASE_DIRS for d in p.parts)]
+        index.append(f"| [`{group}`]({slug}.md) | {', '.join(options)} |")
+        page = [f"# `{group}`", "", f"Options: {', '.join(f'`{o}`' for o in options)}.", ""]
+        for path in files:
+            base = any(d in BASE_DIRS for d in path.relative_to(CONF).parts)
+            title = (
+                f"{group} (shared base {path.relative_to(CONF)})"
+                if base
+                else f"{group}={path.stem}"
+            )
+            page.append(option_markdown(path, title))
+        written.append(folder / f"{slug}.md")
+        written[-1].write_text("\n".join(page).rstrip() + "\n", encoding="utf-8")
+    (folder / "index.md").write_text("\n".join(index) + "\n", encoding="utf-8")
+    return [folder / "index.md", *written]
+
+
+def script_help(script: str) -> str:
+    """``<script> --help`` from the console script beside this Python (the project's venv)."""
+    exe = Path(sys.executable).parent / script
+    cmd = [str(exe) if exe.exists() else script, "--help"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr[-500:]}")
+    return proc.stdout.rstrip()
+
+
+def cli_page(out: Path) -> Path:
+    """``cli.md``: each console script's ``--help``."""
+    text = [
+        "# Command-line reference",
+        "",
+        "The `--help` of each console script, captured by `docs/gen_reference.py`.",
+        "",
+    ]
+    for script in SCRIPTS:
+        text += [f"## `{script}`", "", "```text", script_help(script), "```", ""]
+    path = out / "cli.md"
+    path.write_text("\n".join(text), encoding="utf-8")
+    return path
+
+
+def api_page(out: Path) -> Path:
+    """``api.md``: mkdocstrings renders the public API from the docstrings at build time."""
+    text = [
+        "# Python API",
+        "",
+        "The public API (kept stable; see `DESIGN.md`), rendered from the docstrings.",
+        "",
+    ]
+    for title, objects in PUBLIC_API:
+        text += [f"## {title}", ""]
+        for obj in objects:
+            text += [f"::: {obj}", ""]
+    path = out / "api.md"
+    path.write_text("\n".join(text), encoding="utf-8")
+    return path
+
+
+def generate(out: Path, with_cli: bool = True) -> list[Path]:
+    """Write every reference page under ``out``; returns the files written."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = config_pages(out) + [api_page(out)]
+    if with_cli:
+        written.append(cli_page(out))
+    return written
+
+
+def main() -> None:
+    """Command line: ``python docs/gen_reference.py [--out DIR] [--no-cli]``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "reference")
+    parser.add_argument("--no-cli", action="store_true", help="skip the --help pages (faster)")
+    args = parser.parse_args()
+    for path in generate(args.out, with_cli=not args.no_cli):
+        print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+
+
+if __name__ == "__main__":
+    main()
