@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"
 #: Folders of ``conf/`` that hold shared bases, not selectable options.
@@ -214,6 +216,8 @@ def config_pages(out: Path) -> list[Path]:
         slug = group.replace("/", "-")
         options = [p.stem for p in files if not any(d in BASE_DIRS for d in p.parts)]
         index.append(f"| [`{group}`]({slug}.md) | {', '.join(options)} |")
+        if group == "search":  # the sweeper a search selects is a structured config, not a file
+            index.append("| [`hydra/sweeper`](sweeper.md) | ltr_optuna |")
         page = [f"# `{group}`", "", f"Options: {', '.join(f'`{o}`' for o in options)}.", ""]
         for path in files:
             base = any(d in BASE_DIRS for d in path.relative_to(CONF).parts)
@@ -227,6 +231,57 @@ def config_pages(out: Path) -> list[Path]:
         written[-1].write_text("\n".join(page).rstrip() + "\n", encoding="utf-8")
     (folder / "index.md").write_text("\n".join(index) + "\n", encoding="utf-8")
     return [folder / "index.md", *written]
+
+
+def sweeper_page(out: Path) -> Path:
+    """``config/sweeper.md``: the keys of ``hydra/sweeper=ltr_optuna`` (a structured config in
+    ``ltr_bench/sweeper/config.py``, not a file of ``conf/``) with their defaults and docstring."""
+    import dataclasses
+    import inspect
+
+    from ltr_bench.sweeper.config import LtrOptunaSweeperConf
+
+    rows = ["| key | default |", "| --- | --- |"]
+    fields = dataclasses.fields(LtrOptunaSweeperConf)
+    chosen = {
+        k: v
+        for f in fields
+        if f.name == "defaults"
+        for d in f.default_factory()
+        for k, v in d.items()
+    }  # type: ignore[misc]
+    for f in fields:
+        if f.name.startswith("_") or f.name == "defaults":
+            continue
+        if f.default is not dataclasses.MISSING:
+            default: object = f.default
+        else:
+            default = f.default_factory()  # type: ignore[misc]
+        if dataclasses.is_dataclass(default):
+            default = dataclasses.asdict(default)  # type: ignore[arg-type]
+        shown = (
+            f"hydra/sweeper/{f.name}={chosen.get(f.name, '...')} (a group)"
+            if default == "???"
+            else yaml.safe_dump(default, default_flow_style=True).strip().removesuffix("\n...")
+        )
+        rows.append(f"| `hydra.sweeper.{f.name}` | `{_cell(shown, 120)}` |")
+    doc = inspect.getdoc(LtrOptunaSweeperConf) or ""
+    text = [
+        "# `hydra/sweeper=ltr_optuna`",
+        "",
+        "The project's Optuna sweeper, selected by every `search=<model>` config. Its keys are set "
+        "as `hydra.sweeper.<key>=<value>`; see the [Sweeps guide](../../guides/sweeps.md).",
+        "",
+        *rows,
+        "",
+        "```text",
+        doc,
+        "```",
+        "",
+    ]
+    path = out / "config" / "sweeper.md"
+    path.write_text("\n".join(text), encoding="utf-8")
+    return path
 
 
 def script_help(script: str) -> str:
@@ -274,7 +329,7 @@ def api_page(out: Path) -> Path:
 def generate(out: Path, with_cli: bool = True) -> list[Path]:
     """Write every reference page under ``out``; returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
-    written = config_pages(out) + [api_page(out)]
+    written = config_pages(out) + [sweeper_page(out), api_page(out)]
     if with_cli:
         written.append(cli_page(out))
     return written

@@ -84,6 +84,9 @@ def test_generation_covers_every_group_option_and_key(tmp_path: Path) -> None:
         assert f"File: `conf/{rel.as_posix()}`" in page, f"{rel} missing from {group}.md"
         for key, _default, _comment, line in gen.iter_documented_keys(path):
             assert f"{key}` |" in page and f"| {line} |" in page, f"{rel}:{line} {key}"
+    sweeper = (tmp_path / "config" / "sweeper.md").read_text()
+    for key in ("heartbeat_interval", "grace_period", "max_duplicate_retries", "fatal_errors"):
+        assert f"`hydra.sweeper.{key}`" in sweeper
     top = [k for k, *_ in gen.iter_documented_keys(conf / "config.yaml")]
     assert "seed" in top and all(f"`{k}` |" in index for k in top)
 
