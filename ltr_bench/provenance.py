@@ -84,18 +84,9 @@ class Provenance:
 
     @classmethod
     def collect(cls, command: str, started: datetime, load_before: float | None) -> Provenance:
-        """The provenance of a measurement that began at ``started`` and ends now."""
-        now = datetime.now(UTC)
-        return cls(
-            command=command,
-            commit=git_commit(),
-            cores=os.cpu_count() or 0,
-            cpu=cpu_model(),
-            load_before=load_before,
-            load_after=load_average(),
-            started=started,
-            wall_s=(now - started).total_seconds(),
-        )
+        """The provenance of a measurement that began at ``started`` and ends now (the commit
+        is read now: prefer :func:`start` ... :meth:`Start.finish` for long measurements)."""
+        return Start(command, git_commit(), started, load_before).finish()
 
     def markdown(self) -> str:
         """The provenance as a Markdown table (the head of every generated page)."""
@@ -117,6 +108,35 @@ class Provenance:
         return "| | |\n| --- | --- |\n" + "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n"
 
 
+@dataclass(frozen=True)
+class Start:
+    """What is known when a measurement begins: the command, the commit, the time, the load."""
+
+    command: str
+    commit: str
+    started: datetime
+    load_before: float | None
+
+    def finish(self) -> Provenance:
+        """The measurement's provenance, ending now."""
+        now = datetime.now(UTC)
+        return Provenance(
+            command=self.command,
+            commit=self.commit,
+            cores=os.cpu_count() or 0,
+            cpu=cpu_model(),
+            load_before=self.load_before,
+            load_after=load_average(),
+            started=self.started,
+            wall_s=(now - self.started).total_seconds(),
+        )
+
+
+def start(command: str) -> Start:
+    """Begin a measurement of ``command`` (the code it measures is the commit checked out now)."""
+    return Start(command, git_commit(), datetime.now(UTC), load_average())
+
+
 def write_page(path: Path | str, title: str, body: str, provenance: Provenance) -> Path:
     """Write ``# title``, the provenance table and ``body`` (Markdown) to ``path``."""
     path = Path(path)
@@ -131,7 +151,7 @@ def run_to_page(command: list[str], page: Path, title: str, intro: str = "") -> 
 
     The page is written only when the command exits 0, so a failed measurement never replaces
     a good page. Returns the command's exit code."""
-    started, load_before = datetime.now(UTC), load_average()
+    begun = start(shlex.join(command))
     proc = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
     )
@@ -146,7 +166,7 @@ def run_to_page(command: list[str], page: Path, title: str, intro: str = "") -> 
             f"provenance: {shlex.join(command)} exited {code}; {page} not written", file=sys.stderr
         )
         return code
-    prov = Provenance.collect(shlex.join(command), started, load_before)
+    prov = begun.finish()
     output = "".join(lines).rstrip().replace("```", "'''")
     # the snippet markers let a guide include the output alone: --8<-- "<page>:output"
     block = f"<!-- --8<-- [start:output] -->\n```text\n{output}\n```\n<!-- --8<-- [end:output] -->"
