@@ -8,7 +8,7 @@ TORCH_CONSTRAINT ?= -c constraints-cpu.txt
 # Two pytest workers (one thread each, tests/conftest.py), whole files per worker.
 PYTEST_PAR ?= -n 2 --dist loadfile
 
-.PHONY: setup lint test test-all test-slow bench docs docs-screenshots results clean
+.PHONY: setup lint test test-all test-slow bench docs docs-screenshots results results-models clean
 
 setup:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,11 @@ results:
 	  $(BIN)/ltr-bench dataset=mq2008 protocol=letor_folds trainer.enable_progress_bar=false
 	$(PAGE) docs/results/bench-metrics.md --title "NDCG speed" -- \
 	  $(BIN)/python benchmarks/bench_metrics.py
+
+# Minutes: every ranker fitted once on MQ2008 Fold1 and its saved model measured.
+results-models:
+	$(PAGE) docs/results/saved-model-size.md --title "Saved-model size per ranker" -- \
+	  $(BIN)/python benchmarks/saved_model_size.py
 
 clean:
 	rm -rf $(VENV) multirun/*/ outputs/ mlflow.db .ltr_cache site
