@@ -46,14 +46,24 @@ def load_average() -> float | None:
 
 
 def git_commit(cwd: Path | None = None) -> str:
-    """``<sha>`` of HEAD (``<sha>+dirty`` with uncommitted changes); ``unknown`` outside git."""
+    """``<sha>`` of HEAD (``<sha>+dirty`` with uncommitted changes outside ``docs/``);
+    ``unknown`` outside git."""
     where = str(cwd or Path(__file__).resolve().parent)
     try:
         sha = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, check=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            # the docs (results pages among them) do not change what is measured
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ":/",
+                ":(top,exclude)docs",
+            ],
             cwd=where,
             capture_output=True,
             text=True,
