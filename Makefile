@@ -8,7 +8,7 @@ TORCH_CONSTRAINT ?= -c constraints-cpu.txt
 # Two pytest workers (one thread each, tests/conftest.py), whole files per worker.
 PYTEST_PAR ?= -n 2 --dist loadfile
 
-.PHONY: setup lint test test-all test-slow bench clean
+.PHONY: setup lint test test-all test-slow bench docs docs-screenshots results results-models clean
 
 setup:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,5 +37,32 @@ test-slow:
 bench:
 	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done
 
+# The docs site: the reference pages generated from conf/ and the code (docs/gen_reference.py),
+# then a strict build (a broken link, page or snippet fails) into site/.
+docs:
+	$(BIN)/python docs/gen_reference.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The MLflow UI guide's screenshots: the browser test (needs Chromium) writes them into docs/.
+docs-screenshots:
+	LTR_BROWSER_SHOTS=$(CURDIR)/docs/img/mlflow $(BIN)/python -m pytest -q -m "" -p no:randomly \
+	  tests/browser/test_mlflow_ui.py
+
+# The cheap results pages (seconds each; docs/results/): each command's output with its
+# provenance (command, commit, machine, load, date, wall time). Needs LTR_DATA for MQ2008.
+PAGE := $(BIN)/python -m ltr_bench.provenance
+results:
+	$(PAGE) docs/results/first-run.md --title "A first run" -- \
+	  $(BIN)/ltr-bench trainer.enable_progress_bar=false
+	$(PAGE) docs/results/mq2008-five-folds.md --title "DirectRanker on the five MQ2008 folds" -- \
+	  $(BIN)/ltr-bench dataset=mq2008 protocol=letor_folds trainer.enable_progress_bar=false
+	$(PAGE) docs/results/bench-metrics.md --title "NDCG speed" -- \
+	  $(BIN)/python benchmarks/bench_metrics.py
+
+# Minutes: every ranker fitted once on MQ2008 Fold1 and its saved model measured.
+results-models:
+	$(PAGE) docs/results/saved-model-size.md --title "Saved-model size per ranker" -- \
+	  $(BIN)/python benchmarks/saved_model_size.py
+
 clean:
-	rm -rf $(VENV) multirun/*/ outputs/ mlflow.db .ltr_cache
+	rm -rf $(VENV) multirun/*/ outputs/ mlflow.db .ltr_cache site

@@ -726,6 +726,9 @@ def run(exp: Experiment) -> pd.DataFrame:
     """The driver of ``experiment=claims``."""
     from datetime import datetime
 
+    from ltr_bench.provenance import command_line, start, write_page
+
+    begun = start(command_line("ltr-bench"))  # the commit and the load as the ledger starts
     spec = exp.spec
     scale = str(exp.cfg.get("scale", "full"))
     seed = int(exp.cfg.seed)
@@ -746,6 +749,10 @@ def run(exp: Experiment) -> pd.DataFrame:
     )
     exp.write_csv(rows, "claims.csv")
     exp.write_text(markdown(rows, distinct, scale, header), "claims.md")
+    if spec.get("results_page"):  # ++experiment.results_page=docs/results/claims.md
+        body = markdown(rows, distinct, scale, header)
+        title = f"The papers' claims, checked ({scale})"
+        write_page(str(spec.results_page), title, body, begun.finish())
     exp.log_metrics({f"n_{k.replace(' ', '_')}": n for k, n in counts(rows).items()})
     print(counts_line(rows), flush=True)
     return rows[["id", "ours", "verdict"]].assign(

@@ -9,7 +9,9 @@ printed links lead to in Debian's ``chromium`` (``--dump-dom`` for the rendered 
   runs and the sweep by name, with metric columns;
 - the comparison page of the three model runs shows each one's test NDCG@10, as tracked.
 
-Screenshots go to ``$LTR_BROWSER_SHOTS`` (default ``<tmp>/ltr_bench_browser``), never into git.
+Screenshots go to ``$LTR_BROWSER_SHOTS`` (default ``<tmp>/ltr_bench_browser``) with a
+``screenshots.md`` that shows them; ``make docs-screenshots`` points it at ``docs/img/mlflow/``,
+which the MLflow UI guide includes, so the docs' pictures are regenerated, never hand-made.
 The test stops only the processes it started (its own process groups). Skipped without chromium
 (``.ci/run`` installs it).
 """
@@ -212,11 +214,30 @@ def _chromium(url: str, work: Path, height: int, *what: str) -> str:
     return out
 
 
+#: What each screenshot shows (the captions of ``screenshots.md``).
+CAPTIONS = {
+    "runs_table": "The printed link: the experiment's runs table in the machine-learning view, "
+    "with the saved view 'ltr-bench: metrics' (model runs and the sweep by name, metric columns).",
+    "compare_runs": "The comparison page of the three model runs: their params and metrics, "
+    "test NDCG@10 among them.",
+}
+
+
+def _write_gallery() -> None:
+    """``<SHOTS>/screenshots.md``: the screenshots taken so far with their captions (Markdown
+    image links relative to the guide that includes it, docs/guides/mlflow-ui.md)."""
+    shots = [name for name in CAPTIONS if (SHOTS / f"{name}.png").exists()]
+    rel = "../img/mlflow"  # where `make docs-screenshots` puts them, seen from docs/guides/
+    lines = [f"![{CAPTIONS[n]}]({rel}/{n}.png)\n\n*{CAPTIONS[n]}*\n" for n in shots]
+    (SHOTS / "screenshots.md").write_text("\n".join(lines), encoding="utf-8")
+
+
 def _page(url: str, work: Path, shot: str, height: int = 1300) -> str:
     """The rendered DOM of ``url``; a screenshot of it goes to ``<SHOTS>/<shot>.png``."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     dom = _chromium(url, work, 1300, "--dump-dom")
     _chromium(url, work, height, f"--screenshot={SHOTS / (shot + '.png')}")
+    _write_gallery()
     return dom
 
 

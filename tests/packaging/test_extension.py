@@ -1,6 +1,6 @@
-"""README "Your own model", word for word: a package and a config folder outside the repository.
+"""The "Your own model" guide, word for word: a package and a config folder outside the repository.
 
-The files are taken from the README's code blocks and written into a temporary folder; the two
+The files are taken from the guide's code blocks (docs/guides/own-model.md) and written into a temporary folder; the two
 ``ltr-bench`` command lines of its bash block run there (the real CLI: the search path, the import
 of the user's class and the sweeper plugin are what is tested), each with ``threads=1``. Without
 the MQ2008 data the run falls back to the default synthetic dataset.
@@ -25,15 +25,11 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
-def readme_section(title: str) -> str:
-    text = (REPO / "README.md").read_text()
-    start = text.index(f"## {title}\n")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end > 0 else None]
+GUIDE = REPO / "docs" / "guides" / "own-model.md"
 
 
 def files_and_commands() -> tuple[dict[str, str], list[list[str]]]:
-    section = readme_section("Your own model")
+    section = GUIDE.read_text()
     files = dict(re.findall(r"^`([\w./]+)`:\n\n```\w+\n(.*?)```", section, flags=re.S | re.M))
     bash = re.search(r"```bash\n(.*?)```", section, flags=re.S)
     assert bash is not None
@@ -46,7 +42,7 @@ def files_and_commands() -> tuple[dict[str, str], list[list[str]]]:
 
 
 @pytest.mark.heavy
-def test_readme_example_runs_once_and_sweeps_two_trials(tmp_path: Path) -> None:
+def test_own_model_guide_runs_once_and_sweeps_two_trials(tmp_path: Path) -> None:
     files, commands = files_and_commands()
     assert set(files) == {
         "my_rankers/__init__.py",
