@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from ltr_bench import machine
 from ltr_bench import tracking_keys as keys
 from ltr_bench.data.protocol import Dataset
 from ltr_bench.data.queryset import QuerySet
@@ -1049,6 +1050,7 @@ def _results_json(cfg: DictConfig, result: RunResult, tracker: Tracker) -> dict[
         "run_id": result.mlflow_run_id,
     }
     out["config"] = OmegaConf.to_container(cfg, resolve=True)
+    out["machine"] = machine.facts(cfg.get("trainer", {}).get("accelerator"), cfg.get("threads"))
     return out
 
 
