@@ -76,6 +76,7 @@ def memory_bytes() -> int | None:
         return None
 
 
+@functools.cache
 def package_versions() -> dict[str, str]:
     """Python's and the heavy libraries' versions (from package metadata, nothing imported)."""
     out = {"python": platform.python_version()}
@@ -177,7 +178,7 @@ def facts(accelerator: str | None = None, threads: int | None = None) -> dict[st
     out["threads"] = int(threads)
     out["accelerator"] = str(accelerator or "cpu")
     out.update(gpu_facts(str(accelerator or "cpu").lower() in CUDA_ACCELERATORS))
-    out["versions"] = package_versions()
+    out["versions"] = dict(package_versions())
     out["hardware"] = hardware_summary(out)
     return out
 
