@@ -136,7 +136,8 @@ def _gpus_from_nvidia_smi() -> dict[str, Any]:
 def gpu_facts(use_cuda: bool = False) -> dict[str, Any]:
     """GPU model, count, memory (GiB per GPU), driver and torch's CUDA version; "none"/0 without.
 
-    ``use_cuda``: the run asked for a CUDA device, so ``torch.cuda`` may be initialised.
+    ``use_cuda``: the run asked for a CUDA device, so ``torch.cuda`` may be asked; it is
+    initialised (device properties) only where ``nvidia-smi`` is missing.
     """
     import torch
 
@@ -145,8 +146,11 @@ def gpu_facts(use_cuda: bool = False) -> dict[str, Any]:
     facts["cuda_driver"] = NONE
     smi = _gpus_from_nvidia_smi()
     facts.update(smi)
-    if use_cuda:
+    if use_cuda and not smi:
         facts.update(_gpus_from_torch())
+    elif use_cuda and torch.cuda.is_available():
+        # the GPUs this process may use (CUDA_VISIBLE_DEVICES), counted without a CUDA context
+        facts["gpu_count"] = torch.cuda.device_count()
     return facts
 
 

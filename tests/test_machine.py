@@ -114,3 +114,25 @@ def test_default_run_records_the_machine_and_never_touches_cuda(
     results = json.loads(Path(printed.split(" ", 1)[1]).read_text())
     assert results["machine"]["hardware"] == expected["hardware"]
     assert results["machine"]["versions"] == expected["versions"]
+
+
+def test_gpus_are_read_from_nvidia_smi_without_cuda_in_this_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import subprocess
+
+    out = "NVIDIA A100-SXM4-40GB, 40960, 535.104.05\nNVIDIA A100-SXM4-40GB, 40960, 535.104.05\n"
+    monkeypatch.setattr(machine.shutil, "which", lambda exe: "/usr/bin/nvidia-smi")
+    monkeypatch.setattr(
+        machine.subprocess,
+        "run",
+        lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=out, stderr=""),
+    )
+    calls = _forbid_cuda(monkeypatch)
+    machine.gpu_facts.cache_clear()
+    try:
+        f = machine.gpu_facts(False)
+    finally:
+        machine.gpu_facts.cache_clear()
+    assert f["gpu_count"] == 2 and f["gpu_model"] == "NVIDIA A100-SXM4-40GB"
+    assert f["gpu_memory_gib"] == 40.0 and f["cuda_driver"] == "535.104.05" and calls == []
