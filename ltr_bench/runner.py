@@ -31,7 +31,9 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from ltr_bench import machine
 from ltr_bench import tracking_keys as keys
+from ltr_bench.accelerators import resolve as resolve_accelerator
 from ltr_bench.data.protocol import Dataset
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
@@ -480,6 +482,7 @@ def run(
     check_top_level(cfg)
     check_numeric_arguments(cfg)
     check_distributed(cfg)
+    resolve_accelerator(cfg)  # a GPU request is granted, refused or said to be ignored: no data yet
     protocol: Protocol = instantiate(cfg.protocol)
     is_trial = cfg.get("sweep", {}).get("trial_number") is not None
     mode = protocol.mode(is_trial)
@@ -1049,6 +1052,7 @@ def _results_json(cfg: DictConfig, result: RunResult, tracker: Tracker) -> dict[
         "run_id": result.mlflow_run_id,
     }
     out["config"] = OmegaConf.to_container(cfg, resolve=True)
+    out["machine"] = machine.facts(cfg.get("trainer", {}).get("accelerator"), cfg.get("threads"))
     return out
 
 

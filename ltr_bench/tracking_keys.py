@@ -18,6 +18,9 @@ Metric keys:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 # ------------------------------------------------------------------------------------------ tags
 # Tags set on every run (values are strings).
 TAG_ROLE = "ltr.role"  # see the ROLE_* values below
@@ -51,6 +54,14 @@ TAG_N_TEST_QUERIES = "ltr.data.n_test_queries"
 TAG_N_VALI_QUERIES = "ltr.data.n_vali_queries"
 TAG_PREPROCESSING = "ltr.data.preprocessing"
 TAG_HOST = "ltr.host"
+# Hardware and software a run's times come from (ltr_bench.machine.facts), on every run:
+# ltr.hw.cpu_model, ltr.hw.cpus_logical, ltr.hw.cpus_physical, ltr.hw.memory_gib, ltr.hw.threads,
+# ltr.hw.accelerator, ltr.hw.gpu_count, ltr.hw.gpu_model, ltr.hw.gpu_memory_gib, ltr.hw.cuda,
+# ltr.hw.cuda_driver, ltr.hw.os; ltr.sw.python, ltr.sw.torch, ltr.sw.lightning, ltr.sw.lightgbm,
+# ltr.sw.optuna, ltr.sw.mlflow; and ltr.hardware, the one-line summary Table 3 groups times by.
+TAG_HW_PREFIX = "ltr.hw."
+TAG_SW_PREFIX = "ltr.sw."
+TAG_HARDWARE = "ltr.hardware"
 
 ROLE_PROTOCOL = "protocol"  # one per ltr-bench run (parent of its folds)
 ROLE_FOLD = "fold"  # one outer fold / hold-out split
@@ -150,6 +161,20 @@ def metric_name(key: str) -> tuple[str, str]:
 def curve_key(name: str) -> str:
     """MLflow key of a per-epoch value named by a ranker: ``vali_ndcg@10 -> curve/vali_ndcg_at_10``."""
     return CURVE_PREFIX + name.replace("@", "_at_").replace("/", "_")
+
+
+def fact_tags(facts: Mapping[str, Any]) -> dict[str, str]:
+    """A machine's facts (``ltr_bench.machine.facts``) as ``ltr.hw.*``, ``ltr.sw.*`` and
+    ``ltr.hardware`` tags; the host keeps its own tag ``ltr.host``."""
+    out = {TAG_HARDWARE: str(facts.get("hardware", "unknown"))}
+    for key, value in facts.items():
+        if key == "versions" and isinstance(value, Mapping):
+            out.update({TAG_SW_PREFIX + k: str(v) for k, v in value.items()})
+        elif key == "host":
+            out[TAG_HOST] = str(value)
+        elif key != "hardware":
+            out[TAG_HW_PREFIX + key] = str(value)
+    return out
 
 
 # ------------------------------------------------------------------------------------- run names

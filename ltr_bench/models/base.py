@@ -36,6 +36,15 @@ class Ranker(ABC):
         self.accepts = plain(accepts)
         self.history = []
 
+    @classmethod
+    def device_for(cls, accelerator: str) -> str:
+        """The device this ranker trains on when the run is granted ``accelerator``.
+
+        A ranker without a GPU path (this default) trains on the CPU whatever was asked for;
+        ``ltr_bench.accelerators.resolve`` then says so in one line.
+        """
+        return "cpu"
+
     @abstractmethod
     def fit(self, train: QuerySet, vali: QuerySet | None = None, *, logger: Any = None) -> Ranker:
         """Learn from ``train``; ``vali`` (optional) drives early stopping.

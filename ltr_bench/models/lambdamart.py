@@ -31,6 +31,9 @@ class LambdaMART(Ranker):
             trees and keep the best tree count; ``None`` trains all trees. Ignored without vali.
         eval_at: the cut-off k of the NDCG used for early stopping and ``history``.
         n_jobs: LightGBM threads (parallel sweeps keep this at 1).
+        device_type: LightGBM's device: ``cpu``, ``gpu`` (OpenCL) or ``cuda``; the config passes
+            ``trainer.accelerator`` after ``ltr_bench.accelerators.resolve`` mapped it to what
+            this LightGBM build supports (see :meth:`device_for`).
         extra_params: further LightGBM parameters passed verbatim (e.g. ``subsample``).
         name, accepts: model-config metadata (kept for tracking, unused in training).
         seed: seeds LightGBM; with ``deterministic=True`` the same data gives the same model.
@@ -47,6 +50,7 @@ class LambdaMART(Ranker):
         early_stopping_rounds: int | None = 30,
         eval_at: int = 10,
         n_jobs: int = 1,
+        device_type: str = "cpu",
         extra_params: dict[str, Any] | None = None,
         name: str | None = None,
         accepts: Any = None,
@@ -69,9 +73,17 @@ class LambdaMART(Ranker):
         )
         self.eval_at = int(eval_at)
         self.n_jobs = int(n_jobs)
+        self.device_type = str(device_type) if str(device_type) in ("gpu", "cuda") else "cpu"
         self.extra_params = dict(plain(extra_params) or {})
         self.model_: Any = None
         self.best_iteration_: int | None = None
+
+    @classmethod
+    def device_for(cls, accelerator: str) -> str:
+        """``cuda`` or ``gpu`` when a GPU is asked for and LightGBM was built with it, else cpu."""
+        from ltr_bench.accelerators import lightgbm_device
+
+        return lightgbm_device(accelerator)
 
     # ------------------------------------------------------------------ fit / score
     def fit(
@@ -96,6 +108,7 @@ class LambdaMART(Ranker):
             learning_rate=self.learning_rate,
             min_child_samples=self.min_child_samples,
             n_jobs=self.n_jobs,
+            device_type=self.device_type,
             random_state=self.seed,
             deterministic=True,
             force_row_wise=True,

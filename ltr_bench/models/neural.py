@@ -339,6 +339,11 @@ class NeuralRanker(Ranker):
     #: default loss of the class (the short name of a built-in loss)
     default_loss: str = "l2"
 
+    @classmethod
+    def device_for(cls, accelerator: str) -> str:
+        """Lightning places the module on whatever accelerator the run was granted."""
+        return accelerator
+
     def __init__(
         self,
         *,

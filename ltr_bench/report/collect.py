@@ -22,7 +22,18 @@ from ltr_bench.errors import UserError
 
 KEY_COLUMNS = ["protocol", "eval", "dataset", "model", "fold"]
 # Columns of a FoldRuns frame that are not metrics.
-INFO_COLUMNS = ["run_id", "n_train", "n_test", "start_time", "end_time", "seed", "n_seeds"]
+INFO_COLUMNS = [
+    "run_id",
+    "n_train",
+    "n_test",
+    "start_time",
+    "end_time",
+    "seed",
+    "n_seeds",
+    "hardware",
+]
+UNKNOWN_HARDWARE = "unknown hardware (runs without the ltr.hardware tag)"
+TIME_COLUMNS = (tk.TIME_READ, tk.TIME_FIT, tk.TIME_EVAL)
 _TAG_COLUMNS = {
     "model": tk.TAG_MODEL,
     "dataset": tk.TAG_DATASET,
@@ -38,8 +49,9 @@ class FoldRuns:
     """One row per (protocol, eval, dataset, model, fold): its latest run, or its runs' mean over seeds.
 
     Columns: ``run_id, protocol, eval, dataset, model, fold (int), seed (the seeds averaged,
-    comma-separated), n_seeds, n_train, n_test, start_time, end_time`` plus one column per logged
-    metric, named by its MLflow key (``test/ndcg_at_10``, ``time_fit_s``, ...).
+    comma-separated), n_seeds, n_train, n_test, start_time, end_time, hardware`` (the run's
+    ``ltr.hardware`` summary, which run times depend on) plus one column per logged metric, named
+    by its MLflow key (``test/ndcg_at_10``, ``time_fit_s``, ...).
     """
 
     frame: pd.DataFrame
@@ -159,8 +171,11 @@ def mean_over_seeds(frame: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
         end_time="max",
         seed=lambda s: ",".join(sorted(map(str, s), key=_seed_order)),
     )
+    if "hardware" in frame:
+        agg["hardware"] = lambda s: " + ".join(sorted(set(map(str, s))))
     out = frame.groupby(KEY_COLUMNS, dropna=False, sort=False).agg(agg).reset_index()
     out["n_seeds"] = out["seed"].str.count(",") + 1
+    _refuse_mixed_hardware_times(out, notes)
     several = out[out["n_seeds"] > 1]
     for (protocol, eval_name, dataset, model), cells in several.groupby(
         ["protocol", "eval", "dataset", "model"], sort=True
@@ -173,6 +188,26 @@ def mean_over_seeds(frame: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
             f"over {per_fold} runs with seeds {', '.join(seeds)}."
         )
     return out[[c for c in frame.columns if c in out.columns] + ["n_seeds"]]
+
+
+def _refuse_mixed_hardware_times(out: pd.DataFrame, notes: list[str]) -> None:
+    """Blank the run times of folds whose seeds ran on different hardware (a mean of those
+    times describes no machine), with a note; their metrics are still averaged."""
+    if "hardware" not in out:
+        return
+    mixed = out["hardware"].str.contains(" + ", regex=False)
+    times = [c for c in TIME_COLUMNS if c in out]
+    if not mixed.any() or not times:
+        return
+    out.loc[mixed, times] = float("nan")
+    cells = out[mixed]
+    listed = "; ".join(
+        f"{r.model} on {r.dataset} fold {r.fold} ({r.hardware})" for r in cells.itertuples()
+    )
+    notes.append(
+        f"Run times of {int(mixed.sum())} fold(s) left out: their seeds ran on different "
+        f"hardware, and times from different hardware are never averaged: {listed}."
+    )
 
 
 def _seed_order(seed: str) -> tuple[int, float, str]:
@@ -191,6 +226,9 @@ def _tidy(raw: pd.DataFrame) -> pd.DataFrame:
     out["protocol"] = out["protocol"].fillna("?")
     out["eval"] = out["eval"].fillna("?")
     out["seed"] = out["seed"].fillna("?")  # runs tracked without a seed tag count as one seed
+    hardware = raw.get(f"tags.{tk.TAG_HARDWARE}")
+    out["hardware"] = hardware if hardware is not None else pd.Series(pd.NA, index=raw.index)
+    out["hardware"] = out["hardware"].fillna(UNKNOWN_HARDWARE).astype(str)
     out["fold"] = pd.to_numeric(out["fold"], errors="coerce").astype("Int64")
     for column, tag, param in (
         ("n_train", tk.TAG_N_TRAIN_QUERIES, tk.PARAM_N_TRAIN_QUERIES),

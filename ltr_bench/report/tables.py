@@ -123,22 +123,32 @@ def table1(frame: pd.DataFrame, metrics: list[str], split: str = "test") -> Tabl
 
 
 def table3(frame: pd.DataFrame) -> Table:
-    """Table 3 layout: rows (setting, dataset, time kind), columns models, mean(SE) seconds."""
+    """Table 3 layout: rows (setting, dataset, hardware, time kind), columns models, mean(SE)
+    seconds.
+
+    Times depend on the machine, so a cell only averages folds run on the same hardware (the
+    ``hardware`` column, from the ``ltr.hardware`` tag): runs on different hardware get rows of
+    their own, and the caption and a note name the hardware.
+    """
     times = [t for t in TIME_LABELS if t in frame.columns]
     models = sorted(frame["model"].unique())
-    index, cells, blocks = [], [], []
+    if "hardware" not in frame:
+        frame = frame.assign(hardware="unknown hardware")
+    index, cells = [], []
     for protocol, eval_name in _settings(frame):
         sub = frame[(frame["protocol"] == protocol) & (frame["eval"] == eval_name)]
         for d in sorted(sub["dataset"].unique()):
             sd = sub[sub["dataset"] == d]
-            start = len(index)
-            for t in times:
-                index.append((setting_label(protocol, eval_name), d, TIME_LABELS[t]))
-                cells.append([_stats(sd.loc[sd["model"] == m, t]) for m in models])
-            blocks.append((start, len(index)))
+            for hw in sorted(sd["hardware"].unique()):
+                sh = sd[sd["hardware"] == hw]
+                for t in times:
+                    index.append((setting_label(protocol, eval_name), d, hw, TIME_LABELS[t]))
+                    cells.append([_stats(sh.loc[sh["model"] == m, t]) for m in models])
+    machines = sorted(frame["hardware"].unique())
     table = _from_cells(
-        caption="Table 3 layout: run times per fold in seconds, mean(SE) over folds",
-        index_names=["Setting", "Dataset", "Time"],
+        caption="Table 3 layout: run times per fold in seconds, mean(SE) over folds, on "
+        + ("; ".join(machines) if len(machines) == 1 else "several machines (rows per hardware)"),
+        index_names=["Setting", "Dataset", "Hardware", "Time"],
         index=index,
         columns=[("", m) for m in models],
         cells=cells,
@@ -150,6 +160,13 @@ def table3(frame: pd.DataFrame) -> Table:
         table.partial[i] = (table.n[i] > 0) & (table.n[i] < top)
     if not times:
         table.notes.append("No run times (time_read_s / time_fit_s / time_eval_s) were logged.")
+    elif len(machines) == 1:
+        table.notes.append(f"Run times (Table 3) come from one machine: {machines[0]}.")
+    else:
+        table.notes.append(
+            f"Run times (Table 3) come from {len(machines)} different machines or thread "
+            f"settings and are shown in separate rows, never averaged: {' | '.join(machines)}."
+        )
     return table
 
 

@@ -46,10 +46,15 @@ def git_commit(repo_dir: str | os.PathLike[str] | None = None) -> str | None:
 
 
 def machine_tags(cfg: DictConfig) -> dict[str, str]:
-    """Facts about the machine rather than choices (threads, data paths, host name), as tags."""
+    """Facts about the machine rather than choices (threads, data paths, host name, hardware and
+    software versions: :func:`ltr_bench.machine.facts`), as tags."""
     import socket
 
-    out = {keys.TAG_HOST: socket.gethostname()}
+    from ltr_bench import machine
+
+    accelerator = OmegaConf.select(cfg, "trainer.accelerator", default=None)
+    out = keys.fact_tags(machine.facts(accelerator, cfg.get("threads")))
+    out[keys.TAG_HOST] = socket.gethostname()
     for key in keys.MACHINE_KEYS:
         value = OmegaConf.select(cfg, key, default=None, throw_on_resolution_failure=False)
         if value is not None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from ltr_bench import system_metrics
 from ltr_bench import tracking_keys as keys
 from ltr_bench.errors import UserError
 from ltr_bench.tracking.lightning_logger import run_logger
@@ -38,6 +39,7 @@ class Tracker:
     """Runs of one experiment in one MLflow store; every method takes an explicit ``run_id``."""
 
     enabled = True
+    system_metrics_interval_s: float | None = None  # tracking.system_metrics: None = off
     # None on a NullTracker (no store)
     tracking_uri: str | None
     experiment_name: str | None
@@ -52,6 +54,7 @@ class Tracker:
         log_model: bool = True,
         log_artifacts: bool = True,
         register_model: str | None = None,
+        system_metrics_interval_s: float | None = None,
     ) -> None:
         import mlflow
 
@@ -60,6 +63,7 @@ class Tracker:
         self.log_model_enabled = log_model
         self.log_artifacts_enabled = log_artifacts
         self.register_model = str(register_model) if register_model else None
+        self.system_metrics_interval_s = system_metrics_interval_s
         self.experiment_id = ensure_experiment(tracking_uri, experiment_name, artifact_location)
         self.client = SignalSafe(mlflow.MlflowClient(tracking_uri))
 
@@ -81,6 +85,7 @@ class Tracker:
             log_model=bool(tracking.get("log_model", True)),
             log_artifacts=bool(tracking.get("log_artifacts", True)),
             register_model=tracking.get("register_model"),
+            system_metrics_interval_s=system_metrics.interval_from_config(tracking),
         )
 
     # ------------------------------------------------------------------ runs
@@ -158,7 +163,9 @@ class Tracker:
         run_id = self.start_run(name, tags, parent_id, description)
         status = "FAILED"
         try:
-            yield run_id
+            interval = self.system_metrics_interval_s
+            with system_metrics.monitored(self.tracking_uri, run_id, interval, tags):
+                yield run_id
             status = "FINISHED"
         except (KeyboardInterrupt, RunTerminated, SystemExit):
             status = "KILLED"

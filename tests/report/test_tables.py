@@ -118,3 +118,41 @@ def test_compare_skips_with_fewer_than_two_models(two_settings):
     comps = compare(two_settings, ["ndcg@10"])
     assert all(c.pvalues is not None for c in comps)
     assert comps[0].slug == "holdout_paper_mq2008_ndcg_at_10"
+
+
+def test_table3_states_its_hardware_and_never_averages_across_machines():
+    laptop, cluster = "laptop CPU, 4 threads, on cpu", "cluster CPU, 32 threads, on cpu"
+    rows = [["p", "e", "d", "a", k, 0.5, 0.5, 1.0, 10.0, 300, 100] for k in range(4)]
+    one = _frame(rows).assign(hardware=laptop)
+    t = tables.table3(one)
+    assert t.caption.endswith("on " + laptop) and t.notes == [
+        f"Run times (Table 3) come from one machine: {laptop}."
+    ]
+    assert {labels[2] for labels in t.index} == {laptop} and "Hardware" in tables.to_csv(t)
+    # folds 2, 3 on another machine: their own rows, each mean over its own folds only
+    two = one.assign(hardware=[laptop, laptop, cluster, cluster])
+    two.loc[two["hardware"] == cluster, tk.TIME_FIT] = 1.0
+    t = tables.table3(two)
+    fit = {labels[2]: t.mean[i, 0] for i, labels in enumerate(t.index) if "Train" in labels[3]}
+    assert fit == {laptop: 10.0, cluster: 1.0}
+    assert "2 different machines" in t.notes[0] and "never averaged" in t.notes[0]
+    assert "| Hardware |" in tables.to_markdown(t).splitlines()[0]
+
+
+def test_times_of_a_fold_whose_seeds_ran_on_different_hardware_are_left_out():
+    from ltr_bench.report.collect import mean_over_seeds
+
+    rows = [["p", "e", "d", "a", 0, 0.5, 0.5, 1.0, t, 300, 100] for t in (10.0, 1.0)]
+    rows += [["p", "e", "d", "a", 1, 0.5, 0.5, 1.0, t, 300, 100] for t in (10.0, 12.0)]
+    f = _frame(rows).assign(
+        seed=["0", "1", "0", "1"],
+        hardware=["laptop", "cluster", "laptop", "laptop"],
+        run_id=list("wxyz"),
+        start_time=0,
+        end_time=0,
+    )
+    notes: list[str] = []
+    out = mean_over_seeds(f, notes).set_index("fold")
+    assert math.isnan(out.loc[0, tk.TIME_FIT]) and out.loc[1, tk.TIME_FIT] == 11.0
+    assert out.loc[0, NDCG] == 0.5 and out.loc[0, "hardware"] == "cluster + laptop"
+    assert any("seeds ran on different hardware" in n and "fold 0" in n for n in notes)
