@@ -130,13 +130,8 @@ class ScoringPipeline:
     def evaluation_data(self, raw: QuerySet) -> QuerySet:
         """``raw`` as the run evaluated its test split: its query filters and label binarisation
         (features untouched; pair it with :meth:`score` of the same filtered set)."""
-        from ltr_bench.data.transforms import binarize_labels
-
         pre = self.preprocessing
-        out = pre.filter_queries(raw, "test")
-        if pre.binarize_at is not None and "test" in pre.binarize_splits:
-            out = binarize_labels(out, pre.binarize_at)
-        return out
+        return pre.binarize(pre.filter_queries(raw, "test"), "test")
 
 
 # ------------------------------------------------------------------------------- saving

@@ -11,6 +11,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from ltr_bench.data.queryset import QuerySet
+from ltr_bench.data.transforms import binarize_labels
 from ltr_bench.errors import UserError
 from ltr_bench.protocols import Protocol
 from ltr_bench.runner.results import TrialFailed, metric_options
@@ -57,6 +58,24 @@ class Prepared:
     preprocessing: Any
 
 
+def preprocess(
+    cfg: DictConfig,
+    train: QuerySet,
+    vali: QuerySet | None,
+    test: QuerySet | None,
+    test_role: str = "test",
+    binarize_train_at: int | None = None,
+) -> Prepared:
+    """Fit ``eval.preprocessing`` on ``train`` and apply it to every part (``test`` in role
+    ``test_role``); training labels binarised at ``binarize_train_at`` when given."""
+    pre = build_preprocessing(cfg)
+    tr, va, te = pre.fit_apply(train, (vali, "vali"), (test, test_role))
+    assert tr is not None
+    if binarize_train_at is not None:
+        tr = binarize_labels(tr, binarize_train_at)
+    return Prepared(tr, va, te, pre)
+
+
 def prepare(
     cfg: DictConfig,
     protocol: Protocol,
@@ -67,27 +86,21 @@ def prepare(
     test_role: str = "test",
     dataset: Any = None,
 ) -> Prepared:
-    """Fit preprocessing on ``train``; apply to every part (``test`` in role ``test_role``).
+    """Fit preprocessing on ``train``; apply to every part (``test`` in role ``test_role``; a
+    ``vali`` without queries counts as none); binary training labels when the protocol asks.
 
     For a file-backed ``dataset`` (one with a parse cache, ``dataset.cache_dir``) the result is
     shared through :mod:`ltr_bench.data.transform_cache`: every trial, refit and worker that
     preprocesses the same split with the same options reads it back instead of refitting."""
-    from ltr_bench.data.transforms import binarize_labels
+    binarize_at = threshold if protocol.train_labels == "binary" else None
+    vali_part = vali if vali is not None and vali.n_queries else None
+    if dataset is None or not hasattr(dataset, "cache_dir"):
+        return preprocess(cfg, train, vali_part, test, test_role, binarize_at)
+    from ltr_bench.data.transform_cache import cached_preprocessing
 
     def compute() -> tuple[list[QuerySet | None], Any]:
-        pre = build_preprocessing(cfg)
-        pre.fit(train)
-        tr = pre.apply(train, "train")
-        if protocol.train_labels == "binary":
-            tr = binarize_labels(tr, threshold)
-        va = pre.apply(vali, "vali") if vali is not None and vali.n_queries else None
-        te = pre.apply(test, test_role) if test is not None else None
-        return [tr, va, te], pre
-
-    if dataset is None or not hasattr(dataset, "cache_dir"):
-        (tr, va, te), pre = compute()
-        return Prepared(tr, va, te, pre)
-    from ltr_bench.data.transform_cache import cached_preprocessing
+        data = preprocess(cfg, train, vali_part, test, test_role, binarize_at)
+        return [data.train, data.vali, data.test], data.preprocessing
 
     options = OmegaConf.to_container(cfg.eval.preprocessing, resolve=True)
     assert isinstance(options, dict)
@@ -100,6 +113,7 @@ def prepare(
     }
     parts = [("train", train), ("vali", vali), ("test", test)]
     (tr, va, te), pre, _ = cached_preprocessing(key, parts, compute, dataset.cache_dir)
+    assert tr is not None
     return Prepared(tr, va, te, pre)
 
 
@@ -128,18 +142,13 @@ def fit_and_score(
     with the same ``eval.preprocessing`` config.
     """
     key = OmegaConf.to_yaml(cfg.eval.preprocessing, resolve=True)
-    parts = None if cache is None else cache.get(key)
-    if parts is None:
-        pre = build_preprocessing(cfg)
-        pre.fit(train)
-        parts = (
-            pre.apply(train, "train"),
-            pre.apply(vali, "vali") if vali is not None else None,
-            pre.apply(test, "test"),
-        )
+    data = None if cache is None else cache.get(key)
+    if data is None:
+        data = preprocess(cfg, train, vali, test)
         if cache is not None:
-            cache[key] = parts
-    tr, va, te = parts
+            cache[key] = data
+    tr, va, te = data.train, data.vali, data.test
+    assert te is not None
     ranker = build_ranker(cfg)
     t0 = time.perf_counter()
     ranker.fit(tr, va)
