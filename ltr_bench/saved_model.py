@@ -26,7 +26,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -152,7 +152,8 @@ def save_pipeline(pipeline: ScoringPipeline, folder: str | Path) -> Path:
     (folder / RANKER_DIR).mkdir()
     ranker_info = save_params(folder / RANKER_DIR) or {}
     pre_options, arrays = _preprocessing_state(pipeline.preprocessing)
-    np.savez(folder / ARRAYS_FILE, **arrays)  # the knots are compressed already
+    # the knots are compressed already; the cast: no array is named allow_pickle
+    np.savez(folder / ARRAYS_FILE, **cast(dict[str, Any], arrays))
     doc = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
