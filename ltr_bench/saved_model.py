@@ -26,7 +26,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -130,13 +130,8 @@ class ScoringPipeline:
     def evaluation_data(self, raw: QuerySet) -> QuerySet:
         """``raw`` as the run evaluated its test split: its query filters and label binarisation
         (features untouched; pair it with :meth:`score` of the same filtered set)."""
-        from ltr_bench.data.transforms import binarize_labels
-
         pre = self.preprocessing
-        out = pre.filter_queries(raw, "test")
-        if pre.binarize_at is not None and "test" in pre.binarize_splits:
-            out = binarize_labels(out, pre.binarize_at)
-        return out
+        return pre.binarize(pre.filter_queries(raw, "test"), "test")
 
 
 # ------------------------------------------------------------------------------- saving
@@ -157,7 +152,8 @@ def save_pipeline(pipeline: ScoringPipeline, folder: str | Path) -> Path:
     (folder / RANKER_DIR).mkdir()
     ranker_info = save_params(folder / RANKER_DIR) or {}
     pre_options, arrays = _preprocessing_state(pipeline.preprocessing)
-    np.savez(folder / ARRAYS_FILE, **arrays)  # the knots are compressed already
+    # the knots are compressed already; the cast: no array is named allow_pickle
+    np.savez(folder / ARRAYS_FILE, **cast(dict[str, Any], arrays))
     doc = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,

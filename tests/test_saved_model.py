@@ -89,8 +89,9 @@ def run_capturing_test(
             seen["scores"] = np.asarray(scores, dtype=np.float64)
         return evaluate_split(cfg_, scores, data, where)
 
-    monkeypatch.setattr(runner, "prepare", spy_prepare)
-    monkeypatch.setattr(runner, "evaluate_split", spy_evaluate)
+    # the outer loop's own names: it prepares and evaluates each fold
+    monkeypatch.setattr(runner.outer, "prepare", spy_prepare)
+    monkeypatch.setattr(runner.outer, "evaluate_split", spy_evaluate)
     result = runner.run(
         cfg,
         output_dir=Path(str(cfg.tracking.tracking_uri)[len("sqlite:///") :]).parent,

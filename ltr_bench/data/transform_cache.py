@@ -66,7 +66,7 @@ def entry_key(config: Mapping[str, Any], parts: Parts) -> str:
             continue
         for arr in (data.features, data.labels, data.qid, data.offsets):
             h.update(f"{arr.dtype.str}{arr.shape}".encode())
-            h.update(memoryview(np.ascontiguousarray(arr)).cast("B"))  # no copy of a C-order array
+            h.update(np.ascontiguousarray(arr).data.cast("B"))  # no copy of a C-order array
     return h.hexdigest()[:32]
 
 
@@ -77,7 +77,7 @@ def enabled() -> bool:
 
 def array_sha256(arr: np.ndarray) -> str:
     """sha256 of an array's bytes (C order); reads a memory map without copying it."""
-    return hashlib.sha256(memoryview(np.ascontiguousarray(arr)).cast("B")).hexdigest()
+    return hashlib.sha256(np.ascontiguousarray(arr).data.cast("B")).hexdigest()
 
 
 def cached_preprocessing(
@@ -241,13 +241,12 @@ def _preprocessing(arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) ->
 
 
 def _queryset(arrays: Mapping[str, np.ndarray], role: str, meta: Mapping[str, Any]) -> QuerySet:
-    get = arrays.get
     return QuerySet(
-        get(f"{role}.features"),
-        get(f"{role}.labels"),
-        get(f"{role}.qid"),
-        get(f"{role}.offsets"),
-        get(f"{role}.docids"),
+        arrays[f"{role}.features"],
+        arrays[f"{role}.labels"],
+        arrays[f"{role}.qid"],
+        arrays[f"{role}.offsets"],
+        arrays.get(f"{role}.docids"),
         dict(meta.get("sources", {}).get(role) or {}),
     )
 

@@ -148,6 +148,10 @@ class Tracker:
         assert self.experiment_id is not None  # set by __init__ (NullTracker overrides this)
         return format_links(self.tracking_uri, self.experiment_id, search_filter, what, run_id)
 
+    def describe_run(self, run_id: str) -> str:
+        """The printed line that says where run ``run_id`` is tracked."""
+        return f"MLflow run {run_id} in {self.tracking_uri} (experiment '{self.experiment_name}')"
+
     def end_run(self, run_id: str, status: str = "FINISHED") -> None:
         self.client.set_terminated(run_id, status=status)
 
@@ -346,6 +350,9 @@ class NullTracker(Tracker):
         pass
 
     def experiment_link(self, search_filter: str, what: str, run_id: str | None = None) -> str:
+        return ""
+
+    def describe_run(self, run_id: str) -> str:
         return ""
 
     def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:

@@ -196,6 +196,26 @@ def test_preprocessing_split_options():
     assert d["relevance_threshold"] == 2
 
 
+def test_fit_apply_is_fit_then_apply_and_keeps_a_missing_part_missing():
+    train, vali, test = (_random_split(30, s, qid_start=100 * s) for s in (5, 6, 7))
+    p = Preprocessing("quantile_normal", binarize_at=2, binarize_splits=["test"])
+    tr, va, te, missing = p.fit_apply(train, (vali, "vali"), (test, "test"), (None, "vali"))
+    ref = Preprocessing("quantile_normal", binarize_at=2, binarize_splits=["test"]).fit(train)
+    for got, (data, split) in zip((tr, va, te), ((train, "train"), (vali, "vali"), (test, "test"))):
+        want = ref.apply(data, split)
+        np.testing.assert_array_equal(got.features, want.features)
+        np.testing.assert_array_equal(got.labels, want.labels)
+    assert missing is None
+
+
+def test_binarize_is_the_label_step_of_apply():
+    data = _random_split(20, 8)
+    p = Preprocessing("none", binarize_at=2, binarize_splits=["test"]).fit(data)
+    np.testing.assert_array_equal(p.binarize(data, "test").labels, binarize_labels(data, 2).labels)
+    assert p.binarize(data, "vali") is data  # not a binarised split
+    assert Preprocessing("none").binarize(data, "test") is data  # graded labels kept
+
+
 @pytest.mark.parametrize(
     "kwargs,key",
     [
