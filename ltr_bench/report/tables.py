@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -126,7 +127,9 @@ def table3(frame: pd.DataFrame) -> Table:
     """Table 3 layout: rows (setting, dataset, time kind), columns models, mean(SE) seconds."""
     times = [t for t in TIME_LABELS if t in frame.columns]
     models = sorted(frame["model"].unique())
-    index, cells, blocks = [], [], []
+    index: list[Any] = []
+    cells: list[Any] = []
+    blocks: list[Any] = []
     for protocol, eval_name in _settings(frame):
         sub = frame[(frame["protocol"] == protocol) & (frame["eval"] == eval_name)]
         for d in sorted(sub["dataset"].unique()):
@@ -291,7 +294,7 @@ def to_csv(table: Table) -> str:
             header.append(f"{name} best")
     writer.writerow(header)
     for i, labels in enumerate(table.index):
-        row = list(labels)
+        row: list[Any] = list(labels)
         for j in range(len(table.columns)):
             row += [
                 table.cell(i, j),
