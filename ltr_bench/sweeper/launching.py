@@ -1,7 +1,7 @@
 """Launching a batch of jobs through the Hydra launcher: their overrides, SIGTERM, and failures.
 
 Search trials and re-evaluations launch the same way; only what a failed launch marks differs
-(their trials, or their re-evaluation claims), which the caller passes as ``on_failure``.
+(their trials, or their re-evaluation locks), which the caller passes as ``on_failure``.
 """
 
 from __future__ import annotations

@@ -3,11 +3,11 @@
 Optuna's public API has no trial id (storage methods take one), no study id, no study storage
 and no query for the stale trials of a study without failing them Optuna's way; Hydra's
 ``JobReturn`` offers its job's exception only by re-raising it (and writing to stderr). The
-sweeper needs each: heartbeats and claims address trials by id; a stale trial of this host is
-failed only once its process is found gone (``fail_interrupted_trials``), not on staleness
-alone; a failed job's exception is inspected, not raised; an override value is escaped the
-way Hydra's own grammar does. ``tests/sweeper/test_optuna_private.py``
-fails naming the attribute when a release removes or changes one of them.
+sweeper needs each: heartbeats and re-evaluation locks address trials by id; a stale trial of
+this host is failed only once its process is found gone (``fail_interrupted_trials``), not on
+staleness alone; a failed job's exception is inspected, not raised; an override value is
+escaped the way Hydra's own grammar does. ``tests/sweeper/test_optuna_private.py`` fails naming
+the attribute when a release removes or changes one of them.
 """
 
 from __future__ import annotations

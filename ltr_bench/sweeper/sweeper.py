@@ -12,7 +12,7 @@ Per study (one, or one per value of the ``study_per`` keys) the sweeper
    return value -- or FAIL when the job raised or returned NaN/None;
 4. optionally re-evaluates the ``reevaluate.top_k`` best trials (``++sweep.reevaluation=true``
    jobs) and selects by the pooled value (:mod:`ltr_bench.sweeper.reevaluation`): once the
-   search's last trials of every worker are told, each re-evaluation claimed through the storage
+   search's last trials of every worker are told, each re-evaluation locked through the storage
    (:mod:`ltr_bench.sweeper.reevaluation_locks`), so workers sharing the study run each once;
 5. writes ``optimization_results.yaml`` (best params/value, counts, storage) into the sweep dir.
 
