@@ -4,7 +4,7 @@ composed from the project's ``conf/`` tree.
 
 An experiment (``conf/experiment/<name>.yaml``, package ``experiment``) holds its choices; the
 values under ``scales.<scale>`` replace the top-level ones for ``scale=<scale>``. Drivers get an
-:class:`Experiment` and return a summary ``DataFrame`` (printed and saved as ``summary.csv``).
+:class:`ExperimentRun` and return a summary ``DataFrame`` (printed and saved as ``summary.csv``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -48,7 +48,7 @@ def scaled_spec(cfg: DictConfig, scale: str) -> DictConfig:
     root = OmegaConf.create(
         {
             k: v
-            for k, v in OmegaConf.to_container(cfg, resolve=False).items()
+            for k, v in cast(dict, OmegaConf.to_container(cfg, resolve=False)).items()
             if k not in ("experiment", "hydra")
         }
     )
@@ -127,7 +127,7 @@ def override_key(override: str) -> str:
 
 
 @dataclass
-class Experiment:
+class ExperimentRun:
     """One experiment run: config, spec at its scale, output folder, MLflow parent run."""
 
     cfg: DictConfig
@@ -242,7 +242,7 @@ def run_experiment(cfg: DictConfig) -> Any:
     out_dir = _output_dir(cfg, name)
     out_dir.mkdir(parents=True, exist_ok=True)
     tracking = OmegaConf.merge(cfg.tracking, {"experiment_name": str(spec.mlflow_experiment)})
-    tracker = Tracker.from_config(tracking, job_context().cwd)
+    tracker = Tracker.from_config(cast(DictConfig, tracking), job_context().cwd)
     configure_threads(cfg)
     seed_everything(int(cfg.seed))
     tags = {
@@ -257,7 +257,7 @@ def run_experiment(cfg: DictConfig) -> Any:
     with tracker.run(f"{name} ({scale})", tags) as run_id:
         tracker.log_params(run_id, flatten_config(spec, prefix="experiment"))
         tracker.log_params(run_id, {"seed": cfg.seed, "scale": scale})
-        exp = Experiment(cfg, spec, out_dir, tracker, run_id)
+        exp = ExperimentRun(cfg, spec, out_dir, tracker, run_id)
         exp.write_text(OmegaConf.to_yaml(spec, resolve=True), "experiment.yaml")
         print(f"{name} (scale={scale}): {spec.get('title', '')}", flush=True)
         summary = driver(exp)
