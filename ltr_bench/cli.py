@@ -18,7 +18,7 @@ import hydra
 from omegaconf import DictConfig
 
 from ltr_bench.config_tree import CONFIG_PATH, config_dir
-from ltr_bench.errors import UserError
+from ltr_bench.errors import UserError, find_in_chain
 
 _deferred: list[BaseException] = []
 
@@ -252,9 +252,10 @@ def describe_user_error(exc: BaseException) -> str | None:
         return _composition(str(exc), cause)
     if isinstance(exc, OmegaConfBaseException):
         return _omegaconf(exc)
-    cause = exc.__cause__ or exc.__context__
-    if isinstance(cause, (UserError, OmegaConfBaseException)):
-        # e.g. hydra.utils.instantiate wraps a constructor's UserError in InstantiationException
+    # e.g. hydra.utils.instantiate wraps a constructor's UserError in InstantiationException
+    # (exc itself is neither kind: both were answered above)
+    cause = find_in_chain(exc, (UserError, OmegaConfBaseException))
+    if cause is not None:
         return describe_user_error(cause)
     return None
 

@@ -256,7 +256,7 @@ def _above(
     rows = select(table(tables, file), where)
     top = [str(t) for t in top]
     passed, judged, closest = 0, 0, None
-    notes = []
+    notes: list[str] = []
     for label, g in groups(rows, per):
         est = group_estimates(g, column, by)
         rest = [str(o) for o in others] if others is not None else [k for k in est if k not in top]

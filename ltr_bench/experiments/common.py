@@ -4,7 +4,7 @@ composed from the project's ``conf/`` tree.
 
 An experiment (``conf/experiment/<name>.yaml``, package ``experiment``) holds its choices; the
 values under ``scales.<scale>`` replace the top-level ones for ``scale=<scale>``. Drivers get an
-:class:`Experiment` and return a summary ``DataFrame`` (printed and saved as ``summary.csv``).
+:class:`ExperimentRun` and return a summary ``DataFrame`` (printed and saved as ``summary.csv``).
 
 Why the scales are merged here and not by Hydra: Hydra can pick a config *file* by a choice
 (``- optional <path>_${scale}`` in a defaults list), so each experiment's quick values would have
@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -131,7 +131,7 @@ def override_key(override: str) -> str:
 
 
 @dataclass
-class Experiment:
+class ExperimentRun:
     """One experiment run: config, spec at its scale, output folder, MLflow parent run."""
 
     cfg: DictConfig
@@ -251,7 +251,7 @@ def run_experiment(cfg: DictConfig) -> Any:
     with tracker.run(f"{name} ({scale})", tags) as run_id:
         tracker.log_params(run_id, flatten_config(spec, prefix="experiment"))
         tracker.log_params(run_id, {"seed": cfg.seed, "scale": scale})
-        exp = Experiment(cfg, spec, out_dir, tracker, run_id)
+        exp = ExperimentRun(cfg, spec, out_dir, tracker, run_id)
         exp.write_text(OmegaConf.to_yaml(spec, resolve=True), "experiment.yaml")
         print(f"{name} (scale={scale}): {spec.get('title', '')}", flush=True)
         summary = driver(exp)

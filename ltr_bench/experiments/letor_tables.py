@@ -29,7 +29,7 @@ import pandas as pd
 
 from ltr_bench.errors import UserError
 from ltr_bench.experiments.common import (
-    Experiment,
+    ExperimentRun,
     compose_run_config,
     override_key,
     plain,
@@ -41,7 +41,7 @@ CELL_COLUMNS = ["dataset", "row", "column", "fold"]
 
 
 # ------------------------------------------------------------------------------ shared helpers
-def check_datasets(exp: Experiment, datasets: list[str]) -> None:
+def check_datasets(exp: ExperimentRun, datasets: list[str]) -> None:
     """Fail early, with the data-layer's one sentence, when a dataset's folder is missing."""
     from hydra.utils import instantiate
 
@@ -94,7 +94,7 @@ def format_table(
     return frame.reset_index()
 
 
-def plot_cells(exp: Experiment, cells: pd.DataFrame, values: list[str], name: str) -> None:
+def plot_cells(exp: ExperimentRun, cells: pd.DataFrame, values: list[str], name: str) -> None:
     """Grouped bars of the mean over folds with SE error bars: one panel per (dataset, value)."""
     import matplotlib
 
@@ -130,7 +130,7 @@ def plot_cells(exp: Experiment, cells: pd.DataFrame, values: list[str], name: st
 
 
 # ------------------------------------------------------------------------------ Tables 2 and 3
-def run_cells(exp: Experiment) -> pd.DataFrame:
+def run_cells(exp: ExperimentRun) -> pd.DataFrame:
     """The driver of cell tables (Table 2, Table 3): one protocol run per (dataset, row, column)."""
     from ltr_bench.runner import run as run_config
 
@@ -219,7 +219,7 @@ def _cli(args: list[str], log: Path) -> None:
         raise UserError(message) if code == 2 else RuntimeError(message)
 
 
-def _report(exp: Experiment, mlflow_experiment: str, subdir: str, args: list[str]) -> None:
+def _report(exp: ExperimentRun, mlflow_experiment: str, subdir: str, args: list[str]) -> None:
     """The report of ``mlflow_experiment`` (``args``: ``ltr-bench-report`` options from the
     experiment config) into ``<out>/<subdir>``; its files become artifacts of the experiment's
     parent run."""
@@ -236,7 +236,7 @@ def _report(exp: Experiment, mlflow_experiment: str, subdir: str, args: list[str
         exp.log_file(path, parent)
 
 
-def run_sweeps(exp: Experiment) -> pd.DataFrame:
+def run_sweeps(exp: ExperimentRun) -> pd.DataFrame:
     """The driver of Table 1: sweep, refit and report per (variant, dataset, model)."""
     spec = exp.spec
     datasets = [str(d) for d in plain(spec.datasets)]

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.data.transforms import binarize_labels
-from ltr_bench.experiments.common import Experiment, compose_run_config, plain
+from ltr_bench.experiments.common import ExperimentRun, compose_run_config, plain
 from ltr_bench.experiments.synthetic_sensitivity import build_source, format_overrides
 from ltr_bench.stats import mean_se
 
@@ -92,7 +92,7 @@ def oracle_classes(labels_sorted: np.ndarray, classes: np.ndarray) -> np.ndarray
     return out
 
 
-def run(exp: Experiment) -> pd.DataFrame:
+def run(exp: ExperimentRun) -> pd.DataFrame:
     """The driver (``_target_`` of the fig3 experiment)."""
     from ltr_bench.runner import fit_and_score
 
@@ -215,7 +215,9 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _plot(exp: Experiment, seq: pd.DataFrame, row: dict[str, Any], panel: str, model: str) -> None:
+def _plot(
+    exp: ExperimentRun, seq: pd.DataFrame, row: dict[str, Any], panel: str, model: str
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg", force=False)

@@ -93,7 +93,7 @@ class SyntheticSource:
         max_size: int = 150,
         overrides: Sequence[str] = (),
     ) -> None:
-        self.params = dict(
+        self.params: dict[str, Any] = dict(
             n_train=int(float(n_train)),
             n_test=int(float(n_test)),
             n_features=int(n_features),

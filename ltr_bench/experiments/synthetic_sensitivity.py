@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig
 
-from ltr_bench.experiments.common import Experiment, compose_run_config, plain
+from ltr_bench.experiments.common import ExperimentRun, compose_run_config, plain
 from ltr_bench.experiments.sources import relevant_ratio
 from ltr_bench.stats import mean_se
 
@@ -41,7 +41,8 @@ class _Configs:
     """Composed run configs, cached by their overrides (composition takes ~50 ms)."""
 
     def __init__(self, base: list[str]) -> None:
-        self.base, self.cache = base, {}
+        self.base = base
+        self.cache: dict[tuple[str, ...], DictConfig] = {}
 
     def get(self, overrides: list[str]) -> DictConfig:
         key = tuple(self.base + overrides)
@@ -69,7 +70,7 @@ def fit_and_score(
     return source.score(cfg, fitted.scores, fitted.test, rng), fitted.time_fit_s
 
 
-def run(exp: Experiment) -> pd.DataFrame:
+def run(exp: ExperimentRun) -> pd.DataFrame:
     """The driver (``_target_`` of fig2*/fig5* experiments)."""
     spec = exp.spec
     x_key = str(spec.x)
@@ -152,7 +153,7 @@ def summarise(results: pd.DataFrame, x_key: str, metric: str) -> pd.DataFrame:
 
 
 def _log_point(
-    exp: Experiment,
+    exp: ExperimentRun,
     rows: list[dict[str, Any]],
     label: str,
     x_key: str,
@@ -167,7 +168,7 @@ def _log_point(
         exp.tracker.log_metrics(exp.run_id, {name: m}, step=step)
 
 
-def plot(exp: Experiment, summary: pd.DataFrame, x_key: str, metric: str) -> None:
+def plot(exp: ExperimentRun, summary: pd.DataFrame, x_key: str, metric: str) -> None:
     """Error-bar plot: one curve per (series, model)."""
     import matplotlib
 

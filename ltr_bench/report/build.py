@@ -84,23 +84,53 @@ def build_report(
     (out / "bayes").mkdir(parents=True, exist_ok=True)
     frame = runs.frame
     report = Report(out=out, table1_markdown="", notes=list(runs.notes))
-    files = report.files
-
-    def write(name: str, text: str) -> Path:
-        path = out / name
-        path.write_text(text, encoding="utf-8")
-        files.append(path)
-        return path
-
     t1 = tables.table1(frame, metrics, split)
     t3 = tables.table3(frame)
     report.table1_markdown = tables.to_markdown(t1)
     for stem, table in (("table1", t1), ("table3", t3)):
-        write(f"{stem}.md", tables.to_markdown(table))
-        write(f"{stem}.csv", tables.to_csv(table))
-        write(f"{stem}.tex", tables.to_latex(table))
+        _write(report, f"{stem}.md", tables.to_markdown(table))
+        _write(report, f"{stem}.csv", tables.to_csv(table))
+        _write(report, f"{stem}.tex", tables.to_latex(table))
     report.notes += t3.notes
-    charts = []  # (title, file name)
+    charts = _write_charts(out, t1, t3, split)
+    report.files += [out / name for _, name in charts]
+
+    comparisons = compare(frame, metrics, split, alpha)
+    figure_lines, bayes_lines = _write_comparisons(report, comparisons, alpha, rope)
+    per_query_lines = _write_per_query(report, per_query, baseline, metrics[0], split)
+    summary = friedman_summary(comparisons)
+    _write(report, "friedman_nemenyi.md", summary)
+    _write(report, "fold_runs.csv", frame.to_csv(index=False))
+
+    sections = _Sections(charts, figure_lines, bayes_lines, per_query_lines, summary)
+    page = _markdown_page(runs, report, t3, split, alpha, rope, sections)
+    _write(report, "report.md", page)
+    figures = [(t, out / n) for t, n in charts] + [
+        (t, p) for t, p in _figure_paths(comparisons, out)
+    ]
+    _write(
+        report,
+        "report.html",
+        html_page(
+            runs.experiment_name, split, alpha, len(frame), t1, t3, figures, summary, report.notes
+        ),
+    )
+    return report
+
+
+def _write(report: Report, name: str, text: str) -> Path:
+    """Write ``text`` to ``<report.out>/<name>`` and list the file among the report's files."""
+    path = report.out / name
+    path.write_text(text, encoding="utf-8")
+    report.files.append(path)
+    return path
+
+
+def _write_charts(
+    out: Path, t1: tables.Table, t3: tables.Table, split: str
+) -> list[tuple[str, str]]:
+    """The Table 1 and Table 3 bar charts that have data: (title, file name) each."""
+    charts = []
     if t1.index:
         plots.table_bars(t1, f"Table 1: {split} mean ± SE over folds", "metric", out / "table1.png")
         charts.append(("Table 1 chart: mean ± SE per model and dataset", "table1.png"))
@@ -109,64 +139,97 @@ def build_report(
             t3, "Run times per fold: mean ± SE", "seconds", out / "table3.png", log_scale=True
         )
         charts.append(("Run times (Table 3)", "table3.png"))
-    files += [out / name for _, name in charts]
+    return charts
 
-    comparisons = compare(frame, metrics, split, alpha)
-    figure_lines = []
-    bayes_lines = []
+
+def _write_comparisons(
+    report: Report, comparisons: list, alpha: float, rope: float
+) -> tuple[list[str], list[str]]:
+    """Each comparison's Bayesian test, p-values and CD diagram; the page's figure lines and
+    Bayesian sections. The comparisons' notes join the report's."""
+    out = report.out
+    figure_lines: list[str] = []
+    bayes_lines: list[str] = []
     for c in comparisons:
         if c.pvalues is not None:
             table = bayes.bayes_table(c.scores, c.ratio, rope)
-            write(f"bayes/{c.slug}.csv", table.to_csv(index=False))
+            _write(report, f"bayes/{c.slug}.csv", table.to_csv(index=False))
             png = out / "bayes" / f"{c.slug}.png"
             bayes.bayes_plot(table, f"How sure: {c.title}", rope, png)
-            files.append(png)
+            report.files.append(png)
             figure_lines.append(
                 f"- Bayesian correlated t-test, {c.title}: [bayes/{c.slug}.png](bayes/{c.slug}.png)"
             )
             bayes_lines += [f"### {c.title}", "", bayes.bayes_markdown(table, rope)]
         if c.pvalues is not None:
-            write(f"pvalues/{c.slug}.csv", c.pvalues.to_csv(index_label="model"))
+            _write(report, f"pvalues/{c.slug}.csv", c.pvalues.to_csv(index_label="model"))
             png = out / "pvalues" / f"{c.slug}.png"
             plots.pvalue_heatmap(
                 c.pvalues, c.diffs, f"Corrected t-test p-values: {c.title}", alpha, png
             )
-            files.append(png)
+            report.files.append(png)
             figure_lines.append(
                 f"- p-values, {c.title}: [pvalues/{c.slug}.png](pvalues/{c.slug}.png)"
             )
         if c.friedman is not None:
             png = out / "cd" / f"{c.slug}.png"
             plots.cd_diagram(c.friedman, f"Critical difference: {c.title}", png)
-            files.append(png)
+            report.files.append(png)
             figure_lines.append(f"- CD diagram, {c.title}: [cd/{c.slug}.png](cd/{c.slug}.png)")
         report.notes += [f"{c.title}: {n}" for n in c.notes]
-    per_query_lines = []
+    return figure_lines, bayes_lines
+
+
+def _write_per_query(
+    report: Report, per_query: dict | None, baseline: str | None, metric: str, split: str
+) -> list[str]:
+    """The per-query tests against ``baseline`` of each split in ``per_query``; the page's lines."""
+    lines: list[str] = []
     for (protocol, eval_name, dataset, fold), values in sorted((per_query or {}).items()):
         if baseline is None:
             break
         _, wtl, text = bayes.per_query_section(values, baseline)
         stem = f"per_query/{protocol}_{eval_name}_{dataset}_fold{fold}"
-        (out / "per_query").mkdir(exist_ok=True)
-        write(f"{stem}.md", text)
-        write(f"{stem}.csv", wtl.to_csv(index_label="model"))
-        per_query_lines += [
+        (report.out / "per_query").mkdir(exist_ok=True)
+        _write(report, f"{stem}.md", text)
+        _write(report, f"{stem}.csv", wtl.to_csv(index_label="model"))
+        lines += [
             f"### {dataset}, split {fold + 1} ({tables.setting_label(protocol, eval_name)}), "
-            f"{metrics[0]} on {split}",
+            f"{metric} on {split}",
             "",
             text,
         ]
-    summary = friedman_summary(comparisons)
-    write("friedman_nemenyi.md", summary)
-    write("fold_runs.csv", frame.to_csv(index=False))
+    return lines
 
+
+@dataclass
+class _Sections:
+    """The parts of ``report.md`` computed while writing the files."""
+
+    charts: list[tuple[str, str]]
+    figure_lines: list[str]
+    bayes_lines: list[str]
+    per_query_lines: list[str]
+    friedman: str
+
+
+def _markdown_page(
+    runs: FoldRuns,
+    report: Report,
+    t3: tables.Table,
+    split: str,
+    alpha: float,
+    rope: float,
+    sections: _Sections,
+) -> str:
+    """The text of ``report.md``."""
     page = [
         f"# Results report: experiment {runs.experiment_name!r}",
         "",
         "(In the MLflow UI open `report.html`: the same page with its figures embedded.)",
         "",
-        f"{len(frame)} fold runs ({tk.TAG_ROLE}={tk.ROLE_FOLD}); metrics on the {split} split; "
-        f"alpha = {alpha}.",
+        f"{len(runs.frame)} fold runs ({tk.TAG_ROLE}={tk.ROLE_FOLD}); metrics on the {split} "
+        f"split; alpha = {alpha}.",
         "",
         "## Table 1",
         "",
@@ -178,34 +241,28 @@ def build_report(
         tables.to_markdown(t3),
         "## Figures",
         "",
-        *[f"- {title}: [{name}]({name})" for title, name in charts],
-        *(figure_lines or ["- none (fewer than 2 models everywhere)"]),
+        *[f"- {title}: [{name}]({name})" for title, name in sections.charts],
+        *(sections.figure_lines or ["- none (fewer than 2 models everywhere)"]),
         "",
-        summary.replace("# Friedman", "## Friedman", 1).replace("\n## ", "\n### "),
+        sections.friedman.replace("# Friedman", "## Friedman", 1).replace("\n## ", "\n### "),
         f"## How sure: Bayesian correlated t-test (ROPE ±{rope:g})",
         "",
         "Posterior probabilities that A is better by more than the ROPE, that the two are within "
         "it of each other (practically equivalent), and that B is better (Corani & Benavoli 2015; "
         "the Nadeau-Bengio correction for overlapping training sets).",
         "",
-        *(bayes_lines or ["- none (fewer than 2 models everywhere)", ""]),
-        *(["## Per-query tests on one split", "", *per_query_lines] if per_query_lines else []),
+        *(sections.bayes_lines or ["- none (fewer than 2 models everywhere)", ""]),
+        *(
+            ["## Per-query tests on one split", "", *sections.per_query_lines]
+            if sections.per_query_lines
+            else []
+        ),
         "## Notes",
         "",
         *([f"- {n}" for n in report.notes] or ["- none"]),
         "",
     ]
-    write("report.md", "\n".join(page))
-    figures = [(t, out / n) for t, n in charts] + [
-        (t, p) for t, p in _figure_paths(comparisons, out)
-    ]
-    write(
-        "report.html",
-        html_page(
-            runs.experiment_name, split, alpha, len(frame), t1, t3, figures, summary, report.notes
-        ),
-    )
-    return report
+    return "\n".join(page)
 
 
 def _figure_paths(comparisons, out: Path) -> list[tuple[str, Path]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -134,7 +135,8 @@ def table3(frame: pd.DataFrame) -> Table:
     models = sorted(frame["model"].unique())
     if "hardware" not in frame:
         frame = frame.assign(hardware="unknown hardware")
-    index, cells = [], []
+    index: list[Any] = []
+    cells: list[Any] = []
     for protocol, eval_name in _settings(frame):
         sub = frame[(frame["protocol"] == protocol) & (frame["eval"] == eval_name)]
         for d in sorted(sub["dataset"].unique()):
@@ -308,7 +310,7 @@ def to_csv(table: Table) -> str:
             header.append(f"{name} best")
     writer.writerow(header)
     for i, labels in enumerate(table.index):
-        row = list(labels)
+        row: list[Any] = list(labels)
         for j in range(len(table.columns)):
             row += [
                 table.cell(i, j),

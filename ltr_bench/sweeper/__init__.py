@@ -36,12 +36,17 @@ trial's user attributes and the summary counts the trials within one SE of the b
 Modules: ``config`` (structured configs in Hydra's ConfigStore), ``search_space`` (override
 grammar -> Optuna distributions), ``grid`` (exhaustive grid sampler), ``trials`` (budget counting,
 interrupted-trial detection, heartbeats), ``storage`` (study names, default SQLite path),
-``sweeper`` (the Sweeper), ``reevaluation`` (pooling and selecting re-evaluated top trials),
-``claims`` (claiming re-evaluations through the storage), ``plots`` (history / importance PNGs),
-``objective`` (a float with its standard error), ``pruning`` (pruners; a job's
-:class:`~ltr_bench.sweeper.pruning.TrialReporter`), ``progress`` (the per-study progress line),
-``refit`` (reading a finished sweep back: the refit jobs of ``refit_best=<sweep dir>`` and every
-refit's results). Heavy imports stay lazy.
+``sweeper`` (the Sweeper: one study after another), ``study_setup`` (storage, study, sampler,
+pruner and budget of a study), ``asking`` (new trials within the budget), ``launching`` (a batch
+of jobs through the Hydra launcher), ``telling`` (each job's outcome to Optuna), ``summary``
+(``optimization_results.yaml``), ``hooks`` (the app's ``sweep.on_*`` hooks),
+``reevaluation_runs`` (running the top trials' re-evaluations), ``reevaluation`` (pooling and
+selecting re-evaluated top trials), ``reevaluation_locks`` (locking re-evaluations through the
+storage), ``optuna_private`` (the private Optuna/Hydra names the sweeper needs, in one place),
+``plots`` (history / importance PNGs), ``objective`` (a float with its standard error),
+``pruning`` (pruners; a job's :class:`~ltr_bench.sweeper.pruning.TrialReporter`), ``progress``
+(the per-study progress line), ``refit`` (reading a finished sweep back: the refit jobs of
+``refit_best=<sweep dir>`` and every refit's results). Heavy imports stay lazy.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState
 
+from ltr_bench.sweeper.optuna_private import study_storage, trial_id
 from ltr_bench.sweeper.trials import taken_points
 
 ATTR_GRID_INDEX = "ltr_sweeper.grid_index"
@@ -49,8 +50,8 @@ class GridSearchSampler(BaseSampler):
             return
         free = self.free_points(study, exclude=trial.number)
         index = free[0] if free else self._order[0]  # exhausted: the sweeper rejects the duplicate
-        self._assigned[trial._trial_id] = self._points[index]
-        study._storage.set_trial_user_attr(trial._trial_id, ATTR_GRID_INDEX, index)
+        self._assigned[trial_id(trial)] = self._points[index]
+        study_storage(study).set_trial_user_attr(trial_id(trial), ATTR_GRID_INDEX, index)
 
     def infer_relative_search_space(
         self, study: optuna.Study, trial: FrozenTrial
@@ -69,7 +70,7 @@ class GridSearchSampler(BaseSampler):
         param_name: str,
         param_distribution: BaseDistribution,
     ) -> Any:
-        point = self._assigned.get(trial._trial_id)
+        point = self._assigned.get(trial_id(trial))
         if point is None or param_name not in self._names:
             raise ValueError(f"GridSearchSampler has no grid value for parameter '{param_name}'.")
         return point[self._names.index(param_name)]
@@ -81,4 +82,4 @@ class GridSearchSampler(BaseSampler):
         state: TrialState,
         values: Sequence[float] | None,
     ) -> None:
-        self._assigned.pop(trial._trial_id, None)
+        self._assigned.pop(trial_id(trial), None)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import optuna
 from optuna.trial import TrialState
@@ -34,7 +36,9 @@ def write_study_plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     written: list[Path] = []
-    plots = [(HISTORY_PNG, ovm.plot_optimization_history, 1)]
+    plots: list[tuple[str, Callable[[Any], Any], int]] = [
+        (HISTORY_PNG, ovm.plot_optimization_history, 1)
+    ]
     varying = {
         n for t in complete for n in t.params if len({repr(u.params.get(n)) for u in complete}) > 1
     }
@@ -48,7 +52,7 @@ def write_study_plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 ax = plot(study)
-            fig = ax.figure if hasattr(ax, "figure") else plt.gcf()
+            fig: Any = ax.figure if hasattr(ax, "figure") else plt.gcf()
             fig.tight_layout()
             fig.savefig(out / filename, dpi=100)
             plt.close(fig)

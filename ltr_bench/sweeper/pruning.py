@@ -49,13 +49,6 @@ def make_pruner(cfg: Mapping[str, Any] | None) -> Any:
     return pruner
 
 
-def is_active(pruner: Any) -> bool:
-    """Whether ``pruner`` can stop a trial (anything but Optuna's NopPruner)."""
-    import optuna
-
-    return not isinstance(pruner, optuna.pruners.NopPruner)
-
-
 def job_overrides(url: str, cfg: Mapping[str, Any] | None) -> list[str]:
     """The overrides that let a search job report into its trial (empty without a pruner)."""
     from ltr_bench.sweeper.search_space import format_value
@@ -71,13 +64,11 @@ def is_pruned(error: Any) -> bool:
     """Whether a job's exception (also wrapped) says the job stopped because it was pruned."""
     import optuna
 
-    seen: set[int] = set()
-    while isinstance(error, BaseException) and id(error) not in seen:
-        if isinstance(error, optuna.TrialPruned):
-            return True
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return False
+    from ltr_bench.errors import find_in_chain
+
+    if not isinstance(error, BaseException):
+        return False
+    return find_in_chain(error, optuna.TrialPruned) is not None
 
 
 def last_reported(frozen: Any) -> tuple[int | None, float | None]:
@@ -132,7 +123,8 @@ class TrialReporter:
         study = optuna.load_study(
             study_name=study_name, storage=storage, pruner=make_pruner(pruner_cfg)
         )
-        trial_id = study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number)
+        study_id = storage.get_study_id_from_name(study_name)
+        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, number)
         return cls(study, optuna.trial.Trial(study, trial_id))
 
     def report(self, value: float, step: int) -> bool:
@@ -157,7 +149,6 @@ __all__ = [
     "STORAGE_KEY",
     "PRUNER_KEY",
     "make_pruner",
-    "is_active",
     "job_overrides",
     "is_pruned",
     "last_reported",

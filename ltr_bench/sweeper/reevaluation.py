@@ -66,7 +66,10 @@ def pooled_mean_se(parts: Sequence[tuple[float, float | None, int]]) -> tuple[fl
     if total < 2 or any(se is None or not math.isfinite(se) for _, se, _ in parts):
         return mean, None
     # sum of squared deviations from the pooled mean = within-part + between-part
-    ss = sum((n - 1) * (se * math.sqrt(n)) ** 2 + n * (m - mean) ** 2 for m, se, n in parts)  # type: ignore[operator]
+    # every se is a finite float here (checked above)
+    ss = sum(
+        (n - 1) * (float(se or 0.0) * math.sqrt(n)) ** 2 + n * (m - mean) ** 2 for m, se, n in parts
+    )
     return mean, math.sqrt(ss / (total - 1) / total)
 
 

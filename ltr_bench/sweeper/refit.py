@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ltr_bench.errors import UserError
-from ltr_bench.sweeper.sweeper import RESULTS_FILE
+from ltr_bench.sweeper.summary import RESULTS_FILE
 
 REFIT_KEY = "refit_best"
 
@@ -93,7 +93,7 @@ def plan_refits(args: Sequence[str]) -> list[Refit] | None:
             )
     refits = []
     for st in chosen:
-        for seed in seeds or [None]:
+        for seed in [*seeds] if seeds else [None]:
             refits.append(_refit_of_study(st, path, sweep_fixed, seed_args(seed), seed, sweep_seed))
     return refits
 
@@ -175,7 +175,7 @@ def _seed_list(args: list[str]) -> tuple[list[int] | None, int | None]:
         )
     if len(set(seeds)) != len(seeds):
         raise UserError(f"{text}: a refit seed is repeated")
-    return seeds, pos[-1]
+    return [v for v in seeds if isinstance(v, int)], pos[-1]  # all are (checked above)
 
 
 def _results_path(raw: str) -> Path:
@@ -214,7 +214,8 @@ def load_studies(path: Path) -> list[dict[str, Any]]:
         raise UserError(f"{REFIT_KEY}={path}: not valid YAML ({exc.__class__.__name__})") from None
     if not isinstance(data, dict):
         raise UserError(f"{REFIT_KEY}={path}: not a sweep results file")
-    entries = data.get("studies") if isinstance(data.get("studies"), list) else [data]
+    studies_entry = data.get("studies")
+    entries = studies_entry if isinstance(studies_entry, list) else [data]
     studies = []
     for e in entries:
         best = e.get("best_overrides")

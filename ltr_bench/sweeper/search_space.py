@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from hydra._internal.grammar.utils import escape_special_characters
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import (
     ChoiceSweep,
@@ -41,6 +40,7 @@ from optuna.distributions import (
 )
 
 from ltr_bench.errors import UserError
+from ltr_bench.sweeper.optuna_private import distribution_contains, escape_special_characters
 
 Scalar = None | bool | int | float | str
 
@@ -65,8 +65,9 @@ def param_name(override: Override) -> str:
 
 def _only(container: Any, kind: type) -> Any:
     """The one item (list) or one key (dict) of a parsed container, else a sentinel."""
-    if isinstance(container, kind) and len(container) == 1:
-        return next(iter(container)) if kind is dict else container[0]
+    items: Any = container  # a list or dict when it is an instance of kind
+    if isinstance(container, kind) and len(items) == 1:
+        return next(iter(items)) if kind is dict else items[0]
     return _NOTHING
 
 
@@ -173,7 +174,7 @@ class SearchParam:
         Optuna representation; a UserError when it lies outside the search space."""
         if isinstance(self.distribution, CategoricalDistribution):
             if self.encoded:  # choices kept as override text: compare texts of parsed values
-                parsed = (
+                parsed: Any = (
                     parse_override(f"{self.key}={value}").value()
                     if isinstance(value, str)
                     else value
@@ -189,10 +190,10 @@ class SearchParam:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise UserError(f"{where}: {self.name} needs a number, got {value!r}")
         number = int(value) if isinstance(self.distribution, IntDistribution) else float(value)
-        if number != value or not self.distribution._contains(
-            self.distribution.to_internal_repr(number)
+        if number != value or not distribution_contains(
+            self.distribution, self.distribution.to_internal_repr(number)
         ):
-            d = self.distribution
+            d: Any = self.distribution  # an Int- or FloatDistribution here
             raise UserError(
                 f"{where}: {self.name}={value} is outside its range [{d.low}, {d.high}]"
             )
@@ -213,7 +214,7 @@ class SearchSpace:
         """Number of distinct points, or None when a parameter is continuous."""
         if any(p.values is None for p in self.params.values()):
             return None
-        return math.prod(len(p.values) for p in self.params.values())  # type: ignore[arg-type]
+        return math.prod(len(p.values or ()) for p in self.params.values())
 
     def grid_values(self) -> dict[str, list[Any]]:
         """Finite values per parameter for a grid search; a UserError names any continuous one."""
@@ -333,7 +334,10 @@ def _choice_param(name: str, key: str, items: list[Any], where: str) -> SearchPa
 
 
 def _range_param(name: str, key: str, value: RangeSweep, log: bool, where: str) -> SearchParam:
-    start, stop, step = value.start, value.stop, value.step
+    # Hydra's grammar fills start and stop; typed Optional in its dataclass
+    start: Any = value.start
+    stop: Any = value.stop
+    step: Any = value.step
     if step == 0:
         raise UserError(f"The {where} has step 0.")
     if all(isinstance(v, int) for v in (start, stop, step)):
@@ -363,7 +367,8 @@ def _range_param(name: str, key: str, value: RangeSweep, log: bool, where: str) 
 def _interval_param(
     name: str, key: str, value: IntervalSweep, log: bool, where: str
 ) -> SearchParam:
-    low, high = value.start, value.end
+    low: Any = value.start  # both set by Hydra's grammar; typed Optional in its dataclass
+    high: Any = value.end
     if not low < high:
         raise UserError(f"The {where} needs start < end.")
     if log and low <= 0:

@@ -10,6 +10,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal, cast
 
 import optuna
 
@@ -160,7 +161,7 @@ def open_study(
             study = optuna.create_study(
                 storage=storage,
                 study_name=study_name,
-                direction=direction,
+                direction=cast(Literal["minimize", "maximize"], direction),
                 load_if_exists=True,
                 sampler=optuna.samplers.RandomSampler(),  # replaced by the sweeper
             )

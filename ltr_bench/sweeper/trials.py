@@ -28,6 +28,8 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from ltr_bench.sweeper import optuna_private
+
 log = logging.getLogger(__name__)
 
 ATTR_WORKER = "ltr_sweeper.worker"
@@ -165,8 +167,8 @@ def is_dead_local_worker(worker: Mapping[str, Any]) -> bool:
 
 def _mark_failed(storage: optuna.storages.BaseStorage, trial: FrozenTrial, reason: str) -> bool:
     try:
-        storage.set_trial_user_attr(trial._trial_id, ATTR_FAIL, reason)
-        return storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
+        storage.set_trial_user_attr(optuna_private.trial_id(trial), ATTR_FAIL, reason)
+        return storage.set_trial_state_values(optuna_private.trial_id(trial), state=TrialState.FAIL)
     except optuna.exceptions.UpdateFinishedTrialError:
         return False  # its owner finished it meanwhile
 
@@ -186,7 +188,7 @@ def fail_interrupted_trials(
     stale_ids: set[int] = set()
     if rdb.get_heartbeat_interval() is not None:
         try:  # Optuna's own staleness query (what optuna.storages.fail_stale_trials uses)
-            stale_ids = set(rdb._get_stale_trial_ids(study._study_id))
+            stale_ids = optuna_private.stale_trial_ids(rdb, study)
         except AttributeError:
             log.warning(
                 "This Optuna version has no heartbeat query; only local trials are checked."
@@ -198,11 +200,14 @@ def fail_interrupted_trials(
         if isinstance(worker, Mapping) and is_local_worker(worker):
             gone = is_dead_local_worker(worker)
         elif isinstance(worker, Mapping):
-            gone = t._trial_id in stale_ids
+            gone = optuna_private.trial_id(t) in stale_ids
         else:
             started = t.datetime_start or now
-            gone = t._trial_id in stale_ids or (now - started).total_seconds() > grace_period_s
-        if gone and _mark_failed(study._storage, t, FAIL_INTERRUPTED):
+            gone = (
+                optuna_private.trial_id(t) in stale_ids
+                or (now - started).total_seconds() > grace_period_s
+            )
+        if gone and _mark_failed(rdb, t, FAIL_INTERRUPTED):
             failed.append(t.number)
     if failed:
         log.warning("Marked interrupted trials %s of study '%s' as FAIL.", failed, study.study_name)

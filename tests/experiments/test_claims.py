@@ -251,8 +251,8 @@ def test_a_list_of_columns_holds_only_if_every_column_holds() -> None:
 # ------------------------------------------------------------------------------ the ledger's config
 def test_the_full_claim_list_composes_and_validates() -> None:
     """Every run's experiment spec composes (about 1 s each), every check's arguments fit."""
-    from ltr_bench.experiments.claims import parse_ledger, validate_ledger
     from ltr_bench.experiments.common import compose_run_config, scaled_spec
+    from ltr_bench.experiments.ledger import parse_ledger, validate_ledger
 
     cfg = compose_run_config(["experiment=claims", "scale=full"])
     ledger = validate_ledger(scaled_spec(cfg, "full"), "full")
@@ -342,7 +342,7 @@ def _ledger(**data):
     ],
 )
 def test_a_broken_claim_is_one_sentence_naming_it(change: dict, message: str) -> None:
-    from ltr_bench.experiments.claims import validate_ledger
+    from ltr_bench.experiments.ledger import validate_ledger
 
     data = _ledger()
     data["claims"][0].update(change)
@@ -351,7 +351,7 @@ def test_a_broken_claim_is_one_sentence_naming_it(change: dict, message: str) ->
 
 
 def test_a_ledger_problem_outside_one_claim_is_named() -> None:
-    from ltr_bench.experiments.claims import select_claims, validate_ledger
+    from ltr_bench.experiments.ledger import select_claims, validate_ledger
 
     with pytest.raises(UserError, match="used twice"):
         validate_ledger(_ledger(claims=_ledger()["claims"] * 2), "quick")
@@ -368,7 +368,7 @@ def test_a_ledger_problem_outside_one_claim_is_named() -> None:
 
 
 def test_verdicts_at_full_and_quick_scale(tmp_path: Path) -> None:
-    from ltr_bench.experiments.claims import (
+    from ltr_bench.experiments.ledger import (
         Invocation,
         RunSpec,
         Tables,
@@ -444,7 +444,7 @@ PARTS = [["experiment.values=[0.0]"], ["experiment.values=[0.75]"]]
 
 
 def test_a_run_in_parts_is_one_invocation_per_part_each_composed() -> None:
-    from ltr_bench.experiments.claims import validate_ledger
+    from ltr_bench.experiments.ledger import validate_ledger
 
     ledger = validate_ledger(_ledger(runs={"r": {"experiment": "fig2c", "parts": PARTS}}), "quick")
     pieces = ledger.runs["r"].pieces()
@@ -466,7 +466,7 @@ def test_a_run_in_parts_is_one_invocation_per_part_each_composed() -> None:
 def test_a_run_in_parts_is_judged_on_the_union_of_its_parts_tables_once_all_have_run(
     tmp_path: Path,
 ) -> None:
-    from ltr_bench.experiments.claims import (
+    from ltr_bench.experiments.ledger import (
         Invocation,
         RunSpec,
         Tables,
@@ -689,7 +689,7 @@ def test_provenance_says_when_a_run_started_how_long_it_took_and_its_commit() ->
     from types import SimpleNamespace
 
     from ltr_bench import tracking_keys as keys
-    from ltr_bench.experiments.claims import provenance
+    from ltr_bench.experiments.ledger import provenance
 
     start = 1_795_000_000_000  # ms since the epoch
     run = SimpleNamespace(

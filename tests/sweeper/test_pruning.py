@@ -183,13 +183,12 @@ def test_two_sweepers_sharing_one_sqlite_study_race_within_one_budget(
 
 
 def test_tpe_constant_liar_is_on_for_parallel_trials_unless_set() -> None:
-    from ltr_bench.sweeper.sweeper import OptunaSweeperImpl
+    from ltr_bench.sweeper.study_setup import make_sampler
 
     tpe = {"_target_": "optuna.samplers.TPESampler", "seed": 0, "constant_liar": None}
 
-    def liar(**kwargs) -> bool:
-        sweeper = OptunaSweeperImpl(**{"sampler": dict(tpe), **kwargs})
-        return sweeper._make_sampler(None, 0)._constant_liar
+    def liar(sampler: dict = tpe, n_jobs: int = 1, storage: str | None = None) -> bool:
+        return make_sampler(dict(sampler), None, 0, n_jobs, storage is not None)._constant_liar
 
     assert liar() is False
     assert liar(n_jobs=2) is True

@@ -112,7 +112,7 @@ def test_search_space_of_another_model_is_rejected_before_anything_runs() -> Non
 
 @pytest.mark.parametrize("search", [s for s in SEARCHES if s not in GRID_SIZES])
 def test_tpe_searches_start_from_the_model_defaults(search: str) -> None:
-    from ltr_bench.sweeper.sweeper import OptunaSweeperImpl
+    from ltr_bench.sweeper.study_setup import default_point
 
     cfg = _compose(f"model={_model_of(search)}", f"search={search}")
     assert cfg.hydra.sweeper.enqueue_defaults is True
@@ -120,9 +120,7 @@ def test_tpe_searches_start_from_the_model_defaults(search: str) -> None:
         cfg.hydra.sweeper.reevaluate.top_k == 5
     )  # the search's best five are confirmed on fresh repeats
     space = parse_search_space(OmegaConf.to_container(cfg.hydra.sweeper.params))
-    sweeper = OptunaSweeperImpl(sampler=cfg.hydra.sweeper.sampler, params=cfg.hydra.sweeper.params)
-    sweeper.config = cfg
-    point = sweeper._default_point(space)
+    point = default_point(cfg, space)
     assert point  # at least one default lies in the space
     for name, value in point.items():
         expected = cfg.hydra.runtime.choices.get(name) or OmegaConf.select(cfg, name)

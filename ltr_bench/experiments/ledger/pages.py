@@ -1,0 +1,66 @@
+"""``claims.md``: the verdict counts, the table of claims and the runs used."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ltr_bench.experiments.ledger.tables import Invocation
+from ltr_bench.experiments.ledger.verdicts import counts_line
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(rows: pd.DataFrame, invocations: list[Invocation], scale: str, header: str) -> str:
+    """``claims.md``: counts, the table (statement | paper's value | ours | verdict) and the runs."""
+    lines = [
+        f"# Claims ledger (scale={scale})",
+        "",
+        header,
+        "",
+        counts_line(rows),
+        "",
+        "| id | source | statement | paper's value | ours | verdict |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows.itertuples(index=False):
+        lines.append(
+            "| "
+            + " | ".join(
+                _cell(v) for v in (r.id, r.source, r.statement, r.paper, r.ours, r.verdict)
+            )
+            + " |"
+        )
+    notes = [(r.id, r.note) for r in rows.itertuples(index=False) if getattr(r, "note", "")]
+    if notes:  # what a reader should know to read a verdict (e.g. a convention behind a gap)
+        lines += ["", "## Notes", "", *(f"- `{cid}`: {_cell(note)}" for cid, note in notes)]
+    if invocations:
+        lines += [
+            "",
+            "## Runs",
+            "",
+            "| run | command | status | MLflow run | claims |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for inv in invocations:
+            status = inv.status + (f": {inv.reason}" if inv.reason else "")
+            lines.append(
+                "| "
+                + " | ".join(
+                    _cell(v)
+                    for v in (
+                        inv.run.name,
+                        f"`{inv.run.command(scale)}`",
+                        status,
+                        f"{inv.run_id} ({inv.mlflow_experiment}; {inv.provenance})"
+                        if inv.run_id
+                        else "–",
+                        ", ".join(inv.claims),
+                    )
+                )
+                + " |"
+            )
+    return "\n".join(lines) + "\n"

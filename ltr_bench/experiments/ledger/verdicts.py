@@ -1,0 +1,76 @@
+"""Judging a claim on its run's tables: the verdict kinds and how they are counted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ltr_bench.experiments.checks import CheckError, Outcome
+from ltr_bench.experiments.ledger.runs import absent_datasets
+from ltr_bench.experiments.ledger.spec import Claim, check_function
+from ltr_bench.experiments.ledger.tables import Invocation
+
+HOLDS, FAILS = "holds", "does not hold"
+NOT_TESTABLE, NOT_JUDGED, TOO_SMALL = "not testable here", "not judged", "too small to judge"
+
+
+def judge(claim: Claim, inv: Invocation | None, judging: bool, scale: str) -> dict[str, Any]:
+    """One row of the ledger table for ``claim``."""
+    row = {
+        "id": claim.id,
+        "source": claim.source,
+        "statement": claim.statement,
+        "paper": claim.paper,
+        "ours": "–",
+        "verdict": "",
+        "check": claim.check_text,
+        "command": inv.run.command(scale) if inv else "",
+        "mlflow_run": (inv.run_id or "") if inv else "",
+        "run_status": inv.status if inv else "",
+        "detail": "",
+        "note": claim.note,
+    }
+    missing = absent_datasets(claim.datasets) if claim.datasets else []
+    if claim.not_testable:
+        row["verdict"] = f"{NOT_TESTABLE}: {claim.not_testable}"
+        return row
+    if missing or (inv and inv.status == "absent"):
+        row["verdict"] = f"{NOT_TESTABLE}: {'; '.join(missing) or (inv.reason if inv else '')}"
+        return row
+    if inv is None or inv.tables is None:
+        row["verdict"] = f"{NOT_JUDGED}: {inv.reason if inv else 'no run'}"
+        return row
+    args = {k: v for k, v in (claim.check or {}).items() if k != "_target_"}
+    try:
+        outcome = check_function(claim)(inv.tables, **args)
+    except CheckError as exc:
+        outcome = Outcome(None, "–", str(exc))
+    except Exception as exc:  # noqa: BLE001 - one bad rule must not lose a days-long ledger
+        outcome = Outcome(None, "–", f"the check failed: {type(exc).__name__}: {exc}")
+    row["ours"], row["detail"] = outcome.ours, outcome.detail
+    if outcome.holds is None:
+        row["verdict"] = f"{TOO_SMALL if not judging else NOT_JUDGED}: {outcome.detail}"
+    elif not judging:
+        row["verdict"] = (
+            f"{TOO_SMALL} (scale={scale}; would {'hold' if outcome.holds else 'not hold'})"
+        )
+    else:
+        row["verdict"] = HOLDS if outcome.holds else FAILS
+    return row
+
+
+def verdict_kind(verdict: str) -> str:
+    for kind in (HOLDS, FAILS, NOT_TESTABLE, TOO_SMALL, NOT_JUDGED):
+        if verdict == kind or verdict.startswith(kind + ":") or verdict.startswith(kind + " ("):
+            return kind
+    return NOT_JUDGED
+
+
+def counts(rows: pd.DataFrame) -> dict[str, int]:
+    kinds = rows["verdict"].map(verdict_kind) if len(rows) else pd.Series(dtype=str)
+    return {k: int((kinds == k).sum()) for k in (HOLDS, FAILS, NOT_TESTABLE, TOO_SMALL, NOT_JUDGED)}
+
+
+def counts_line(rows: pd.DataFrame) -> str:
+    return f"{len(rows)} claims: " + ", ".join(f"{n} {k}" for k, n in counts(rows).items() if n)

@@ -1,0 +1,154 @@
+"""Asking Optuna for a batch of new trials within the study's budget, without exact repeats.
+
+The budget counts the trials of every process sharing the study; a trial asked beyond it is
+rejected (FAIL ``surplus``), one repeating an evaluated parameter set too (FAIL ``duplicate``),
+and a finite space that the sampler keeps repeating gets a free point queued.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+from ltr_bench.sweeper.optuna_private import trial_id
+from ltr_bench.sweeper.telling import fail_all, reject
+
+log = logging.getLogger("ltr_bench.sweeper.sweeper")
+
+MAX_ENUMERATED_POINTS = 100_000  # finite spaces up to this size get a free point queued on repeats
+
+
+class TooManyFailures(RuntimeError):
+    """More trials failed than ``hydra.sweeper.max_failure_rate`` allows."""
+
+
+@contextlib.contextmanager
+def quiet_optuna() -> Iterator[None]:
+    """Silence Optuna's warning that heartbeats are meant for ``Study.optimize`` (we beat ourselves)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Heartbeat of storage.*")
+        yield
+
+
+def remaining(study: Any, space: Any, budget: int, max_failure_rate: float) -> int:
+    """How many trials the study may still start (0 once the space is exhausted); raises
+    :class:`TooManyFailures` when more than ``max_failure_rate`` of the budget failed."""
+    from ltr_bench.sweeper.trials import (
+        ATTR_FAIL,
+        COUNTED_FAIL_REASONS,
+        counts_toward_budget,
+        taken_points,
+    )
+
+    trials = study.get_trials(deepcopy=False)
+    used = sum(counts_toward_budget(t) for t in trials)
+    failed = sum(
+        t.state.name == "FAIL" and t.user_attrs.get(ATTR_FAIL) in COUNTED_FAIL_REASONS
+        for t in trials
+    )
+    if failed > max_failure_rate * budget:
+        raise TooManyFailures(
+            f"{failed} of n_trials={budget} trials of study '{study.study_name}' failed, more than "
+            f"hydra.sweeper.max_failure_rate={max_failure_rate}; see the job logs."
+        )
+    size = space.size()
+    if (
+        size is not None
+        and len(taken_points(trials, list(space.params))) >= size
+        and budget - used > 0
+    ):
+        log.info(
+            "Search space of study '%s' exhausted after %d distinct points.",
+            study.study_name,
+            size,
+        )
+        return 0
+    if budget - used <= 0:
+        log.info("Study '%s' has used its n_trials=%d.", study.study_name, budget)
+    return budget - used
+
+
+def ask_batch(
+    study: Any, space: Any, n: int, budget: int, heartbeat: Any, max_retries: int
+) -> list[Any]:
+    """Up to ``n`` new trials (fewer when the budget is used up); on an interruption the ones
+    asked so far are failed as interrupted."""
+    batch: list[Any] = []
+    try:
+        for _ in range(n):
+            trial = ask_one(study, space, budget, heartbeat, max_retries)
+            if trial is None:
+                break
+            batch.append(trial)
+    except BaseException:
+        fail_all(study, batch, heartbeat, reason="interrupted")
+        raise
+    return batch
+
+
+def ask_one(study: Any, space: Any, budget: int, heartbeat: Any, max_retries: int) -> Any:
+    """Ask one new trial; None when the study's budget is used up by other trials."""
+    from ltr_bench.sweeper.trials import (
+        ATTR_WORKER,
+        FAIL_DUPLICATE,
+        FAIL_SURPLUS,
+        counts_toward_budget,
+        params_key,
+        taken_points,
+        worker_identity,
+    )
+
+    names = list(space.params)
+    distributions = space.distributions()
+    identity = worker_identity()
+    for attempt in range(max_retries + 1):
+        with quiet_optuna():
+            trial = study.ask(distributions)
+        heartbeat.add(trial_id(trial))
+        trial.set_user_attr(ATTR_WORKER, identity)
+        others = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number]
+        earlier = [t for t in others if t.number < trial.number and counts_toward_budget(t)]
+        if len(earlier) >= budget:
+            reject(study, trial, FAIL_SURPLUS, heartbeat)
+            return None
+        key = params_key(trial.params, names)
+        rivals = [
+            t
+            for t in others
+            if counts_toward_budget(t) and (t.number < trial.number or t.state.is_finished())
+        ]
+        if key is None or key not in taken_points(rivals, names):
+            return trial
+        size = space.size()
+        enumerable = size is not None and size <= MAX_ENUMERATED_POINTS
+        if attempt == max_retries and not enumerable:
+            log.warning(
+                "Trial %d repeats evaluated params %s; running it anyway.",
+                trial.number,
+                trial.params,
+            )
+            return trial
+        reject(study, trial, FAIL_DUPLICATE, heartbeat)
+        if enumerable and attempt >= max_retries // 2:
+            enqueue_free_point(study, space, trial.number)
+    log.warning(
+        "No new parameters after %d proposals; ending study '%s'.",
+        max_retries + 1,
+        study.study_name,
+    )
+    return None
+
+
+def enqueue_free_point(study: Any, space: Any, seed: int) -> None:
+    """Queue a random not-yet-evaluated point of a finite space (when the sampler keeps repeating)."""
+    from ltr_bench.sweeper.trials import taken_points
+
+    names = list(space.params)
+    taken = taken_points(study.get_trials(deepcopy=False), names)
+    free = [p for p in space.grid_points() if tuple(p[n] for n in names) not in taken]
+    if free:
+        study.enqueue_trial(random.Random(seed).choice(free))

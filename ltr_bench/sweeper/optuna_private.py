@@ -1,0 +1,74 @@
+"""Every private Optuna (and Hydra) name the sweeper needs, in one place.
+
+Optuna's public API has no trial id (storage methods take one), no study id, no study storage
+and no query for the stale trials of a study without failing them Optuna's way; Hydra's
+``JobReturn`` offers its job's exception only by re-raising it (and writing to stderr). The
+sweeper needs each: heartbeats and re-evaluation locks address trials by id; a stale trial of
+this host is failed only once its process is found gone (``fail_interrupted_trials``), not on
+staleness alone; a failed job's exception is inspected, not raised; an override value is
+escaped the way Hydra's own grammar does. ``tests/sweeper/test_optuna_private.py`` fails naming
+the attribute when a release removes or changes one of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Hydra quotes override values with it; no public function does (used by search_space)
+from hydra._internal.grammar.utils import escape_special_characters
+
+#: (object kind, attribute) pairs read below; the test checks each against the installed releases
+PRIVATE_NAMES = (
+    ("optuna.trial.Trial", "_trial_id"),
+    ("optuna.trial.FrozenTrial", "_trial_id"),
+    ("optuna.Study", "_storage"),
+    ("optuna.Study", "_study_id"),
+    ("optuna.storages.RDBStorage", "_get_stale_trial_ids"),
+    ("optuna.distributions.BaseDistribution", "_contains"),
+    ("hydra.core.utils.JobReturn", "_return_value"),
+    ("hydra._internal.grammar.utils", "escape_special_characters"),
+)
+
+
+def trial_id(trial: Any) -> int:
+    """The storage id of a ``Trial`` or ``FrozenTrial`` (its ``number`` counts within a study)."""
+    return int(trial._trial_id)
+
+
+def study_storage(study: Any) -> Any:
+    """The storage a loaded ``optuna.Study`` reads and writes."""
+    return study._storage
+
+
+def study_id(study: Any) -> int:
+    """The storage id of a loaded ``optuna.Study``."""
+    return int(study._study_id)
+
+
+def stale_trial_ids(rdb: Any, study: Any) -> set[int]:
+    """Ids of the study's RUNNING trials whose heartbeat is older than the storage's grace period
+    (the query ``optuna.storages.fail_stale_trials`` runs before failing them all)."""
+    return set(rdb._get_stale_trial_ids(study_id(study)))
+
+
+def distribution_contains(distribution: Any, internal_value: float) -> bool:
+    """Whether ``distribution`` holds a value in Optuna's internal representation."""
+    return bool(distribution._contains(internal_value))
+
+
+def job_error(ret: Any) -> Any:
+    """What a finished Hydra job left: its exception when it failed (``JobReturn.return_value``
+    would raise it and write to stderr), its return value otherwise."""
+    return ret._return_value
+
+
+__all__ = [
+    "PRIVATE_NAMES",
+    "distribution_contains",
+    "escape_special_characters",
+    "job_error",
+    "stale_trial_ids",
+    "study_id",
+    "study_storage",
+    "trial_id",
+]

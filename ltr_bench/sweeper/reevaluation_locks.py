@@ -1,0 +1,132 @@
+"""Locking a study's re-evaluations through its storage, so that workers sharing it run each once.
+
+Search trials are claimed by Optuna itself (each ``ask`` creates a new trial). A re-evaluation
+repeats a finished trial, so it is locked with a trial of the companion study
+``<study>:reevaluations`` in the same storage: a RUNNING lock trial carries the user attributes
+``ltr_sweeper.reevaluates`` (the re-evaluated trial's number) and ``ltr_sweeper.worker`` (who
+runs it), written in the same transaction that creates it, and gets heartbeats like a search
+trial. So the machinery that fails search trials of gone sweepers
+(:func:`~ltr_bench.sweeper.trials.fail_interrupted_trials`) also fails their locks
+(``interrupted``), and the re-evaluation can be locked again.
+
+Among the RUNNING locks of one trial the one with the lowest storage id wins; the others
+withdraw (FAIL, ``duplicate``) before running anything. SQLite serialises writers, so a lock
+with a lower id was committed before a later locker looks; on a database server a second look
+after a short pause covers a concurrent insert that had not been committed yet. A lock that
+finished (COMPLETE, or FAIL because the job itself failed) means the re-evaluation is done.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from ltr_bench.sweeper.optuna_private import study_id, study_storage, trial_id
+from ltr_bench.sweeper.trials import (
+    ATTR_FAIL,
+    ATTR_WORKER,
+    FAIL_DUPLICATE,
+    FAIL_INTERRUPTED,
+    counts_toward_budget,
+)
+
+LOCKS_SUFFIX = ":reevaluations"
+ATTR_REEVALUATES = "ltr_sweeper.reevaluates"
+SETTLE_S = 1.0  # second look on database servers (see the module docstring)
+
+
+def open_locks(rdb: optuna.storages.RDBStorage, study: optuna.Study) -> optuna.Study:
+    """The companion study holding ``study``'s re-evaluation locks (created on first use)."""
+    from ltr_bench.sweeper.storage import open_study
+
+    return open_study(rdb, study.study_name + LOCKS_SUFFIX, study.direction.name.lower())
+
+
+def _locks_of(locks: optuna.Study, number: int) -> list[FrozenTrial]:
+    return [
+        t for t in locks.get_trials(deepcopy=False) if t.user_attrs.get(ATTR_REEVALUATES) == number
+    ]
+
+
+def is_done(locks: optuna.Study, number: int) -> bool:
+    """True when a lock on trial ``number`` finished: the re-evaluation ran (or its job failed)."""
+    return any(
+        t.state != TrialState.RUNNING and counts_toward_budget(t) for t in _locks_of(locks, number)
+    )
+
+
+def is_locked(locks: optuna.Study, number: int) -> bool:
+    """True when a (live, as far as anyone has checked) lock on trial ``number`` is RUNNING."""
+    return any(t.state == TrialState.RUNNING for t in _locks_of(locks, number))
+
+
+def lock(
+    locks: optuna.Study,
+    number: int,
+    identity: Mapping[str, Any],
+    heartbeat: Any,
+    settle_s: float = 0.0,
+) -> int | None:
+    """Lock the re-evaluation of trial ``number``; the lock's trial id, or None when it is
+    done or another worker holds it. ``heartbeat`` (a :class:`~ltr_bench.sweeper.trials.Heartbeat`)
+    keeps a won lock alive; ``settle_s`` > 0 looks a second time after that pause."""
+    if is_done(locks, number) or is_locked(locks, number):
+        return None
+    template = optuna.trial.create_trial(
+        state=TrialState.RUNNING, user_attrs={ATTR_REEVALUATES: number, ATTR_WORKER: dict(identity)}
+    )
+    storage = study_storage(locks)
+    new_id = storage.create_new_trial(study_id(locks), template_trial=template)
+    heartbeat.add(new_id)
+    for look in range(2 if settle_s > 0 else 1):
+        if look:
+            time.sleep(settle_s)
+        mine = _locks_of(locks, number)
+        running = [trial_id(t) for t in mine if t.state == TrialState.RUNNING]
+        done = any(t.state != TrialState.RUNNING and counts_toward_budget(t) for t in mine)
+        if done or not running or min(running) != new_id:
+            release(locks, new_id, FAIL_DUPLICATE, heartbeat)
+            return None
+    return new_id
+
+
+def finish(locks: optuna.Study, lock_id: int, value: float, heartbeat: Any) -> None:
+    """Mark a lock COMPLETE with the re-evaluation's value (after its record is stored)."""
+    heartbeat.discard(lock_id)
+    try:
+        study_storage(locks).set_trial_state_values(
+            lock_id, state=TrialState.COMPLETE, values=[value]
+        )
+    except optuna.exceptions.UpdateFinishedTrialError:
+        pass  # failed as stale meanwhile; the stored record is what counts
+
+
+def release(locks: optuna.Study, lock_id: int, reason: str, heartbeat: Any) -> None:
+    """Mark a lock FAIL with ``reason`` (``exception``/``nan``: done; others: lockable again)."""
+    heartbeat.discard(lock_id)
+    storage = study_storage(locks)
+    try:
+        storage.set_trial_user_attr(lock_id, ATTR_FAIL, reason)
+        storage.set_trial_state_values(lock_id, state=TrialState.FAIL)
+    except optuna.exceptions.UpdateFinishedTrialError:
+        pass
+
+
+def interrupted(locks: optuna.Study) -> dict[int, float]:
+    """Re-evaluated trial number -> when its latest interrupted lock was failed (epoch seconds):
+    a re-evaluation run of that trial started before then has no process left."""
+    out: dict[int, float] = {}
+    for t in locks.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
+        number = t.user_attrs.get(ATTR_REEVALUATES)
+        if (
+            number is None
+            or t.user_attrs.get(ATTR_FAIL) != FAIL_INTERRUPTED
+            or t.datetime_complete is None
+        ):
+            continue
+        out[int(number)] = max(out.get(int(number), 0.0), t.datetime_complete.timestamp())
+    return out
