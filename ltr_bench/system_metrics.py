@@ -48,7 +48,7 @@ def interval_from_config(tracking: Mapping[str, Any]) -> float | None:
 
 @contextlib.contextmanager
 def monitored(
-    tracking_uri: str, run_id: str, interval_s: float | None, tags: Mapping[str, Any]
+    tracking_uri: str | None, run_id: str, interval_s: float | None, tags: Mapping[str, Any]
 ) -> Iterator[None]:
     """Sample system metrics into ``run_id`` while the block runs, if ``interval_s`` is set and
     the run's role (``tags``) is one that does work; a failing monitor never fails the run."""
@@ -63,7 +63,7 @@ def monitored(
             _finish(monitor)
 
 
-def _start(tracking_uri: str, run_id: str, interval_s: float) -> Any:
+def _start(tracking_uri: str | None, run_id: str, interval_s: float) -> Any:
     from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
 
     try:
