@@ -17,6 +17,10 @@ import torch
 from ltr_bench import metrics as M
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
+from ltr_bench.metrics.flat import _evaluate_blocks
+from ltr_bench.metrics.order import stable_argsort
+from ltr_bench.metrics.per_query import _pair_accuracy
+from ltr_bench.metrics.ranked import Ranked
 
 ALL_METRICS = [
     "ndcg@1",
@@ -197,8 +201,8 @@ def test_hand_computed_map_threshold_two():
     # Only the label-2 document is relevant; it is at rank 2 -> AP = P@2 / 1 = 1/2.
     s, l = torch.tensor([HAND["scores"]]), torch.tensor([HAND["labels"]])
     m = torch.ones_like(s, dtype=torch.bool)
-    assert M.average_precision_padded(s, l, m, threshold=2).item() == pytest.approx(0.5)
-    assert M.reciprocal_rank_padded(s, l, m, threshold=2).item() == pytest.approx(0.5)
+    assert M.metric_padded("map", s, l, m, relevance_threshold=2).item() == pytest.approx(0.5)
+    assert M.metric_padded("mrr", s, l, m, relevance_threshold=2).item() == pytest.approx(0.5)
 
 
 def test_ties_broken_by_document_order():
@@ -206,8 +210,8 @@ def test_ties_broken_by_document_order():
     s, m = torch.zeros(1, 2), torch.ones(1, 2, dtype=torch.bool)
     assert M.ndcg_padded(s, torch.tensor([[0, 1]]), m).item() == pytest.approx(1 / LOG3)
     assert M.ndcg_padded(s, torch.tensor([[1, 0]]), m).item() == pytest.approx(1.0)
-    assert M.reciprocal_rank_padded(s, torch.tensor([[0, 1]]), m).item() == 0.5
-    assert M.pair_accuracy_padded(s, torch.tensor([[0, 1]]), m).item() == 0.0
+    assert M.metric_padded("mrr", s, torch.tensor([[0, 1]]), m).item() == 0.5
+    assert M.metric_padded("pair_acc", s, torch.tensor([[0, 1]]), m).item() == 0.0
     # Flat API: the same pair of documents given in the opposite order.
     assert M.ndcg_at_k([5.0, 5.0], [0, 1], [1, 1], k=2) == pytest.approx(1 / LOG3)
     assert M.ndcg_at_k([5.0, 5.0], [1, 0], [1, 1], k=2) == pytest.approx(1.0)
@@ -272,10 +276,10 @@ def test_padded_matches_reference(queries, name):
 def test_binary_metrics_threshold_match_reference(queries, threshold):
     s, l, m = to_padded(queries)
     fns = {
-        "map": lambda: M.average_precision_padded(s, l, m, threshold=threshold),
-        "p@3": lambda: M.precision_padded(s, l, m, 3, threshold=threshold),
-        "mrr": lambda: M.reciprocal_rank_padded(s, l, m, threshold=threshold),
-        "wta": lambda: M.wta_padded(s, l, m, threshold=threshold),
+        "map": lambda: M.metric_padded("map", s, l, m, relevance_threshold=threshold),
+        "p@3": lambda: M.metric_padded("p@3", s, l, m, relevance_threshold=threshold),
+        "mrr": lambda: M.metric_padded("mrr", s, l, m, relevance_threshold=threshold),
+        "wta": lambda: M.metric_padded("wta", s, l, m, relevance_threshold=threshold),
     }
     for name, fn in fns.items():
         got = fn()
@@ -329,7 +333,7 @@ def test_pair_accuracy_matches_sklearn_auc_for_binary_labels(queries):
 
     s, l, m = to_padded(queries)
     binary = (l >= 2).long()
-    got = M.pair_accuracy_padded(s, binary, m)
+    got = M.metric_padded("pair_acc", s, binary, m)
     checked = 0
     for q, (sc, _) in enumerate(queries):
         y = binary[q, : len(sc)].numpy()
@@ -439,14 +443,14 @@ def test_small_chunks_give_identical_results(queries):
     qs, scores = to_queryset(queries)
     specs = [M.parse_metric(n) for n in ALL_METRICS]
     args = (scores, qs.labels, qs.offsets, specs, 1, 4.0)
-    big = M._evaluate_blocks(*args)
-    small = M._evaluate_blocks(*args, max_elements=16)
+    big = _evaluate_blocks(*args)
+    small = _evaluate_blocks(*args, max_elements=16)
     for name in ALL_METRICS:
         np.testing.assert_allclose(big[0][name], small[0][name], rtol=1e-12)
         np.testing.assert_array_equal(big[1][name], small[1][name])
     np.testing.assert_array_equal(big[2], small[2])
-    r = M._Ranked(*to_padded(queries))
-    full, tiny = M._pair_accuracy(r), M._pair_accuracy(r, max_elements=1)
+    r = Ranked(*to_padded(queries))
+    full, tiny = _pair_accuracy(r), _pair_accuracy(r, max_elements=1)
     assert torch.equal(full[1], tiny[1]) and torch.allclose(full[0], tiny[0])
 
 
@@ -460,7 +464,7 @@ def test_interleaved_mask_and_infinite_scores():
     want = ref_metric("ndcg", [-math.inf, 5.0, -math.inf], [1, 0, 2])
     assert M.ndcg_padded(s, l, m).item() == pytest.approx(want, abs=1e-12)
     assert M.ranks_padded(s, m)[0, [1, 3, 4]].tolist() == [2, 1, 3]
-    assert M.precision_padded(s, l, m, 2).item() == pytest.approx(0.5)
+    assert M.metric_padded("p@2", s, l, m).item() == pytest.approx(0.5)
 
 
 def test_float32_and_integer_inputs():
@@ -516,9 +520,9 @@ def test_numpy_two_pass_argsort_equals_torch_stable_sort():
     x[rng.random(x.shape) < 0.05] = -math.inf
     keys = torch.from_numpy(x)
     want = torch.sort(keys, dim=1, stable=True).indices
-    assert torch.equal(M._stable_argsort(keys), want)
+    assert torch.equal(stable_argsort(keys), want)
     one = torch.tensor([[2.0], [1.0]])
-    assert M._stable_argsort(one).tolist() == [[0], [0]]
+    assert stable_argsort(one).tolist() == [[0], [0]]
 
 
 def test_sort_order_accepts_grad_half_and_int_masks():
@@ -536,7 +540,7 @@ def test_nan_scores_rank_last_among_real_documents():
     l = torch.tensor([[2, 0, 1, 3]])
     m = torch.tensor([[True, True, True, False]])
     assert M.ranks_padded(s, m)[0, :3].tolist() == [3, 1, 2]
-    assert M.reciprocal_rank_padded(s, l, m).item() == pytest.approx(0.5)
+    assert M.metric_padded("mrr", s, l, m).item() == pytest.approx(0.5)
 
 
 def test_ideal_dcg_integer_and_float_paths_agree(queries):
@@ -566,8 +570,8 @@ def test_float32_composite_argsort_equals_torch_stable_sort():
     x[:, 3] = np.float32(1e-45)  # subnormal
     keys = torch.from_numpy(x)
     want = torch.sort(keys, dim=1, stable=True).indices
-    assert torch.equal(M._stable_argsort(keys), want)
-    assert M._stable_argsort(torch.tensor([[-0.0, 0.0, -0.0]])).tolist() == [[0, 1, 2]]
+    assert torch.equal(stable_argsort(keys), want)
+    assert stable_argsort(torch.tensor([[-0.0, 0.0, -0.0]])).tolist() == [[0, 1, 2]]
 
 
 def test_float32_and_float64_scores_give_the_same_metrics(queries):

@@ -9,6 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ltr_bench import metrics as M
+from ltr_bench.metrics.names import ranking_depth
+from ltr_bench.metrics.order import stable_argsort, stable_top_k
+from ltr_bench.metrics.per_query import raw_metric
+from ltr_bench.metrics.ranked import Ranked
 
 NAMES = ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg", "map", "p@3", "mrr", "wta", "err@5", "pair_acc"]
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -133,7 +137,7 @@ def test_flat_api_agrees_with_padded(batch):
     flat_l = np.concatenate([[l for _, l in q] for q in batch])
     qid = np.repeat(np.arange(len(batch)), [len(q) for q in batch])
     ndcg = M.ndcg_padded(scores, labels, mask, 10)
-    ap = M.average_precision_padded(scores, labels, mask)
+    ap = M.metric_padded("map", scores, labels, mask)
     flat_ndcg = M.ndcg_at_k(flat_s, flat_l, qid, k=10)
     flat_ap = M.average_precision(flat_s, flat_l, qid)
     assert np.isclose(flat_ndcg, M.mean_over_queries(ndcg).item(), equal_nan=True)
@@ -160,7 +164,7 @@ def test_integer_and_float_labels_give_the_same_metrics(batch):
 )
 def test_fast_cpu_argsort_equals_torch_stable_sort(rows, dtype):
     keys = torch.tensor(rows, dtype=dtype)
-    assert torch.equal(M._stable_argsort(keys), torch.sort(keys, dim=1, stable=True).indices)
+    assert torch.equal(stable_argsort(keys), torch.sort(keys, dim=1, stable=True).indices)
 
 
 @SETTINGS
@@ -181,7 +185,7 @@ def test_partial_top_k_equals_the_head_of_the_full_stable_sort(rows, k, dtype):
     """Few distinct values force ties across the k-th rank; infinities stand in for padding."""
     keys = torch.tensor(rows, dtype=dtype)
     full = torch.sort(keys, dim=1, stable=True).indices[:, :k]
-    assert torch.equal(M._stable_top_k(keys, k), full)
+    assert torch.equal(stable_top_k(keys, k), full)
 
 
 @SETTINGS
@@ -189,12 +193,10 @@ def test_partial_top_k_equals_the_head_of_the_full_stable_sort(rows, k, dtype):
 def test_cut_off_metrics_ranked_to_depth_equal_a_full_ranking(batch, k):
     scores, labels, mask = pad(batch)
     names = [f"ndcg@{k}", f"p@{k}", f"err@{k}", "wta"]
-    full = M._Ranked(scores, labels, mask)
-    partial = M._Ranked(
-        scores, labels, mask, depth=M._ranking_depth([M.parse_metric(n) for n in names])
-    )
+    full = Ranked(scores, labels, mask)
+    partial = Ranked(scores, labels, mask, depth=ranking_depth([M.parse_metric(n) for n in names]))
     for name in names:
         spec = M.parse_metric(name)
-        a, da = M._raw_metric(spec, full, 1, 4.0)
-        b, db = M._raw_metric(spec, partial, 1, 4.0)
+        a, da = raw_metric(spec, full, 1, 4.0)
+        b, db = raw_metric(spec, partial, 1, 4.0)
         assert torch.equal(da, db) and torch.allclose(a, b, atol=1e-12), name

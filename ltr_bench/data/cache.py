@@ -121,10 +121,12 @@ class ArrayCache:
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            return self._broken(entry, f"meta.json unreadable: {exc}")
+            self._broken(entry, f"meta.json unreadable: {exc}")
+            return None
         problem, arrays = _open_entry(entry, meta, verify)
         if problem is not None:
-            return self._broken(entry, problem)
+            self._broken(entry, problem)
+            return None
         return arrays, meta
 
     def _broken(self, entry: Path, problem: str) -> None:
@@ -182,7 +184,8 @@ def array_checksum(arr: np.ndarray) -> dict[str, Any]:
     crc = 0
     flat = a.reshape(-1).view(np.uint8) if a.size else np.zeros(0, np.uint8)
     for start in range(0, flat.size, 1 << 26):
-        crc = zlib.crc32(flat[start : start + (1 << 26)], crc)
+        # numpy's stubs declare the buffer protocol for Python >= 3.12 only
+        crc = zlib.crc32(flat[start : start + (1 << 26)], crc)  # type: ignore[arg-type]
     return {"shape": list(a.shape), "dtype": a.dtype.str, "crc32": crc}
 
 

@@ -29,7 +29,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import numpy as np
 
@@ -102,7 +102,7 @@ def open_data(path: str | os.PathLike) -> tuple[BinaryIO, BinaryIO, str | None]:
             )
     for magic, (name, cls) in _STREAMS.items():
         if head.startswith(magic):
-            return cls(raw), raw, name
+            return cast(BinaryIO, cls(raw)), raw, name  # a BufferedIOBase reads like one
     return raw, raw, None
 
 

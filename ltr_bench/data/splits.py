@@ -64,5 +64,9 @@ def apply_split(data: QuerySet, split: Split) -> tuple[QuerySet, QuerySet]:
 
 def check_partition(n_queries: int, parts: list[np.ndarray]) -> bool:
     """True if ``parts`` together hold every query position exactly once."""
-    allq = np.concatenate([np.asarray(p, dtype=np.int64) for p in parts]) if parts else []
+    allq = (
+        np.concatenate([np.asarray(p, dtype=np.int64) for p in parts])
+        if parts
+        else np.zeros(0, np.int64)
+    )
     return len(allq) == n_queries and np.array_equal(np.sort(allq), np.arange(n_queries))

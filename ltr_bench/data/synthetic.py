@@ -169,7 +169,9 @@ def make_synthetic_splits(
     Query ids are disjoint across the three sets (vali's follow train's, test's follow vali's).
     """
     spec = SyntheticSpec.draw(n_features, n_classes, seed)
-    common = dict(sigma=sigma, docs_per_query=docs_per_query, class_probs=class_probs)
+    common: dict[str, Any] = dict(
+        sigma=sigma, docs_per_query=docs_per_query, class_probs=class_probs
+    )
     train = spec.sample(n_train, seed=[seed, 1], qid_start=0, **common)
     next_q = int(train.qid[-1]) + 1
     vali = None

@@ -108,7 +108,9 @@ class AdaRank(Ranker):
         layout = _PaddedLayout(train, self.chunk_elements)
         perf = self.weak_ranker_performance(train, layout)  # [F, Q]
         use_vali = vali is not None and bool(self._has_relevant(vali).any())
-        vali_layout = _PaddedLayout(vali, self.chunk_elements) if use_vali else None
+        vali_layout = (
+            _PaddedLayout(vali, self.chunk_elements) if use_vali and vali is not None else None
+        )
 
         n_features, n_queries = perf.shape
         weights = np.zeros(n_features)
@@ -130,7 +132,7 @@ class AdaRank(Ranker):
             p /= p.sum()
             record = {"round": t, "feature": k, "alpha": alpha}
             record[f"train_{self.metric}"] = float(e_f.mean())
-            if use_vali:
+            if use_vali and vali is not None and vali_layout is not None:
                 value = float(np.nanmean(self._per_query(vali, vali_layout, weights)))
                 record[f"vali_{self.metric}"] = value
                 if value > best_value:

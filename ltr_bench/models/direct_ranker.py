@@ -23,7 +23,7 @@ query. Only the weights of the loss change, not the architecture, so Theorem 1 s
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import torch
@@ -34,6 +34,8 @@ from ltr_bench.data.batching import (
     PAIR_MODES,
     PairBatch,
     PairBatches,
+    PairDistribution,
+    PairMode,
     PairSampler,
     auto_pair_batch_size,
 )
@@ -74,7 +76,11 @@ class PairwiseModule(RankingModule):
     ) -> None:
         super().__init__(scorer, train, vali, **kwargs)
         self.tau, self.loss_fn = tau, loss_fn
-        self.sampler = PairSampler(train, pairs=pairs, distribution=pair_distribution)
+        self.sampler = PairSampler(  # PairSampler checks both names
+            train,
+            pairs=cast(PairMode, pairs),
+            distribution=cast(PairDistribution, pair_distribution),
+        )
         if self.sampler.n_anchors == 0:
             raise UserError(
                 "the training data has no query with two different labels, so no pairs can be "
@@ -181,6 +187,8 @@ class DirectRanker(NeuralRanker):
 
     loss_kind = "pair"
     default_loss = "l2"
+    #: a positive int, or "auto" until the training data fix it (NeuralRanker's is always an int)
+    batch_size: int | str  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -283,4 +291,4 @@ class DirectRanker(NeuralRanker):
         """The saved scorer, plus ``tau`` so that :meth:`compare` works on a loaded model."""
         super().load_params(folder, n_features)
         assert self.module_ is not None
-        self.module_.tau = make_activation(self.output_activation)  # type: ignore[assignment]
+        self.module_.tau = make_activation(self.output_activation)

@@ -175,7 +175,7 @@ class LambdaMART(Ranker):
                 f"{Path(folder) / MODEL_TEXT_FILE} has {booster.num_feature()} features, "
                 f"the saved model says {n_features}"
             )
-        self.model_ = _LoadedBooster(booster)  # type: ignore[assignment]
+        self.model_ = _LoadedBooster(booster)
         self.best_iteration_ = None
 
     @property

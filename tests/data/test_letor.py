@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr_bench.data import letor
+from ltr_bench.data import letor_check
 from ltr_bench.data.letor import check_same_n_features, find_first_problem, load_letor
 from ltr_bench.errors import DataFormatError, UserError
 
@@ -93,7 +93,7 @@ def test_empty_file(tmp_path, text):
 
 
 def test_error_line_found_across_scan_chunks(tmp_path, monkeypatch):
-    monkeypatch.setattr(letor, "_SCAN_CHUNK_LINES", 7)
+    monkeypatch.setattr(letor_check, "_SCAN_CHUNK_LINES", 7)
     lines = [f"0 qid:{i // 4} 1:{i}" for i in range(40)]
     lines[22] = "0 qid:5 1:nan"
     lines[30] = "0 qid:1 1:1"  # a second, later problem (qid 1 again)

@@ -1,0 +1,86 @@
+"""Ranking metrics: NDCG@k, MAP, P@k, MRR, WTA, ERR@k and pairwise accuracy.
+
+Two layers, each a module of this package (import them from here, the public API):
+
+* **Padded torch functions** (:mod:`~ltr_bench.metrics.padded`: ``ndcg_padded``, ``metric_padded``,
+  ``evaluate_padded``) take ``scores[Q, L]``, ``labels[Q, L]`` and a boolean ``mask[Q, L]`` on any
+  device and return one value per query, with no Python loop over queries. Rankers use them for
+  training-time validation; LambdaRank reuses the building blocks :func:`gains`,
+  :func:`discounts`, :func:`ranks_padded` and :func:`ideal_dcg`.
+* **Flat NumPy API** (:mod:`~ltr_bench.metrics.flat`: ``ndcg_at_k``, ``average_precision``,
+  ``evaluate``) for flat arrays: labels in query blocks delimited by ``offsets`` (anything shaped
+  like :class:`QueryBlocks`, such as the data layer's ``QuerySet``), or a ``qid`` per document.
+  Queries are padded in chunks of bounded size by :mod:`ltr_bench.data.padding`, so memory stays
+  bounded for any number of queries.
+
+Below them: :mod:`~ltr_bench.metrics.names` (metric names), :mod:`~ltr_bench.metrics.order` (the
+stable ranking sort), :mod:`~ltr_bench.metrics.dcg` (gains, discounts, IDCG),
+:mod:`~ltr_bench.metrics.ranked` (a batch in ranked order) and :mod:`~ltr_bench.metrics.per_query`
+(each metric's per-query values).
+
+Metrics know arrays and tensors only: no dataset type, no model, no logging.
+
+Conventions (the same everywhere, and logged with every run through :attr:`EvalResult.policy`):
+
+* Score ties are broken by document order: of two documents with equal scores, the one that comes
+  first in the input ranks higher (a stable descending sort).
+* NDCG@k (DirectRanker paper, Sect. 4.1): gain ``2^r - 1``, discount ``1 / log2(i + 1)`` for
+  1-based rank ``i``; ``k`` larger than a query means the whole query; IDCG@k is the DCG@k of the
+  query's own labels in ideal order.
+* Binary metrics count a document as relevant when ``label >= threshold``. AP (Sect. 4.2, SortNet
+  Sect. 3): the mean of P@i over the ranks ``i`` of the relevant documents, divided by the number of
+  relevant documents. P@k divides by ``k`` even when the query has fewer documents (missing
+  documents count as irrelevant, as in TREC and the LETOR evaluation script). MRR: reciprocal rank
+  of the first relevant document. WTA (Burges, eq. 3): 1 if the top-ranked document is relevant,
+  else 0 (the WTA *cost* of the paper is ``1 - WTA``).
+* ERR@k (Chapelle et al. 2009): ``sum_r 1/r * R_r * prod_{i<r} (1 - R_i)`` with
+  ``R = (2^g - 1) / 2^g_max``; ``g_max`` is a parameter, by default the largest label present.
+* Pairwise accuracy (Burges, Sect. 2, "pair-wise error" = ``1 - pair_acc``): the fraction of
+  document pairs of a query with different labels that the ranking puts in the right order.
+* Queries where a metric is undefined -- above all queries without any relevant document -- follow
+  the explicit ``no_relevant`` policy: ``"drop"`` (the papers' choice: excluded from the mean;
+  padded functions return NaN for them), ``"zero"`` or ``"one"``.
+"""
+
+from ltr_bench.metrics.dcg import discounts, gains, ideal_dcg
+from ltr_bench.metrics.flat import (
+    TIE_BREAK,
+    EvalResult,
+    QueryBlocks,
+    average_precision,
+    evaluate,
+    ndcg_at_k,
+)
+from ltr_bench.metrics.names import DEFAULT_METRICS, MetricSpec, parse_metric
+from ltr_bench.metrics.order import ranks_padded, sort_order
+from ltr_bench.metrics.padded import (
+    NO_RELEVANT_POLICIES,
+    NoRelevantPolicy,
+    evaluate_padded,
+    mean_over_queries,
+    metric_padded,
+    ndcg_padded,
+)
+
+__all__ = [
+    "NoRelevantPolicy",
+    "NO_RELEVANT_POLICIES",
+    "TIE_BREAK",
+    "DEFAULT_METRICS",
+    "EvalResult",
+    "QueryBlocks",
+    "MetricSpec",
+    "parse_metric",
+    "gains",
+    "discounts",
+    "sort_order",
+    "ranks_padded",
+    "ideal_dcg",
+    "ndcg_padded",
+    "metric_padded",
+    "evaluate_padded",
+    "mean_over_queries",
+    "ndcg_at_k",
+    "average_precision",
+    "evaluate",
+]

@@ -1,0 +1,123 @@
+"""Ranking order of padded score tensors: the stable descending sort every metric starts from.
+
+Score ties are broken by document order (a stable sort); NaN scores rank like -inf; padded
+positions always come last. On the CPU NumPy's sorts do the work (see :func:`stable_argsort`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import Tensor
+
+
+def float_dtype(device: torch.device) -> torch.dtype:
+    """float64 for exact evaluation; float32 only where the device has no float64 (MPS)."""
+    return torch.float32 if device.type == "mps" else torch.float64
+
+
+def _is_prefix(mask: Tensor) -> bool:
+    """True if every row's real documents come before its padding (as :mod:`ltr_bench.data.padding`
+    pads)."""
+    return mask.shape[1] < 2 or not bool((mask[:, 1:] & ~mask[:, :-1]).any())
+
+
+def stable_argsort(keys: Tensor) -> Tensor:
+    """Row-wise stable ascending argsort of a float tensor (ties keep column order).
+
+    On CPU NumPy's SIMD sorts are used, which are several times faster than
+    ``torch.sort(stable=True)``: float32 keys become one integer per element, (order-preserving
+    bits of the key, column), sorted once; float64 keys take an unstable argsort and then a sort of
+    (tie group, column) to order ties. Other devices use the torch sort. All give the same order.
+    """
+    if keys.device.type != "cpu" or keys.shape[1] < 2:
+        return torch.sort(keys, dim=1, stable=True).indices
+    x = keys.numpy()
+    width = x.shape[1]
+    if x.dtype == np.float32:
+        bits = (x + np.float32(0.0)).view(np.uint32)  # + 0.0 turns -0.0 into +0.0 (they tie)
+        bits = np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31))  # float order -> uint order
+        composite = (bits.astype(np.uint64) << np.uint64(32)) | np.arange(width, dtype=np.uint64)
+        composite.sort(axis=1)
+        return torch.from_numpy((composite & np.uint64(0xFFFFFFFF)).astype(np.int64))
+    shift = (width - 1).bit_length()
+    idx = np.argsort(x, axis=1)
+    ranked = np.sort(x, axis=1)  # = x[idx] row by row, but faster than a gather
+    composite = np.zeros(x.shape, dtype=np.int64)  # tie group number, then the column
+    np.cumsum(ranked[:, 1:] != ranked[:, :-1], axis=1, out=composite[:, 1:])
+    np.left_shift(composite, shift, out=composite)
+    composite |= idx
+    composite.sort(axis=1)
+    composite &= (1 << shift) - 1
+    return torch.from_numpy(composite)
+
+
+def stable_top_k(keys: Tensor, k: int) -> Tensor:
+    """``[Q, k]``: the first ``k`` columns of :func:`stable_argsort` (the ``k`` smallest keys per
+    row, ascending, ties by column), without sorting whole rows.
+
+    A partition finds each row's k-th smallest key; every key up to it (the k smallest plus any
+    ties with the k-th) is a candidate; the candidates, in column order, are few and get the stable
+    sort. Costs O(L) per row instead of O(L log L).
+    """
+    if keys.device.type != "cpu" or k >= keys.shape[1]:
+        return stable_argsort(keys)[:, :k]
+    x = keys.numpy()
+    kth = np.partition(x, k - 1, axis=1)[:, k - 1 : k]
+    candidate = x <= kth
+    rows, cols = np.nonzero(candidate)  # row-major: columns ascending within a row
+    counts = np.bincount(rows, minlength=x.shape[0])
+    slot = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    sub_keys = np.full((x.shape[0], int(counts.max())), np.inf, dtype=x.dtype)
+    sub_keys[rows, slot] = x[rows, cols]  # the fill sorts after every candidate
+    sub_cols = np.zeros(sub_keys.shape, dtype=np.int64)
+    sub_cols[rows, slot] = cols
+    order = stable_argsort(torch.from_numpy(sub_keys))[:, :k].numpy()
+    return torch.from_numpy(np.take_along_axis(sub_cols, order, axis=1))
+
+
+def ranking_keys(scores: Tensor, mask: Tensor) -> tuple[Tensor, Tensor | None]:
+    """Keys whose stable ascending sort is the ranking, plus the column map for odd masks.
+
+    Keys are ``-score``; padding and NaN scores get +inf. Rows whose real documents do not come
+    first are reordered (real documents first, order kept) and ``perm`` maps back; with real
+    documents first, a stable sort keeps real -inf scores ahead of the padding.
+    """
+    mask = mask.to(torch.bool)
+    scores = scores.detach()  # metrics are not differentiable; NumPy needs a plain tensor
+    if scores.dtype not in (torch.float32, torch.float64):  # ints, half, bfloat16: exact upcast
+        scores = scores.to(float_dtype(scores.device))
+    perm = None
+    if not _is_prefix(mask):
+        perm = torch.sort(mask.to(torch.uint8), dim=1, descending=True, stable=True).indices
+        scores, mask = scores.gather(1, perm), mask.gather(1, perm)
+    return (-scores).masked_fill_(~mask | scores.isnan(), math.inf), perm
+
+
+def sort_order(scores: Tensor, mask: Tensor, k: int | None = None) -> Tensor:
+    """``[Q, L]`` column indices of each row's documents by descending score (``[Q, k]``: only
+    the top ``k`` ranks, found without a full sort).
+
+    Ties are broken by document order (column order); NaN scores rank like -inf; padded
+    positions always come last.
+    """
+    keys, perm = ranking_keys(scores, mask)
+    return order_of_keys(keys, perm, k)
+
+
+def order_of_keys(keys: Tensor, perm: Tensor | None, k: int | None) -> Tensor:
+    """The ranked columns for :func:`ranking_keys`' output (top ``k`` only unless None)."""
+    order = stable_argsort(keys) if k is None else stable_top_k(keys, k)
+    return order if perm is None else perm.gather(1, order)
+
+
+def ranks_padded(scores: Tensor, mask: Tensor) -> Tensor:
+    """``[Q, L]`` 1-based rank of every document in its query (ties by document order).
+
+    Padded positions get the ranks after the query's last document.
+    """
+    order = sort_order(scores, mask)
+    positions = torch.arange(1, order.shape[1] + 1, device=order.device).expand_as(order)
+    return torch.empty_like(order).scatter_(1, order, positions)
