@@ -43,6 +43,10 @@ FAIL_DUPLICATE = "duplicate"
 FAIL_SURPLUS = "surplus"
 COUNTED_FAIL_REASONS = frozenset({FAIL_EXCEPTION, FAIL_NAN})
 
+# Seconds an orphaned launcher worker gets after its SIGTERM before the guard ends it (default of
+# ``hydra.sweeper.orphan_grace_period``).
+ORPHAN_GRACE_S = 30.0
+
 
 def counts_toward_budget(trial: FrozenTrial) -> bool:
     """True when ``trial`` uses up one of the study's ``n_trials`` (see module docstring)."""
@@ -209,7 +213,7 @@ def fail_interrupted_trials(
     return failed
 
 
-def orphan_guard(task_function: Any) -> Any:
+def orphan_guard(task_function: Any, grace_s: float = ORPHAN_GRACE_S) -> Any:
     """``task_function`` wrapped so that, run in another process than this one (a joblib
     launcher's worker), the job stops once this sweeper process is gone.
 
@@ -217,15 +221,17 @@ def orphan_guard(task_function: Any) -> Any:
     as interrupted on resume, yet the jobs would go on (and end their runs as if nothing had
     happened). The guard watches the sweeper from a thread of the worker and, when it is gone,
     raises KeyboardInterrupt in the job through SIGTERM (so its ``finally`` blocks run, e.g. an
-    MLflow run ends KILLED), and ends the worker 30 s later if the job is still there.
+    MLflow run ends KILLED), and ends the worker ``grace_s`` seconds later if the job is still there
+    (a job whose SIGTERM handler is not the guard's may ignore the signal;
+    ``hydra.sweeper.orphan_grace_period``).
     """
-    return functools.partial(_run_guarded, task_function, worker_identity())
+    return functools.partial(_run_guarded, task_function, worker_identity(), float(grace_s))
 
 
 _WATCHED: set[int] = set()  # sweeper pids this worker process already watches
 
 
-def _run_guarded(task_function: Any, sweeper: Mapping[str, Any], cfg: Any) -> Any:
+def _run_guarded(task_function: Any, sweeper: Mapping[str, Any], grace_s: float, cfg: Any) -> Any:
     if (
         os.getpid() == sweeper.get("pid")
         or not is_local_worker(sweeper)
@@ -243,7 +249,10 @@ def _run_guarded(task_function: Any, sweeper: Mapping[str, Any], cfg: Any) -> An
     if sweeper.get("pid") not in _WATCHED:
         _WATCHED.add(int(sweeper.get("pid", -1)))
         threading.Thread(
-            target=_watch, args=(dict(sweeper),), name="ltr-sweeper-orphan-guard", daemon=True
+            target=_watch,
+            args=(dict(sweeper), grace_s),
+            name="ltr-sweeper-orphan-guard",
+            daemon=True,
         ).start()
     try:
         return task_function(cfg)
@@ -256,7 +265,8 @@ def _run_guarded(task_function: Any, sweeper: Mapping[str, Any], cfg: Any) -> An
             signal.signal(signal.SIGTERM, previous)
 
 
-def _watch(sweeper: dict[str, Any], every_s: float = 1.0, grace_s: float = 30.0) -> None:
+def _watch(sweeper: dict[str, Any], grace_s: float, every_s: float = 1.0) -> None:
+    """Wait until the sweeper process is gone, SIGTERM this worker, end it ``grace_s`` later."""
     import signal
     import time
 

@@ -282,7 +282,7 @@ def test_a_killed_default_trial_is_enqueued_again_on_resume(tmp_path: Path) -> N
         "hydra.sweeper.enqueue_defaults=true",
         "hydra.sweeper.n_trials=4",
     ]
-    proc = start_toy(tmp_path, *common, "hang_at_call=0", f"hang_marker={tmp_path / 'hang'}")
+    proc = start_toy(tmp_path, *common, "hang_at_trial=0", f"hang_marker={tmp_path / 'hang'}")
     wait_for_file(tmp_path / "hang", proc)  # trial 0, the config's defaults x=0 y=0, is running
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
@@ -375,7 +375,9 @@ def test_a_killed_reevaluation_is_claimed_again_and_runs_once_more(tmp_path: Pat
         "hydra.sweeper.n_trials=3",
         "hydra.sweeper.reevaluate.top_k=2",
     ]
-    proc = start_toy(tmp_path, *common, "hang_at_call=3", f"hang_marker={tmp_path / 'hang'}")
+    proc = start_toy(
+        tmp_path, *common, "hang_reevaluation=true", f"hang_marker={tmp_path / 'hang'}"
+    )
     wait_for_file(tmp_path / "hang", proc)  # the three trials done, the first re-evaluation running
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
@@ -406,6 +408,14 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _wait_until_gone(pid: int, last_guard_s: float) -> None:
+    """Return once process ``pid`` has ended; fail only after ``last_guard_s`` (a hang)."""
+    deadline = time.monotonic() + last_guard_s
+    while _alive(pid):
+        assert time.monotonic() < deadline, f"the orphaned job (pid {pid}) is still running"
+        time.sleep(0.2)
+
+
 def test_a_parallel_launchers_job_stops_when_its_sweeper_is_killed(tmp_path: Path) -> None:
     """With hydra/launcher=joblib a SIGKILLed sweeper used to leave its worker running the job
     (its trial failed as interrupted on resume, the job going on as if nothing had happened)."""
@@ -416,18 +426,17 @@ def test_a_parallel_launchers_job_stops_when_its_sweeper_is_killed(tmp_path: Pat
         "hydra.launcher.n_jobs=2",
         "hydra.sweeper.n_jobs=2",
     ]
-    proc = start_toy(tmp_path, *common, "hang_at_call=0", f"hang_marker={tmp_path / 'hang'}")
-    wait_for_file(tmp_path / "hang", proc)  # a worker process runs the hanging job (sleep 60 s)
+    proc = start_toy(tmp_path, *common, "hang_at_trial=0", f"hang_marker={tmp_path / 'hang'}")
+    wait_for_file(tmp_path / "hang", proc)  # a worker process runs the hanging job (1 h sleep)
     (job,) = [
         r["pid"] for r in calls(tmp_path) if r["trial"] == int((tmp_path / "hang").read_text())
     ]
     assert job != proc.pid
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    deadline = time.monotonic() + 20
-    while _alive(job):
-        assert time.monotonic() < deadline, "the orphaned job is still running"
-        time.sleep(0.2)
+    # The event: the job's process ends (the guard's SIGTERM, at worst orphan_grace_period = 1 s
+    # of the toy's config later). The limit only stops a hang; the job itself sleeps for an hour.
+    _wait_until_gone(job, last_guard_s=600)
     resumed = run_toy(tmp_path, *common)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     trials = load(f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'orphan.db'}", "orphan")
@@ -439,7 +448,7 @@ def test_sigterm_ends_a_plain_hydra_apps_sweep_as_sigterm(tmp_path: Path) -> Non
     """An app without a SIGTERM handler of its own: the trial is marked, then the process ends by
     SIGTERM (status 143 in a shell), not as an interrupt (130)."""
     common = ["hydra.sweeper.study_name=term", "hydra.sweeper.n_trials=3"]
-    proc = start_toy(tmp_path, *common, "hang_at_call=1", f"hang_marker={tmp_path / 'hang'}")
+    proc = start_toy(tmp_path, *common, "hang_at_trial=1", f"hang_marker={tmp_path / 'hang'}")
     wait_for_file(tmp_path / "hang", proc)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == -signal.SIGTERM

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import signal
-import time
+import sqlite3
 from pathlib import Path
 
 import optuna
@@ -108,7 +108,7 @@ def test_kill_and_resume_keeps_trial_count_exact(
         f"hydra/sweeper/sampler={sampler}",
         "hydra.sweeper.n_trials=5",
     ]
-    proc = start_toy(tmp_path, *common, "hang_at_call=2", f"hang_marker={tmp_path / 'hang'}")
+    proc = start_toy(tmp_path, *common, "hang_at_trial=2", f"hang_marker={tmp_path / 'hang'}")
     wait_for_file(tmp_path / "hang", proc)  # two trials done, the third one is running
     proc.send_signal(sig)
     proc.wait(timeout=30)
@@ -222,9 +222,25 @@ def test_two_processes_share_one_sqlite_study(tmp_path: Path, sampler: str) -> N
 @pytest.mark.filterwarnings(
     "ignore::optuna.exceptions.ExperimentalWarning", "ignore:Heartbeat of storage"
 )
+def _an_hour_ago(db: Path, *trial_ids: int) -> None:
+    """Move the start time and the last heartbeat of these trials an hour back in the store."""
+    marks = ",".join("?" * len(trial_ids))
+    with sqlite3.connect(db) as con:
+        con.execute(
+            f"update trials set datetime_start = datetime(datetime_start, '-1 hour') "
+            f"where trial_id in ({marks})",
+            trial_ids,
+        )
+        con.execute(
+            f"update trial_heartbeats set heartbeat = datetime(heartbeat, '-1 hour') "
+            f"where trial_id in ({marks})",
+            trial_ids,
+        )
+
+
 def test_running_trials_of_gone_sweepers_are_marked_failed_on_resume(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'left.db'}"
-    storage = optuna.storages.RDBStorage(url, heartbeat_interval=1, grace_period=1)
+    storage = optuna.storages.RDBStorage(url, heartbeat_interval=1)
     study = optuna.create_study(storage=storage, study_name="left", direction="maximize")
     space = {"x": IntDistribution(0, 3), "y": CategoricalDistribution([0, 1, 2])}
     foreign = study.ask(space)  # no owner attribute: failed once older than the grace period
@@ -235,15 +251,10 @@ def test_running_trials_of_gone_sweepers_are_marked_failed_on_resume(tmp_path: P
     storage.record_heartbeat(remote._trial_id)
     done_trial = study.ask(space)
     study.tell(done_trial, -1.0)
-    time.sleep(1.2)
-    _ok(
-        run_toy(
-            tmp_path,
-            f"hydra.sweeper.storage={url}",
-            "hydra.sweeper.study_name=left",
-            "hydra.sweeper.grace_period=1",
-        )
-    )
+    # Instead of waiting out the grace period (SQLite's clock ticks in whole seconds, so a short
+    # sleep raced it), both trials' clocks are set an hour back in the store.
+    _an_hour_ago(tmp_path / "left.db", foreign._trial_id, remote._trial_id)
+    _ok(run_toy(tmp_path, f"hydra.sweeper.storage={url}", "hydra.sweeper.study_name=left"))
     trials = load(url, "left")
     failed = reasons(trials)
     assert failed[foreign.number] == "interrupted" and failed[remote.number] == "interrupted"

@@ -108,7 +108,11 @@ def start_toy(workdir: Path, *overrides: str, log_name: str = "sweep.log") -> su
     )
 
 
-def wait_for_file(path: Path, proc: subprocess.Popen, timeout: float = 30) -> None:
+def wait_for_file(path: Path, proc: subprocess.Popen, timeout: float = 600) -> None:
+    """Return once ``path`` exists (the event a job signals); fail at once if ``proc`` exits.
+
+    ``timeout`` is only a last guard against a hang, never what decides the verdict.
+    """
     deadline = time.monotonic() + timeout
     while not path.exists():
         assert proc.poll() is None, f"sweep exited early with code {proc.returncode}"
