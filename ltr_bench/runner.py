@@ -176,6 +176,15 @@ def check_numeric_arguments(cfg: DictConfig, group: str = "optimizer") -> None:
             )
 
 
+def check_optimizer_arguments(cfg: DictConfig) -> None:
+    """Reject optimizer values torch refuses (``optimizer.lr=-1``) before anything is tracked."""
+    node = cfg.get("optimizer")
+    if isinstance(node, DictConfig) and node.get("_target_"):
+        from ltr_bench.models.networks import check_optimizer
+
+        check_optimizer(OmegaConf.to_container(node, resolve=True))
+
+
 def check_distributed(cfg: DictConfig) -> None:
     """Reject ``trainer=ddp`` inside a multirun when Lightning would start the ranks itself.
 
@@ -479,6 +488,7 @@ def run(
     check_compatibility(cfg)
     check_top_level(cfg)
     check_numeric_arguments(cfg)
+    check_optimizer_arguments(cfg)
     check_distributed(cfg)
     protocol: Protocol = instantiate(cfg.protocol)
     is_trial = cfg.get("sweep", {}).get("trial_number") is not None

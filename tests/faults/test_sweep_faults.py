@@ -183,6 +183,18 @@ def test_a_text_learning_rate_names_the_key(tmp_path, monkeypatch, capsys) -> No
     assert not (tmp_path / "mlflow.db").exists()  # stopped before anything ran
 
 
+def test_a_negative_learning_rate_is_refused_before_any_run_is_tracked(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """Was: torch refused lr=-1 inside fit, after the MLflow run had started (a FAILED run)."""
+    code, _, err = cli(tmp_path, monkeypatch, capsys, "optimizer.lr=-1", *TINY)
+    assert_one_sentence(code, err, "optimizer.lr=-1")
+    db = tmp_path / "mlflow.db"
+    if db.exists():  # the store may be created, but holds no run
+        with sqlite3.connect(db) as con:
+            assert list(con.execute("select name, status from runs")) == []
+
+
 # ------------------------------------------------------------------------------ item 4: refits never overwrite
 def _fake_sweep(folder: Path) -> Path:
     """A finished sweep's folder as the sweeper leaves it: one study, its best config."""
