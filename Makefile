@@ -8,6 +8,15 @@ TORCH_CONSTRAINT ?= -c constraints-cpu.txt
 # Two pytest workers (one thread each, tests/conftest.py), whole files per worker.
 PYTEST_PAR ?= -n 2 --dist loadfile
 
+# Random test order (pytest-randomly), so that a test depending on another's leftovers shows up.
+# Each `make test` draws a seed and prints it; to re-run the same order give it back:
+#   make test SEED=1234567        (or: .venv/bin/python -m pytest -p randomly --randomly-seed=1234567)
+# `make test SEED=last` repeats the previous run's order; `-p no:randomly` runs files in order.
+ifndef SEED
+SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+endif
+PYTEST_ORDER = -p randomly --randomly-seed=$(SEED)
+
 .PHONY: setup lint test test-all test-slow bench clean
 
 setup:
@@ -25,11 +34,13 @@ lint:
 
 # `make test`: everything but the heavy end-to-end runs and the slow real-data checks.
 test: lint
-	$(BIN)/python -m pytest -q $(PYTEST_PAR)
+	@echo "Using --randomly-seed=$(SEED) (re-run this order: make test SEED=$(SEED))"
+	$(BIN)/python -m pytest -q $(PYTEST_PAR) $(PYTEST_ORDER)
 
 # `make test-all` (CI, and before you push): the heavy end-to-end runs too; only `slow` left out.
 test-all: lint
-	$(BIN)/python -m pytest -q $(PYTEST_PAR) -m "not slow"
+	@echo "Using --randomly-seed=$(SEED) (re-run this order: make test-all SEED=$(SEED))"
+	$(BIN)/python -m pytest -q $(PYTEST_PAR) $(PYTEST_ORDER) -m "not slow"
 
 test-slow:
 	$(BIN)/python -m pytest -q -m slow
