@@ -16,8 +16,10 @@ ifndef SEED
 SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 endif
 PYTEST_ORDER = -p randomly --randomly-seed=$(SEED)
+# Extra pytest arguments, e.g. `make test PYTEST_ARGS=tests/test_stats.py` (one file only).
+PYTEST_ARGS ?=
 
-.PHONY: setup lint test test-all test-slow bench clean
+.PHONY: setup lint test test-all test-heavy test-slow bench clean
 
 setup:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,12 +37,17 @@ lint:
 # `make test`: everything but the heavy end-to-end runs and the slow real-data checks.
 test: lint
 	@echo "Using --randomly-seed=$(SEED) (re-run this order: make test SEED=$(SEED))"
-	$(BIN)/python -m pytest -q $(PYTEST_PAR) $(PYTEST_ORDER)
+	$(BIN)/python -m pytest -q $(PYTEST_PAR) $(PYTEST_ORDER) $(PYTEST_ARGS)
 
 # `make test-all` (CI, and before you push): the heavy end-to-end runs too; only `slow` left out.
 test-all: lint
 	@echo "Using --randomly-seed=$(SEED) (re-run this order: make test-all SEED=$(SEED))"
-	$(BIN)/python -m pytest -q $(PYTEST_PAR) $(PYTEST_ORDER) -m "not slow"
+	$(BIN)/python -m pytest -q $(PYTEST_PAR) $(PYTEST_ORDER) -m "not slow" $(PYTEST_ARGS)
+
+# `make test-heavy`: only the heavy end-to-end runs, in random order (benchmarks/stress_suite.py --heavy).
+test-heavy:
+	@echo "Using --randomly-seed=$(SEED) (re-run this order: make test-heavy SEED=$(SEED))"
+	$(BIN)/python -m pytest -q $(PYTEST_PAR) $(PYTEST_ORDER) -m heavy $(PYTEST_ARGS)
 
 test-slow:
 	$(BIN)/python -m pytest -q -m slow
