@@ -24,6 +24,7 @@ from ltr_bench.tracking import (
     resolve_tracking_uri,
     sanitize_key,
 )
+from tests.waiting import HANG_GUARD_S
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +93,8 @@ def test_two_processes_create_a_fresh_store_at_once(tmp_path: Path) -> None:
     for p in procs:
         p.start()
     for p in procs:
-        p.join(60)
-    ids = [q.get(timeout=5) for _ in procs]
+        p.join(HANG_GUARD_S)
+    ids = [q.get(timeout=HANG_GUARD_S) for _ in procs]
     assert all(not i.startswith("ERROR") for i in ids), ids
     assert len(set(ids)) == 1
 

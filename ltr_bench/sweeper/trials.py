@@ -21,7 +21,7 @@ import math
 import os
 import socket
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -176,13 +176,17 @@ def _mark_failed(storage: optuna.storages.BaseStorage, trial: FrozenTrial, reaso
 
 
 def fail_interrupted_trials(
-    study: optuna.Study, rdb: optuna.storages.RDBStorage, grace_period_s: float
+    study: optuna.Study,
+    rdb: optuna.storages.RDBStorage,
+    grace_period_s: float,
+    now: Callable[[], dt.datetime] = dt.datetime.now,
 ) -> list[int]:
     """Mark RUNNING trials whose sweeper is gone as FAIL (reason ``interrupted``); return numbers.
 
     Gone means: for a trial of this host, its sweeper process is dead; of another host, its
     heartbeat is older than the grace period; without owner attribute (not started by this
-    sweeper), its heartbeat is stale or it started more than the grace period ago.
+    sweeper), its heartbeat is stale or it started more than the grace period ago (by ``now()``,
+    a clock tests can replace).
     """
     running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
     if not running:
@@ -195,7 +199,7 @@ def fail_interrupted_trials(
             log.warning(
                 "This Optuna version has no heartbeat query; only local trials are checked."
             )
-    now = dt.datetime.now()
+    current = now()
     failed = []
     for t in running:
         worker = t.user_attrs.get(ATTR_WORKER)
@@ -204,8 +208,8 @@ def fail_interrupted_trials(
         elif isinstance(worker, Mapping):
             gone = t._trial_id in stale_ids
         else:
-            started = t.datetime_start or now
-            gone = t._trial_id in stale_ids or (now - started).total_seconds() > grace_period_s
+            started = t.datetime_start or current
+            gone = t._trial_id in stale_ids or (current - started).total_seconds() > grace_period_s
         if gone and _mark_failed(study._storage, t, FAIL_INTERRUPTED):
             failed.append(t.number)
     if failed:

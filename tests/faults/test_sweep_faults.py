@@ -34,8 +34,9 @@ from tests.sweeper.toy import (
     start_toy,
     wait_for_file,
 )
+from tests.waiting import HANG_GUARD_S, TEST_GUARD_S, wait_until
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(TEST_GUARD_S)
 
 TINY = [
     "dataset.n_train=300",
@@ -297,7 +298,7 @@ def test_a_killed_default_trial_is_enqueued_again_on_resume(tmp_path: Path) -> N
     proc = start_toy(tmp_path, *common, "hang_at_trial=0", f"hang_marker={tmp_path / 'hang'}")
     wait_for_file(tmp_path / "hang", proc)  # trial 0, the config's defaults x=0 y=0, is running
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.wait(timeout=HANG_GUARD_S)
     resumed = run_toy(tmp_path, *common)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "Skipping enqueue" not in resumed.stdout + resumed.stderr
@@ -351,7 +352,7 @@ def test_two_workers_sharing_a_study_reevaluate_each_top_trial_once(tmp_path: Pa
         for i in (0, 1)
     ]
     for w in workers:
-        assert w.wait(timeout=120) == 0, (tmp_path / "w0.log").read_text()[-2000:] + (
+        assert w.wait(timeout=HANG_GUARD_S) == 0, (tmp_path / "w0.log").read_text()[-2000:] + (
             tmp_path / "w1.log"
         ).read_text()[-2000:]
     records = calls(tmp_path)
@@ -392,7 +393,7 @@ def test_a_killed_reevaluation_is_claimed_again_and_runs_once_more(tmp_path: Pat
     )
     wait_for_file(tmp_path / "hang", proc)  # the three trials done, the first re-evaluation running
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.wait(timeout=HANG_GUARD_S)
     killed = int((tmp_path / "hang").read_text())
     resumed = run_toy(tmp_path, *common)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -420,14 +421,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _wait_until_gone(pid: int, last_guard_s: float) -> None:
-    """Return once process ``pid`` has ended; fail only after ``last_guard_s`` (a hang)."""
-    deadline = time.monotonic() + last_guard_s
-    while _alive(pid):
-        assert time.monotonic() < deadline, f"the orphaned job (pid {pid}) is still running"
-        time.sleep(0.2)
-
-
 def test_a_parallel_launchers_job_stops_when_its_sweeper_is_killed(tmp_path: Path) -> None:
     """With hydra/launcher=joblib a SIGKILLed sweeper used to leave its worker running the job
     (its trial failed as interrupted on resume, the job going on as if nothing had happened)."""
@@ -445,10 +438,10 @@ def test_a_parallel_launchers_job_stops_when_its_sweeper_is_killed(tmp_path: Pat
     ]
     assert job != proc.pid
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.wait(timeout=HANG_GUARD_S)
     # The event: the job's process ends (the guard's SIGTERM, at worst orphan_grace_period = 1 s
     # of the toy's config later). The limit only stops a hang; the job itself sleeps for an hour.
-    _wait_until_gone(job, last_guard_s=600)
+    wait_until(lambda: not _alive(job), f"the orphaned job (pid {job}) ended")
     resumed = run_toy(tmp_path, *common)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     trials = load(f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'orphan.db'}", "orphan")
@@ -463,7 +456,7 @@ def test_sigterm_ends_a_plain_hydra_apps_sweep_as_sigterm(tmp_path: Path) -> Non
     proc = start_toy(tmp_path, *common, "hang_at_trial=1", f"hang_marker={tmp_path / 'hang'}")
     wait_for_file(tmp_path / "hang", proc)
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == -signal.SIGTERM
+    assert proc.wait(timeout=HANG_GUARD_S) == -signal.SIGTERM
     trials = load(f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'term.db'}", "term")
     assert reasons(trials) == {int((tmp_path / "hang").read_text()): "interrupted"}
     assert len(complete(trials)) == 1
@@ -491,11 +484,7 @@ def _name(trial: int, reevaluation: bool = False) -> str:
 def _signal_when_running(
     proc: subprocess.Popen, db: Path, wanted: str, sig: signal.Signals
 ) -> None:
-    deadline = time.monotonic() + 150
-    while wanted not in _running(db):
-        assert proc.poll() is None, f"ltr-bench exited ({proc.returncode}) before '{wanted}' ran"
-        assert time.monotonic() < deadline, f"no RUNNING run '{wanted}'"
-        time.sleep(0.05)
+    wait_until(lambda: wanted in _running(db), f"the run '{wanted}' was RUNNING", proc)
     proc.send_signal(sig)
 
 
@@ -519,7 +508,7 @@ def test_sigterm_on_an_ltr_bench_sweep_exits_143(tmp_path: Path) -> None:
         cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     _signal_when_running(proc, tmp_path / "mlflow.db", _name(0), signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=HANG_GUARD_S)
     assert proc.returncode == 143, err[-3000:]
     assert "Traceback" not in out + err and "interrupted; the MLflow runs" not in err
     assert (
@@ -568,7 +557,7 @@ def test_killed_trials_and_reevaluations_leave_no_running_mlflow_run(tmp_path: P
 
     first = start("first")
     _signal_when_running(first, db, _name(1), signal.SIGTERM)
-    assert first.wait(timeout=60) == 143
+    assert first.wait(timeout=HANG_GUARD_S) == 143
     err = (tmp_path / "first.err").read_text()
     assert (
         "Traceback" not in err and "ltr-bench: terminated; the MLflow runs are marked KILLED" in err
@@ -577,11 +566,11 @@ def test_killed_trials_and_reevaluations_leave_no_running_mlflow_run(tmp_path: P
 
     second = start("second")
     _signal_when_running(second, db, _name(0, True), signal.SIGKILL)
-    second.wait(timeout=60)
+    second.wait(timeout=HANG_GUARD_S)
     assert _running(db) == [_name(0, True)]  # left behind by the killed process
 
     third = start("third")
-    assert third.wait(timeout=240) == 0, (tmp_path / "third.err").read_text()[-3000:]
+    assert third.wait(timeout=HANG_GUARD_S) == 0, (tmp_path / "third.err").read_text()[-3000:]
     assert _running(db) == []
     url = f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 's.db'}"
     trials = load(url, "s")

@@ -22,8 +22,9 @@ from tests.sweeper.toy import (
     start_toy,
     wait_for_file,
 )
+from tests.waiting import HANG_GUARD_S, TEST_GUARD_S
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(TEST_GUARD_S)
 
 
 def _ok(proc) -> None:
@@ -111,7 +112,7 @@ def test_kill_and_resume_keeps_trial_count_exact(
     proc = start_toy(tmp_path, *common, "hang_at_trial=2", f"hang_marker={tmp_path / 'hang'}")
     wait_for_file(tmp_path / "hang", proc)  # two trials done, the third one is running
     proc.send_signal(sig)
-    proc.wait(timeout=30)
+    proc.wait(timeout=HANG_GUARD_S)
     killed = int((tmp_path / "hang").read_text())
     url = f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'killed.db'}"
     before = load(url, "killed")
@@ -206,7 +207,7 @@ def test_two_processes_share_one_sqlite_study(tmp_path: Path, sampler: str) -> N
         for i in (0, 1)
     ]
     for w in workers:
-        assert w.wait(timeout=90) == 0, (tmp_path / "w0.log").read_text()[-2000:] + (
+        assert w.wait(timeout=HANG_GUARD_S) == 0, (tmp_path / "w0.log").read_text()[-2000:] + (
             tmp_path / "w1.log"
         ).read_text()[-2000:]
     trials = load(url, "shared")

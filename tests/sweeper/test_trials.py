@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import subprocess
 import sys
@@ -118,7 +119,8 @@ def test_fail_interrupted_trials(tmp_path) -> None:
     remote.set_user_attr(ATTR_WORKER, {**worker_identity(), "host": "another-host"})
     foreign = study.ask(DISTS)  # no owner attribute
     assert fail_interrupted_trials(study, storage, grace_period_s=3600) == [dead.number]
-    assert fail_interrupted_trials(study, storage, grace_period_s=0) == [foreign.number]
+    later = datetime.datetime.now() + datetime.timedelta(hours=2)  # a fake clock, no waiting
+    assert fail_interrupted_trials(study, storage, 3600, now=lambda: later) == [foreign.number]
     states = {t.number: (t.state, t.user_attrs.get(ATTR_FAIL)) for t in study.get_trials()}
     assert states[dead.number] == (TrialState.FAIL, "interrupted")
     assert states[foreign.number] == (TrialState.FAIL, "interrupted")
