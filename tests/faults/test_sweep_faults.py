@@ -25,6 +25,7 @@ import yaml
 from optuna.trial import TrialState
 
 from tests.sweeper.toy import (
+    both_workers_run,
     calls,
     complete,
     load,
@@ -344,6 +345,7 @@ def test_two_workers_sharing_a_study_reevaluate_each_top_trial_once(tmp_path: Pa
         "hydra/sweeper/sampler=grid",
         "hydra.sweeper.n_trials=6",
         "sleep_s=0.3",
+        *both_workers_run(tmp_path),
         "hydra.sweeper.reevaluate.top_k=3",
         "se=0.1",
     ]

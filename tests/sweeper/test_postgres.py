@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sweeper.toy import calls, complete, load, point, reasons, start_toy
+from tests.sweeper.toy import both_workers_run, calls, complete, load, point, reasons, start_toy
 from tests.waiting import HANG_GUARD_S, TEST_GUARD_S
 
 pytestmark = pytest.mark.timeout(TEST_GUARD_S)
@@ -140,6 +140,7 @@ def test_two_workers_run_one_postgresql_study_to_completion(
         "x=range(0,3)",
         "y=choice(1,2)",
         "sleep_s=0.3",
+        *both_workers_run(tmp_path),
     ]
     workers = [
         start_toy(tmp_path, *args, f"hydra.sweep.dir={tmp_path / f'w{i}'}", log_name=f"w{i}.log")
@@ -176,6 +177,7 @@ def test_two_workers_race_trials_in_one_postgresql_study(
         *PRUNE_ODD,
         "hydra.sweeper.n_trials=8",
         "sleep_s=0.2",
+        *both_workers_run(tmp_path),
     ]
     workers = [
         start_toy(tmp_path, *args, f"hydra.sweep.dir={tmp_path / f'w{i}'}", log_name=f"w{i}.log")

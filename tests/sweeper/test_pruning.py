@@ -17,7 +17,7 @@ import yaml
 from optuna.trial import TrialState
 
 from tests.sweeper.pruners import PRUNE_ODD, pythonpath_with_repo
-from tests.sweeper.toy import calls, load, run_toy, start_toy
+from tests.sweeper.toy import both_workers_run, calls, load, run_toy, start_toy
 from tests.waiting import HANG_GUARD_S, TEST_GUARD_S
 
 pytestmark = pytest.mark.timeout(TEST_GUARD_S)
@@ -135,6 +135,7 @@ def test_joblib_workers_report_into_their_trials(tmp_path: Path) -> None:
             "hydra.sweeper.n_jobs=2",
             "hydra/launcher=joblib",
             "hydra.launcher.n_jobs=2",
+            *both_workers_run(tmp_path),
         )
     )
     _, trials = _study(tmp_path)
@@ -161,6 +162,7 @@ def test_two_sweepers_sharing_one_sqlite_study_race_within_one_budget(
         "hydra.sweeper.study_name=shared",
         "hydra.sweeper.n_trials=10",
         "sleep_s=0.2",
+        *both_workers_run(tmp_path),
     ]
     procs = [
         start_toy(tmp_path, *shared, f"hydra.sweep.dir=multirun/w{i}", log_name=f"w{i}.log")

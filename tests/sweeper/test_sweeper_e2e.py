@@ -13,6 +13,7 @@ import yaml
 from optuna.distributions import CategoricalDistribution, IntDistribution
 
 from tests.sweeper.toy import (
+    both_workers_run,
     calls,
     complete,
     load,
@@ -199,6 +200,7 @@ def test_two_processes_share_one_sqlite_study(tmp_path: Path, sampler: str) -> N
         f"hydra/sweeper/sampler={sampler}",
         "hydra.sweeper.n_trials=6",
         "sleep_s=0.4",
+        *both_workers_run(tmp_path),
         "kind=a,b",
         "y=choice(0,2)",
     ]

@@ -113,6 +113,12 @@ def wait_for_file(path: Path, proc: subprocess.Popen) -> None:
     wait_until(path.exists, f"{path} appeared", proc)
 
 
+def both_workers_run(workdir: Path, n: int = 2) -> list[str]:
+    """Overrides making every job wait until ``n`` worker processes have started one (so that
+    each worker is sure to run trials, however slowly the others start)."""
+    return [f"workers_dir={workdir / 'workers'}", f"wait_for_workers={n}"]
+
+
 def calls(workdir: Path) -> list[dict[str, Any]]:
     """One record per executed job, in execution order."""
     path = workdir / "calls.jsonl"

@@ -6,7 +6,9 @@ the sweep), ``sleep_s`` slows every job, ``hang_at_trial`` (a trial number) and/
 ``hang_reevaluation`` (true: a re-evaluation job) select the jobs that hang: the first of them to
 create ``hang_marker`` (atomically, holding its trial number) sleeps for an hour, so that a test
 can wait for that file and then kill the sweep mid-trial; exactly one job hangs, whatever the
-order of parallel workers. ``calls_file`` gets one JSON line per executed job (to count runs),
+order of parallel workers. ``wait_for_workers`` = n with ``workers_dir``: every job registers its
+process there and waits until n processes have (so that each of n workers is sure to run jobs,
+whatever their start-up times). ``calls_file`` gets one JSON line per executed job (to count runs),
 ``se`` returns the value as an :class:`Objective` with that standard error (and ``n_folds``),
 ``lucky_x`` adds ``lucky_bonus`` to that x's value in search jobs but not in re-evaluations
 (``sweep.reevaluation=true``): a trial that only looks best. ``steps`` > 0 makes a job race: it
@@ -33,6 +35,8 @@ from ltr_bench.sweeper.pruning import TrialReporter
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float:
     trial = cfg.sweep.trial_number
+    if cfg.wait_for_workers:
+        _rendezvous(Path(cfg.workers_dir), int(cfg.wait_for_workers))
     value = -((cfg.x - 1) ** 2) - (cfg.y - 2) ** 2 + (0.5 if cfg.kind == "b" else 0.0)
     steps_done = _race(cfg, value)
     if cfg.calls_file:
@@ -63,6 +67,18 @@ def main(cfg: DictConfig) -> float:
     if cfg.lucky_x is not None and cfg.x == cfg.lucky_x and not cfg.sweep.reevaluation:
         value += cfg.lucky_bonus
     return Objective(value, se=cfg.se, n_folds=cfg.n_folds) if cfg.se is not None else value
+
+
+def _rendezvous(folder: Path, n: int, guard_s: float = 600.0) -> None:
+    """Register this process in ``folder``; return once ``n`` processes have registered (the
+    limit only stops a hang: a worker that never starts)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / str(os.getpid())).touch()
+    deadline = time.monotonic() + guard_s
+    while len(list(folder.iterdir())) < n:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {len(list(folder.iterdir()))} of {n} workers started")
+        time.sleep(0.05)
 
 
 def _wants_to_hang(cfg: DictConfig) -> bool:
