@@ -624,10 +624,11 @@ def test_the_interrupted_hook_kills_exactly_the_left_over_runs(tmp_path: Path) -
     alive = trial_run("s", 2)  # still running in a live process
     other = trial_run("t", 1)  # the same number in another study
     old_again = trial_run("s", 0, reevaluation=True)  # started before its claim was failed
-    time.sleep(0.05)
-    failed_at = time.time()
-    time.sleep(0.05)
+    old_ms = tracker.client.get_run(old_again).info.start_time
+    wait_until(lambda: time.time() * 1000 > old_ms + 2, "the clock moved past its start")
     new_again = trial_run("s", 0, reevaluation=True)  # the claim that re-runs it
+    # the claim failed between the two starts, as recorded in the store (no sleeps to race)
+    failed_at = (old_ms + tracker.client.get_run(new_again).info.start_time) / 2000
     config = OmegaConf.create(
         {"tracking": {"enabled": True, "tracking_uri": uri, "experiment_name": "faults"}}
     )
