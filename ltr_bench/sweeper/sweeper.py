@@ -570,6 +570,7 @@ class OptunaSweeperImpl(Sweeper):
             FAIL_SURPLUS,
             counts_toward_budget,
             params_key,
+            settled_others,
             taken_points,
         )
 
@@ -581,7 +582,7 @@ class OptunaSweeperImpl(Sweeper):
                 trial = study.ask(distributions)
             heartbeat.add(trial._trial_id)
             trial.set_user_attr(ATTR_WORKER, identity)
-            others = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number]
+            others = settled_others(study, trial.number, names)  # no half-asked rival
             earlier = [t for t in others if t.number < trial.number and counts_toward_budget(t)]
             if len(earlier) >= budget:
                 self._reject(study, trial, FAIL_SURPLUS, heartbeat)

@@ -77,6 +77,32 @@ def taken_points(
     return taken
 
 
+def settled_others(
+    study: optuna.Study, number: int, names: Sequence[str], wait_s: float = 5.0
+) -> list[FrozenTrial]:
+    """The study's trials other than ``number``, read once every earlier RUNNING trial holds all
+    of ``names`` (another worker may be between its ``ask`` and its last parameter write: read
+    half-written, its point looked free and both workers ran the same point).
+
+    ``wait_s`` bounds the wait for a worker that died mid-ask (its trial then counts as no point).
+    """
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        others = [t for t in study.get_trials(deepcopy=False) if t.number != number]
+        unsettled = [
+            t
+            for t in others
+            if t.number < number
+            and t.state == TrialState.RUNNING
+            and params_key(t.params, names) is None
+        ]
+        if not unsettled or time.monotonic() > deadline:
+            return others
+        time.sleep(0.02)
+
+
 def _same_point(trial: FrozenTrial, point: Mapping[str, Any]) -> bool:
     """True when ``trial`` was enqueued with (or sampled) exactly ``point``'s values.
 

@@ -20,6 +20,7 @@ from ltr_bench.sweeper.trials import (
     counts_toward_budget,
     fail_interrupted_trials,
     is_dead_local_worker,
+    settled_others,
     worker_identity,
 )
 
@@ -125,3 +126,26 @@ def test_fail_interrupted_trials(tmp_path) -> None:
     assert states[dead.number] == (TrialState.FAIL, "interrupted")
     assert states[foreign.number] == (TrialState.FAIL, "interrupted")
     assert states[mine.number][0] == states[remote.number][0] == TrialState.RUNNING
+
+
+def test_settled_others_reads_an_earlier_trial_once_its_ask_has_written_every_param(
+    tmp_path,
+) -> None:
+    """Another worker between its ask and its last parameter write must not look like a free
+    point (two workers then ran the same grid point)."""
+    import threading
+
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path / 's.db'}")
+    study = optuna.create_study(storage=storage, study_name="s")
+    half = study.ask()  # the other worker's trial: created, no params written yet
+    half.suggest_int("x", 0, 2)
+    mine = study.ask(DISTS)
+    finishing = threading.Thread(target=half.suggest_categorical, args=("y", ["a", "b"]))
+    finishing.start()  # its last write may land before or during the call: the same result
+    (seen,) = settled_others(study, mine.number, ["x", "y"], wait_s=600)
+    finishing.join()
+    assert set(seen.params) == {"x", "y"}
+    gone = study.ask()  # a worker that died mid-ask: the wait for it is bounded
+    later = study.ask(DISTS)
+    others = settled_others(study, later.number, ["x", "y"], wait_s=0)
+    assert [t.number for t in others] == [half.number, mine.number, gone.number]
