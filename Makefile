@@ -8,7 +8,18 @@ TORCH_CONSTRAINT ?= -c constraints-cpu.txt
 # Two pytest workers (one thread each, tests/conftest.py), whole files per worker.
 PYTEST_PAR ?= -n 2 --dist loadfile
 
-.PHONY: setup lint test test-all test-slow bench docs docs-screenshots results results-models clean
+# Random test order (pytest-randomly), so that a test depending on another's leftovers shows up.
+# Each `make test` draws a seed and prints it; to re-run the same order give it back:
+#   make test SEED=1234567        (or: .venv/bin/python -m pytest -p randomly --randomly-seed=1234567)
+# `make test SEED=last` repeats the previous run's order; `-p no:randomly` runs files in order.
+ifndef SEED
+SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+endif
+PYTEST_ORDER = -p randomly --randomly-seed=$(SEED)
+# Extra pytest arguments, e.g. `make test PYTEST_ARGS=tests/test_stats.py` (one file only).
+PYTEST_ARGS ?=
+
+.PHONY: setup lint test test-all test-heavy test-slow bench docs docs-screenshots results results-models clean
 
 setup:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,11 +36,18 @@ lint:
 
 # `make test`: everything but the heavy end-to-end runs and the slow real-data checks.
 test: lint
-	$(BIN)/python -m pytest -q $(PYTEST_PAR)
+	@echo "Using --randomly-seed=$(SEED) (re-run this order: make test SEED=$(SEED))"
+	$(BIN)/python -m pytest -q $(PYTEST_PAR) $(PYTEST_ORDER) $(PYTEST_ARGS)
 
 # `make test-all` (CI, and before you push): the heavy end-to-end runs too; only `slow` left out.
 test-all: lint
-	$(BIN)/python -m pytest -q $(PYTEST_PAR) -m "not slow"
+	@echo "Using --randomly-seed=$(SEED) (re-run this order: make test-all SEED=$(SEED))"
+	$(BIN)/python -m pytest -q $(PYTEST_PAR) $(PYTEST_ORDER) -m "not slow" $(PYTEST_ARGS)
+
+# `make test-heavy`: only the heavy end-to-end runs, in random order (benchmarks/stress_suite.py --heavy).
+test-heavy:
+	@echo "Using --randomly-seed=$(SEED) (re-run this order: make test-heavy SEED=$(SEED))"
+	$(BIN)/python -m pytest -q $(PYTEST_PAR) $(PYTEST_ORDER) -m heavy $(PYTEST_ARGS)
 
 test-slow:
 	$(BIN)/python -m pytest -q -m slow

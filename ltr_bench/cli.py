@@ -239,6 +239,9 @@ def describe_user_error(exc: BaseException) -> str | None:
 
     if isinstance(exc, UserError):
         return _one_line(str(exc))
+    yaml_error = _yaml_syntax(exc)
+    if yaml_error is not None:
+        return yaml_error
     if isinstance(exc, MissingConfigException):
         return _missing_config(exc)
     if isinstance(exc, OverrideParseException):
@@ -258,6 +261,22 @@ def describe_user_error(exc: BaseException) -> str | None:
     if cause is not None:
         return describe_user_error(cause)
     return None
+
+
+def _yaml_syntax(exc: BaseException) -> str | None:
+    """``<file>:<line>: YAML syntax error ...`` for a config file PyYAML cannot parse (e.g. one
+    in the user's ``--config-dir``), wherever it sits in the chain; None for anything else."""
+    import yaml
+
+    from ltr_bench.errors import find_in_chain
+
+    found = find_in_chain(exc, yaml.MarkedYAMLError)
+    if found is None:
+        return None
+    mark = found.problem_mark or found.context_mark
+    where = f"{mark.name}:{mark.line + 1}" if mark is not None else "a config file"
+    problem = ": ".join(p for p in (found.context, found.problem) if p)
+    return _one_line(f"{where}: YAML syntax error ({problem}); fix that line of the file")
 
 
 def _one_line(text: str) -> str:

@@ -188,7 +188,7 @@ def load_pipeline(folder: str | Path) -> ScoringPipeline:
     with np.load(folder / ARRAYS_FILE, allow_pickle=False) as npz:
         arrays = {k: npz[k] for k in npz.files}
     preprocessing = _restore_preprocessing(doc["preprocessing"], arrays)
-    ranker = _build_ranker(dict(doc["ranker"]["spec"]))
+    ranker = _build_ranker(doc["ranker"]["spec"], path)
     ranker.load_params(folder / RANKER_DIR, n_features)
     return ScoringPipeline(
         preprocessing=preprocessing,
@@ -242,12 +242,16 @@ def _load_pyfunc(data_path: str) -> PyfuncScorer:
 
 
 # ------------------------------------------------------------------------------- internals
-def _build_ranker(spec: dict[str, Any]) -> Any:
-    """An unfitted ranker from its saved spec; only a Ranker subclass is constructed."""
+def _build_ranker(spec: Any, path: Path) -> Any:
+    """An unfitted ranker from its saved spec (read from ``path``); only a Ranker subclass is
+    constructed, and a spec it cannot be built from (e.g. edited by hand) is a UserError."""
     from hydra.utils import get_class, instantiate
 
+    from ltr_bench.errors import find_in_chain
     from ltr_bench.models.base import Ranker
 
+    if not isinstance(spec, dict):
+        raise UserError(f"{path}: the ranker spec must be a mapping with _target_, not {spec!r}")
     target = str(spec.get("_target_", ""))
     try:
         cls = get_class(target)
@@ -258,7 +262,15 @@ def _build_ranker(spec: dict[str, Any]) -> Any:
         ) from None
     if not (isinstance(cls, type) and issubclass(cls, Ranker)):
         raise UserError(f"the saved model's ranker class {target!r} is not an ltr_bench Ranker")
-    return instantiate(spec, _convert_="all")
+    try:
+        return instantiate(spec, _convert_="all")
+    except Exception as exc:  # noqa: BLE001 - Hydra wraps the constructor's error
+        reason = find_in_chain(exc.__cause__, UserError) or exc.__cause__ or exc
+        first = (str(reason).strip().splitlines() or [type(reason).__name__])[0]
+        raise UserError(
+            f"{path}: the ranker spec cannot build {target} ({first.rstrip('.')}); "
+            "restore the file or save the model again"
+        ) from None
 
 
 def _preprocessing_state(pre: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

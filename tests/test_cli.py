@@ -136,3 +136,14 @@ def test_interpolation_errors_name_the_key() -> None:
     message = describe_user_error(err.value)
     assert message is not None and message.startswith("config key dataset.root:")
     assert "LTR_NO_SUCH_VAR_X" in message
+
+
+def test_a_yaml_syntax_error_in_the_users_config_dir_names_file_and_line(tmp_path, cli) -> None:
+    bad = tmp_path / "conf" / "model" / "bad.yaml"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("# my model\nepochs: [1, 2\nlr: 3\n")
+    result = cli("--config-dir", str(tmp_path / "conf"), "model=bad", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("ltr-bench: error:")]
+    assert f"{bad}:3" in line and "YAML" in line, line

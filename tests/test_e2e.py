@@ -14,7 +14,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import pytest
 from ltr_bench import tracking_keys as keys
 from ltr_bench.tracking.tags import git_commit
 from tests.inprocess import CliResult, run_ltr_bench
+from tests.waiting import HANG_GUARD_S, wait_until
 
 LTR_BENCH = str(Path(sys.executable).parent / "ltr-bench")
 DATA_ROOT = Path(
@@ -338,18 +338,21 @@ def test_killed_runs_end_killed_not_running(tmp_path: Path) -> None:
             ),
         )
     try:
-        deadline = time.time() + 240  # start-up alone takes over a minute on a busy 2-core VM
+        # the event: each process's fold run is training (start-up alone can take minutes on a
+        # busy 2-core machine; the guard only stops a hang)
         pending = dict(procs)
-        while pending and time.time() < deadline:
+
+        def signal_the_training() -> bool:
             for sig, (cwd, proc) in list(pending.items()):
                 assert proc.poll() is None, proc.communicate()[1][-2000:]
                 if _fold_run_training(cwd / "mlflow.db"):
                     proc.send_signal(sig)
                     del pending[sig]
-            time.sleep(0.2)
-        assert not pending, "training never started"
+            return not pending
+
+        wait_until(signal_the_training, "training started in both processes", every_s=0.2)
         for sig, (cwd, proc) in procs.items():
-            _, err = proc.communicate(timeout=60)
+            _, err = proc.communicate(timeout=HANG_GUARD_S)
             assert proc.returncode == {signal.SIGTERM: 143, signal.SIGINT: 130}[sig], err[-2000:]
             assert "Traceback" not in err
             runs = _runs(_client(cwd))

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import HANG_GUARD_S
+
 REPO = Path(__file__).resolve().parents[1]
 LINT = Path(sys.executable).with_name("lint-imports")
 
@@ -89,7 +91,7 @@ def lint(root: Path) -> subprocess.CompletedProcess:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_GUARD_S,
     )
 
 

@@ -129,6 +129,28 @@ def test_docids_default_to_line_numbers(trained: dict[str, Any], tmp_path: Path)
     assert sorted(map(int, ids)) == list(range(1, trained["raw_test"].n_docs + 1))
 
 
+def _local_model_with_spec(trained: dict[str, Any], tmp_path: Path, **extra: Any) -> Path:
+    """A local copy of the trained model whose pipeline.json ranker spec gets ``extra`` keys."""
+    import json
+
+    import mlflow
+
+    mlflow.set_tracking_uri(trained["uri"])
+    try:
+        folder = Path(
+            mlflow.artifacts.download_artifacts(
+                f"runs:/{trained['run_id']}/model", dst_path=str(tmp_path / "model")
+            )
+        )
+    finally:
+        mlflow.set_tracking_uri(None)
+    (pipeline,) = folder.rglob("pipeline.json")
+    doc = json.loads(pipeline.read_text())
+    doc["ranker"]["spec"].update(extra)
+    pipeline.write_text(json.dumps(doc))
+    return folder
+
+
 @pytest.mark.parametrize(
     "case, expected",
     [
@@ -139,6 +161,7 @@ def test_docids_default_to_line_numbers(trained: dict[str, Any], tmp_path: Path)
         ("features", "has 5 features but the model was trained on 8"),
         ("bad_line", "bad.txt:2: "),
         ("exists", "exists; choose another --out"),
+        ("bad_spec", "pipeline.json: the ranker spec"),
     ],
 )
 def test_bad_input_is_one_sentence_and_exit_2(
@@ -169,6 +192,9 @@ def test_bad_input_is_one_sentence_and_exit_2(
     elif case == "exists":
         out.mkdir()
         (out / "test.run").write_text("keep me")
+    elif case == "bad_spec":  # pipeline.json edited by hand: an argument the ranker does not take
+        model = str(_local_model_with_spec(trained, tmp_path, no_such_argument=1))
+        capsys.readouterr()  # the download's progress bar
     code = predict(trained, model, data, "--out", str(out))
     err = capsys.readouterr().err.strip()
     assert code == 2

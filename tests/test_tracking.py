@@ -18,6 +18,7 @@ from ltr_bench.tracking.params import flatten_config
 from ltr_bench.tracking.signals import RunTerminated
 from ltr_bench.tracking.store import ensure_experiment, resolve_tracking_uri
 from ltr_bench.tracking.tracker import NullTracker, Tracker
+from tests.waiting import HANG_GUARD_S
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +87,8 @@ def test_two_processes_create_a_fresh_store_at_once(tmp_path: Path) -> None:
     for p in procs:
         p.start()
     for p in procs:
-        p.join(60)
-    ids = [q.get(timeout=5) for _ in procs]
+        p.join(HANG_GUARD_S)
+    ids = [q.get(timeout=HANG_GUARD_S) for _ in procs]
     assert all(not i.startswith("ERROR") for i in ids), ids
     assert len(set(ids)) == 1
 

@@ -230,6 +230,22 @@ def optimizer_class(value: Any, key: str = "optimizer") -> tuple[str, type, dict
     raise UserError(f"{key}={name!r} is not known; use one of {sorted(OPTIMIZERS)}")
 
 
+def check_optimizer(value: Any, key: str = "optimizer") -> None:
+    """Build the optimizer of a group option once over a dummy parameter, so that a value torch
+    refuses (``optimizer.lr=-1``) is a one-sentence :class:`UserError` naming the key before any
+    data is read or run tracked (not an error inside ``fit``)."""
+    name, cls, params = optimizer_class(value, key)
+    try:
+        cls([torch.nn.Parameter(torch.zeros(1))], **params)
+    except (TypeError, ValueError) as err:
+        why = " ".join(str(err).split()) or type(err).__name__
+        named = [k for k, v in params.items() if str(v) in why]
+        if len(named) == 1:
+            k = named[0]
+            raise UserError(f"{key}.{k}={params[k]} is refused by {name} ({why})") from None
+        raise UserError(f"{key}={name} rejects its parameters {params} ({why})") from None
+
+
 def build_optimizer(value: Any, param_groups: Any) -> torch.optim.Optimizer:
     """A torch optimiser over ``param_groups`` (parameters or groups) from an optimizer group
     option (see :func:`optimizer_class`)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from ltr_bench.errors import UserError
 
@@ -96,6 +96,15 @@ def check_numeric_arguments(cfg: DictConfig, group: str = "optimizer") -> None:
             raise UserError(
                 f"{group}.{key}={value!r} is not a number; give a number such as {group}.{key}={default}"
             )
+
+
+def check_optimizer_arguments(cfg: DictConfig) -> None:
+    """Reject optimizer values torch refuses (``optimizer.lr=-1``) before anything is tracked."""
+    node = cfg.get("optimizer")
+    if isinstance(node, DictConfig) and node.get("_target_"):
+        from ltr_bench.models.networks import check_optimizer
+
+        check_optimizer(OmegaConf.to_container(node, resolve=True))
 
 
 def check_distributed(cfg: DictConfig) -> None:

@@ -15,6 +15,7 @@ from ltr_bench.runner.checks import (
     check_compatibility,
     check_distributed,
     check_numeric_arguments,
+    check_optimizer_arguments,
     check_top_level,
 )
 from ltr_bench.runner.context import configure_threads, job_context, seed_everything
@@ -37,6 +38,7 @@ def run(
     check_compatibility(cfg)
     check_top_level(cfg)
     check_numeric_arguments(cfg)
+    check_optimizer_arguments(cfg)
     check_distributed(cfg)
     resolve_accelerator(cfg)  # a GPU request is granted, refused or said to be ignored: no data yet
     protocol: Protocol = instantiate(cfg.protocol)

@@ -98,6 +98,7 @@ def ask_one(study: Any, space: Any, budget: int, heartbeat: Any, max_retries: in
         FAIL_SURPLUS,
         counts_toward_budget,
         params_key,
+        settled_others,
         taken_points,
         worker_identity,
     )
@@ -110,7 +111,7 @@ def ask_one(study: Any, space: Any, budget: int, heartbeat: Any, max_retries: in
             trial = study.ask(distributions)
         heartbeat.add(trial_id(trial))
         trial.set_user_attr(ATTR_WORKER, identity)
-        others = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number]
+        others = settled_others(study, trial.number, names)  # no half-asked rival
         earlier = [t for t in others if t.number < trial.number and counts_toward_budget(t)]
         if len(earlier) >= budget:
             reject(study, trial, FAIL_SURPLUS, heartbeat)

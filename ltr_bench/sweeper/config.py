@@ -158,6 +158,8 @@ class LtrOptunaSweeperConf:
     heartbeat_interval / grace_period: seconds; a trial of another host whose heartbeat is older
       than ``grace_period`` (default 2 x interval) is marked FAIL; a trial of a dead process on this
       host is marked FAIL at once.
+    orphan_grace_period: seconds a launcher's worker (e.g. joblib) whose sweeper was killed gets to
+      end its job after SIGTERM before it is ended for good (a job may handle SIGTERM itself).
     """
 
     _target_: str = SWEEPER_TARGET
@@ -184,6 +186,8 @@ class LtrOptunaSweeperConf:
     max_duplicate_retries: int = 10
     heartbeat_interval: int = 30
     grace_period: int | None = None
+    # Seconds an orphaned launcher worker has, after its SIGTERM, before it is ended (tests: short).
+    orphan_grace_period: float = 30.0
     enqueue_defaults: bool = False
     enqueue_trials: list[Any] = field(default_factory=list)
     reevaluate: ReevaluateConf = field(default_factory=ReevaluateConf)

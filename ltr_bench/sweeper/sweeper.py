@@ -73,6 +73,7 @@ class OptunaSweeperImpl(Sweeper):
         max_duplicate_retries: int = 10,
         heartbeat_interval: int = 30,
         grace_period: int | None = None,
+        orphan_grace_period: float = 30.0,
         enqueue_defaults: bool = False,
         enqueue_trials: Sequence[Any] = (),
         reevaluate: Any = None,
@@ -96,6 +97,7 @@ class OptunaSweeperImpl(Sweeper):
         self.grace_period = (
             int(grace_period) if grace_period is not None else 2 * self.heartbeat_interval
         )
+        self.orphan_grace_period = float(orphan_grace_period)
         self.enqueue_defaults = bool(enqueue_defaults)
         self.enqueue_trials = list(plain(enqueue_trials) or [])
         reevaluate = plain(reevaluate) or {}
@@ -152,7 +154,9 @@ class OptunaSweeperImpl(Sweeper):
 
         # jobs run by a launcher in other processes (joblib) stop when this sweeper is gone
         self.launcher = Plugins.instance().instantiate_launcher(
-            hydra_context=hydra_context, task_function=orphan_guard(task_function), config=config
+            hydra_context=hydra_context,
+            task_function=orphan_guard(task_function, self.orphan_grace_period),
+            config=config,
         )
         self.fatal_errors = tuple(self._resolve_error_class(n) for n in self.fatal_error_names)
 

@@ -21,7 +21,7 @@ import math
 import os
 import socket
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,10 @@ FAIL_CONFIG = "config_error"
 FAIL_DUPLICATE = "duplicate"
 FAIL_SURPLUS = "surplus"
 COUNTED_FAIL_REASONS = frozenset({FAIL_EXCEPTION, FAIL_NAN})
+
+# Seconds an orphaned launcher worker gets after its SIGTERM before the guard ends it (default of
+# ``hydra.sweeper.orphan_grace_period``).
+ORPHAN_GRACE_S = 30.0
 
 
 def counts_toward_budget(trial: FrozenTrial) -> bool:
@@ -73,6 +77,32 @@ def taken_points(
             if key is not None:
                 taken.add(key)
     return taken
+
+
+def settled_others(
+    study: optuna.Study, number: int, names: Sequence[str], wait_s: float = 5.0
+) -> list[FrozenTrial]:
+    """The study's trials other than ``number``, read once every earlier RUNNING trial holds all
+    of ``names`` (another worker may be between its ``ask`` and its last parameter write: read
+    half-written, its point looked free and both workers ran the same point).
+
+    ``wait_s`` bounds the wait for a worker that died mid-ask (its trial then counts as no point).
+    """
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        others = [t for t in study.get_trials(deepcopy=False) if t.number != number]
+        unsettled = [
+            t
+            for t in others
+            if t.number < number
+            and t.state == TrialState.RUNNING
+            and params_key(t.params, names) is None
+        ]
+        if not unsettled or time.monotonic() > deadline:
+            return others
+        time.sleep(0.02)
 
 
 def _same_point(trial: FrozenTrial, point: Mapping[str, Any]) -> bool:
@@ -174,13 +204,17 @@ def _mark_failed(storage: optuna.storages.BaseStorage, trial: FrozenTrial, reaso
 
 
 def fail_interrupted_trials(
-    study: optuna.Study, rdb: optuna.storages.RDBStorage, grace_period_s: float
+    study: optuna.Study,
+    rdb: optuna.storages.RDBStorage,
+    grace_period_s: float,
+    now: Callable[[], dt.datetime] = dt.datetime.now,
 ) -> list[int]:
     """Mark RUNNING trials whose sweeper is gone as FAIL (reason ``interrupted``); return numbers.
 
     Gone means: for a trial of this host, its sweeper process is dead; of another host, its
     heartbeat is older than the grace period; without owner attribute (not started by this
-    sweeper), its heartbeat is stale or it started more than the grace period ago.
+    sweeper), its heartbeat is stale or it started more than the grace period ago (by ``now()``,
+    a clock tests can replace).
     """
     running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
     if not running:
@@ -193,7 +227,7 @@ def fail_interrupted_trials(
             log.warning(
                 "This Optuna version has no heartbeat query; only local trials are checked."
             )
-    now = dt.datetime.now()
+    current = now()
     failed = []
     for t in running:
         worker = t.user_attrs.get(ATTR_WORKER)
@@ -202,10 +236,10 @@ def fail_interrupted_trials(
         elif isinstance(worker, Mapping):
             gone = optuna_private.trial_id(t) in stale_ids
         else:
-            started = t.datetime_start or now
+            started = t.datetime_start or current
             gone = (
                 optuna_private.trial_id(t) in stale_ids
-                or (now - started).total_seconds() > grace_period_s
+                or (current - started).total_seconds() > grace_period_s
             )
         if gone and _mark_failed(rdb, t, FAIL_INTERRUPTED):
             failed.append(t.number)
@@ -214,7 +248,7 @@ def fail_interrupted_trials(
     return failed
 
 
-def orphan_guard(task_function: Any) -> Any:
+def orphan_guard(task_function: Any, grace_s: float = ORPHAN_GRACE_S) -> Any:
     """``task_function`` wrapped so that, run in another process than this one (a joblib
     launcher's worker), the job stops once this sweeper process is gone.
 
@@ -222,15 +256,17 @@ def orphan_guard(task_function: Any) -> Any:
     as interrupted on resume, yet the jobs would go on (and end their runs as if nothing had
     happened). The guard watches the sweeper from a thread of the worker and, when it is gone,
     raises KeyboardInterrupt in the job through SIGTERM (so its ``finally`` blocks run, e.g. an
-    MLflow run ends KILLED), and ends the worker 30 s later if the job is still there.
+    MLflow run ends KILLED), and ends the worker ``grace_s`` seconds later if the job is still there
+    (a job whose SIGTERM handler is not the guard's may ignore the signal;
+    ``hydra.sweeper.orphan_grace_period``).
     """
-    return functools.partial(_run_guarded, task_function, worker_identity())
+    return functools.partial(_run_guarded, task_function, worker_identity(), float(grace_s))
 
 
 _WATCHED: set[int] = set()  # sweeper pids this worker process already watches
 
 
-def _run_guarded(task_function: Any, sweeper: Mapping[str, Any], cfg: Any) -> Any:
+def _run_guarded(task_function: Any, sweeper: Mapping[str, Any], grace_s: float, cfg: Any) -> Any:
     if (
         os.getpid() == sweeper.get("pid")
         or not is_local_worker(sweeper)
@@ -248,7 +284,10 @@ def _run_guarded(task_function: Any, sweeper: Mapping[str, Any], cfg: Any) -> An
     if sweeper.get("pid") not in _WATCHED:
         _WATCHED.add(int(sweeper.get("pid", -1)))
         threading.Thread(
-            target=_watch, args=(dict(sweeper),), name="ltr-sweeper-orphan-guard", daemon=True
+            target=_watch,
+            args=(dict(sweeper), grace_s),
+            name="ltr-sweeper-orphan-guard",
+            daemon=True,
         ).start()
     try:
         return task_function(cfg)
@@ -261,7 +300,8 @@ def _run_guarded(task_function: Any, sweeper: Mapping[str, Any], cfg: Any) -> An
             signal.signal(signal.SIGTERM, previous)
 
 
-def _watch(sweeper: dict[str, Any], every_s: float = 1.0, grace_s: float = 30.0) -> None:
+def _watch(sweeper: dict[str, Any], grace_s: float, every_s: float = 1.0) -> None:
+    """Wait until the sweeper process is gone, SIGTERM this worker, end it ``grace_s`` later."""
     import signal
     import time
 

@@ -36,6 +36,7 @@ from urllib.parse import quote
 import pytest
 
 from ltr_bench import tracking_keys as keys
+from tests.waiting import HANG_GUARD_S
 
 CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser")) if p), None)
 BIN = Path(sys.executable).parent
@@ -162,12 +163,12 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Pat
         )
         procs += [runs, sweep]
         t0 = time.monotonic()
-        _wait(runs, work / "runs.log", 300)
+        _wait(runs, work / "runs.log", HANG_GUARD_S)
         print(f"runs {time.monotonic() - t0:.0f} s", flush=True)
-        _wait(sweep, work / "sweep.log", 300)
+        _wait(sweep, work / "sweep.log", HANG_GUARD_S)
         print(f"+sweep {time.monotonic() - t0:.0f} s", flush=True)
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + HANG_GUARD_S  # a last guard; /health answering is the event
         while True:
             try:
                 with urllib.request.urlopen(base + "/health", timeout=5) as r:
@@ -208,7 +209,7 @@ def _chromium(url: str, work: Path, height: int, *what: str) -> str:
         args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
     )
     try:
-        out, _ = proc.communicate(timeout=180)
+        out, _ = proc.communicate(timeout=HANG_GUARD_S)
     finally:
         _stop(proc)
     return out

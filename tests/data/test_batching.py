@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 import torch
@@ -89,16 +87,16 @@ def test_pair_distribution_uniform_over_pairs() -> None:
 
 
 def test_big_query_is_not_materialised() -> None:
-    # one query with 200k documents has ~1e10 pairs; tables stay O(documents), sampling is fast
+    # one query with 200k documents has ~1e10 pairs; tables stay O(documents) (its speed is
+    # benchmarks/bench_pair_sampler.py's job, not a test's)
     n = 200_000
     labels = np.random.default_rng(0).integers(0, 5, size=n)
     data = QuerySet.from_arrays(np.zeros((n, 1), np.float32), labels, np.zeros(n, np.int64))
     sampler = PairSampler(data)
     assert sampler.n_pairs > 10**10
     assert all(v.shape == (n,) for v in sampler._t.values())
-    start = time.perf_counter()
     batch = sampler.sample(100_000, torch.Generator().manual_seed(0))
-    assert time.perf_counter() - start < 2.0
+    assert batch.hi.shape == (100_000,)
     assert (batch.label_hi > batch.label_lo).all()
 
 

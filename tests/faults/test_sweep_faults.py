@@ -25,6 +25,7 @@ import yaml
 from optuna.trial import TrialState
 
 from tests.sweeper.toy import (
+    both_workers_run,
     calls,
     complete,
     load,
@@ -34,8 +35,9 @@ from tests.sweeper.toy import (
     start_toy,
     wait_for_file,
 )
+from tests.waiting import HANG_GUARD_S, TEST_GUARD_S, wait_until
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(TEST_GUARD_S)
 
 TINY = [
     "dataset.n_train=300",
@@ -183,6 +185,18 @@ def test_a_text_learning_rate_names_the_key(tmp_path, monkeypatch, capsys) -> No
     assert not (tmp_path / "mlflow.db").exists()  # stopped before anything ran
 
 
+def test_a_negative_learning_rate_is_refused_before_any_run_is_tracked(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """Was: torch refused lr=-1 inside fit, after the MLflow run had started (a FAILED run)."""
+    code, _, err = cli(tmp_path, monkeypatch, capsys, "optimizer.lr=-1", *TINY)
+    assert_one_sentence(code, err, "optimizer.lr=-1")
+    db = tmp_path / "mlflow.db"
+    if db.exists():  # the store may be created, but holds no run
+        with sqlite3.connect(db) as con:
+            assert list(con.execute("select name, status from runs")) == []
+
+
 # ------------------------------------------------------------------------------ item 4: refits never overwrite
 def _fake_sweep(folder: Path) -> Path:
     """A finished sweep's folder as the sweeper leaves it: one study, its best config."""
@@ -282,10 +296,10 @@ def test_a_killed_default_trial_is_enqueued_again_on_resume(tmp_path: Path) -> N
         "hydra.sweeper.enqueue_defaults=true",
         "hydra.sweeper.n_trials=4",
     ]
-    proc = start_toy(tmp_path, *common, "hang_at_call=0", f"hang_marker={tmp_path / 'hang'}")
+    proc = start_toy(tmp_path, *common, "hang_at_trial=0", f"hang_marker={tmp_path / 'hang'}")
     wait_for_file(tmp_path / "hang", proc)  # trial 0, the config's defaults x=0 y=0, is running
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.wait(timeout=HANG_GUARD_S)
     resumed = run_toy(tmp_path, *common)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "Skipping enqueue" not in resumed.stdout + resumed.stderr
@@ -331,6 +345,7 @@ def test_two_workers_sharing_a_study_reevaluate_each_top_trial_once(tmp_path: Pa
         "hydra/sweeper/sampler=grid",
         "hydra.sweeper.n_trials=6",
         "sleep_s=0.3",
+        *both_workers_run(tmp_path),
         "hydra.sweeper.reevaluate.top_k=3",
         "se=0.1",
     ]
@@ -339,7 +354,7 @@ def test_two_workers_sharing_a_study_reevaluate_each_top_trial_once(tmp_path: Pa
         for i in (0, 1)
     ]
     for w in workers:
-        assert w.wait(timeout=120) == 0, (tmp_path / "w0.log").read_text()[-2000:] + (
+        assert w.wait(timeout=HANG_GUARD_S) == 0, (tmp_path / "w0.log").read_text()[-2000:] + (
             tmp_path / "w1.log"
         ).read_text()[-2000:]
     records = calls(tmp_path)
@@ -375,10 +390,12 @@ def test_a_killed_reevaluation_is_claimed_again_and_runs_once_more(tmp_path: Pat
         "hydra.sweeper.n_trials=3",
         "hydra.sweeper.reevaluate.top_k=2",
     ]
-    proc = start_toy(tmp_path, *common, "hang_at_call=3", f"hang_marker={tmp_path / 'hang'}")
+    proc = start_toy(
+        tmp_path, *common, "hang_reevaluation=true", f"hang_marker={tmp_path / 'hang'}"
+    )
     wait_for_file(tmp_path / "hang", proc)  # the three trials done, the first re-evaluation running
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.wait(timeout=HANG_GUARD_S)
     killed = int((tmp_path / "hang").read_text())
     resumed = run_toy(tmp_path, *common)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -416,18 +433,17 @@ def test_a_parallel_launchers_job_stops_when_its_sweeper_is_killed(tmp_path: Pat
         "hydra.launcher.n_jobs=2",
         "hydra.sweeper.n_jobs=2",
     ]
-    proc = start_toy(tmp_path, *common, "hang_at_call=0", f"hang_marker={tmp_path / 'hang'}")
-    wait_for_file(tmp_path / "hang", proc)  # a worker process runs the hanging job (sleep 60 s)
+    proc = start_toy(tmp_path, *common, "hang_at_trial=0", f"hang_marker={tmp_path / 'hang'}")
+    wait_for_file(tmp_path / "hang", proc)  # a worker process runs the hanging job (1 h sleep)
     (job,) = [
         r["pid"] for r in calls(tmp_path) if r["trial"] == int((tmp_path / "hang").read_text())
     ]
     assert job != proc.pid
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
-    deadline = time.monotonic() + 20
-    while _alive(job):
-        assert time.monotonic() < deadline, "the orphaned job is still running"
-        time.sleep(0.2)
+    proc.wait(timeout=HANG_GUARD_S)
+    # The event: the job's process ends (the guard's SIGTERM, at worst orphan_grace_period = 1 s
+    # of the toy's config later). The limit only stops a hang; the job itself sleeps for an hour.
+    wait_until(lambda: not _alive(job), f"the orphaned job (pid {job}) ended")
     resumed = run_toy(tmp_path, *common)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     trials = load(f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'orphan.db'}", "orphan")
@@ -439,10 +455,10 @@ def test_sigterm_ends_a_plain_hydra_apps_sweep_as_sigterm(tmp_path: Path) -> Non
     """An app without a SIGTERM handler of its own: the trial is marked, then the process ends by
     SIGTERM (status 143 in a shell), not as an interrupt (130)."""
     common = ["hydra.sweeper.study_name=term", "hydra.sweeper.n_trials=3"]
-    proc = start_toy(tmp_path, *common, "hang_at_call=1", f"hang_marker={tmp_path / 'hang'}")
+    proc = start_toy(tmp_path, *common, "hang_at_trial=1", f"hang_marker={tmp_path / 'hang'}")
     wait_for_file(tmp_path / "hang", proc)
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == -signal.SIGTERM
+    assert proc.wait(timeout=HANG_GUARD_S) == -signal.SIGTERM
     trials = load(f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'term.db'}", "term")
     assert reasons(trials) == {int((tmp_path / "hang").read_text()): "interrupted"}
     assert len(complete(trials)) == 1
@@ -470,11 +486,7 @@ def _name(trial: int, reevaluation: bool = False) -> str:
 def _signal_when_running(
     proc: subprocess.Popen, db: Path, wanted: str, sig: signal.Signals
 ) -> None:
-    deadline = time.monotonic() + 150
-    while wanted not in _running(db):
-        assert proc.poll() is None, f"ltr-bench exited ({proc.returncode}) before '{wanted}' ran"
-        assert time.monotonic() < deadline, f"no RUNNING run '{wanted}'"
-        time.sleep(0.05)
+    wait_until(lambda: wanted in _running(db), f"the run '{wanted}' was RUNNING", proc)
     proc.send_signal(sig)
 
 
@@ -498,7 +510,7 @@ def test_sigterm_on_an_ltr_bench_sweep_exits_143(tmp_path: Path) -> None:
         cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     _signal_when_running(proc, tmp_path / "mlflow.db", _name(0), signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=HANG_GUARD_S)
     assert proc.returncode == 143, err[-3000:]
     assert "Traceback" not in out + err and "interrupted; the MLflow runs" not in err
     assert (
@@ -547,7 +559,7 @@ def test_killed_trials_and_reevaluations_leave_no_running_mlflow_run(tmp_path: P
 
     first = start("first")
     _signal_when_running(first, db, _name(1), signal.SIGTERM)
-    assert first.wait(timeout=60) == 143
+    assert first.wait(timeout=HANG_GUARD_S) == 143
     err = (tmp_path / "first.err").read_text()
     assert (
         "Traceback" not in err and "ltr-bench: terminated; the MLflow runs are marked KILLED" in err
@@ -556,11 +568,11 @@ def test_killed_trials_and_reevaluations_leave_no_running_mlflow_run(tmp_path: P
 
     second = start("second")
     _signal_when_running(second, db, _name(0, True), signal.SIGKILL)
-    second.wait(timeout=60)
+    second.wait(timeout=HANG_GUARD_S)
     assert _running(db) == [_name(0, True)]  # left behind by the killed process
 
     third = start("third")
-    assert third.wait(timeout=240) == 0, (tmp_path / "third.err").read_text()[-3000:]
+    assert third.wait(timeout=HANG_GUARD_S) == 0, (tmp_path / "third.err").read_text()[-3000:]
     assert _running(db) == []
     url = f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 's.db'}"
     trials = load(url, "s")
@@ -608,10 +620,11 @@ def test_the_interrupted_hook_kills_exactly_the_left_over_runs(tmp_path: Path) -
     alive = trial_run("s", 2)  # still running in a live process
     other = trial_run("t", 1)  # the same number in another study
     old_again = trial_run("s", 0, reevaluation=True)  # started before its claim was failed
-    time.sleep(0.05)
-    failed_at = time.time()
-    time.sleep(0.05)
+    old_ms = tracker.client.get_run(old_again).info.start_time
+    wait_until(lambda: time.time() * 1000 > old_ms + 2, "the clock moved past its start")
     new_again = trial_run("s", 0, reevaluation=True)  # the claim that re-runs it
+    # the claim failed between the two starts, as recorded in the store (no sleeps to race)
+    failed_at = (old_ms + tracker.client.get_run(new_again).info.start_time) / 2000
     config = OmegaConf.create(
         {"tracking": {"enabled": True, "tracking_uri": uri, "experiment_name": "faults"}}
     )

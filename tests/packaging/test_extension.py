@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from ltr_bench.data.datasets import resolve_data_root
+from tests.waiting import HANG_GUARD_S
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -69,7 +70,7 @@ def test_own_model_guide_runs_once_and_sweeps_two_trials(tmp_path: Path) -> None
             env=env,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=HANG_GUARD_S,
         )
 
     proc = run(once)

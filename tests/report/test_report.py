@@ -21,6 +21,7 @@ import pytest
 from ltr_bench import tracking_keys as tk
 from ltr_bench.report.cli import main
 from tests.report.fake_runs import EXPERIMENT, N_QUERIES, build_fake_experiment
+from tests.waiting import HANG_GUARD_S
 
 SCRIPT = Path(sys.executable).parent / "ltr-bench-report"
 
@@ -304,7 +305,7 @@ def test_console_script_subprocess(report, store, tmp_path):
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_GUARD_S,
         cwd=tmp_path,
         env=env,
     )

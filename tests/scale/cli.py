@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.waiting import HANG_GUARD_S
+
 LTR_BENCH = str(Path(sys.executable).parent / "ltr-bench")
 # Tiny synthetic data, one thread: each run costs little more than process start-up.
 TINY = [
@@ -41,7 +43,7 @@ def env(**extra: str) -> dict[str, str]:
     return out
 
 
-def ltr_bench(cwd: Path, *args: str, timeout: float = 150) -> subprocess.CompletedProcess:
+def ltr_bench(cwd: Path, *args: str, timeout: float = HANG_GUARD_S) -> subprocess.CompletedProcess:
     """``ltr-bench <args>`` run in ``cwd`` (outputs/, multirun/ and mlflow.db land there)."""
     return subprocess.run(
         [LTR_BENCH, *args], cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout

@@ -15,8 +15,9 @@ import pytest
 
 from ltr_bench import tracking_keys as keys
 from tests.scale.cli import TINY, ltr_bench, results
+from tests.waiting import TEST_GUARD_S
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(TEST_GUARD_S)
 
 # 2000 training documents; 51 validation queries (an odd number, so a validation set split over
 # two ranks and averaged per rank would not reproduce the whole-set mean); label noise, so that

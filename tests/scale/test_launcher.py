@@ -16,8 +16,9 @@ import yaml
 
 from ltr_bench import tracking_keys as keys
 from tests.scale.cli import TINY, ltr_bench, results
+from tests.waiting import TEST_GUARD_S
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(TEST_GUARD_S)
 
 
 @pytest.mark.heavy

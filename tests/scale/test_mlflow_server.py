@@ -20,8 +20,9 @@ import pytest
 
 from ltr_bench import tracking_keys as keys
 from tests.scale.cli import TINY, env, free_port, ltr_bench, results
+from tests.waiting import HANG_GUARD_S, TEST_GUARD_S
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(TEST_GUARD_S)
 
 MLFLOW = str(Path(sys.executable).parent / "mlflow")
 EXPERIMENT = "scale_server"
@@ -84,7 +85,7 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + HANG_GUARD_S  # a last guard; /health answering is the event
         while True:  # readiness: the server answers /health
             try:
                 with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:

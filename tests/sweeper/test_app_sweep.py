@@ -19,8 +19,9 @@ from ltr_bench import tracking_keys as keys
 from ltr_bench.tracking_keys import MLFLOW_PARENT, TAG_REFIT, TAG_STUDY, TAG_TRIAL
 from tests.data.letor_files import write_letor
 from tests.test_e2e import _artifacts, _client, _runs, ltr_bench
+from tests.waiting import TEST_GUARD_S
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(TEST_GUARD_S)
 
 COMMON = ["threads=1", "trainer.enable_progress_bar=false", "model.epochs=2", "protocol.inner_cv=2"]
 

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.sweeper.toy import calls, complete, load, point, reasons, start_toy
+from tests.sweeper.toy import both_workers_run, calls, complete, load, point, reasons, start_toy
+from tests.waiting import HANG_GUARD_S, TEST_GUARD_S
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(TEST_GUARD_S)
 
 
 def _bindir() -> Path | None:
@@ -106,7 +107,7 @@ def postgres_url() -> Iterator[str]:
     try:
         import psycopg2
 
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + HANG_GUARD_S  # a last guard; start-up is the event
         while True:
             try:
                 psycopg2.connect(
@@ -139,13 +140,14 @@ def test_two_workers_run_one_postgresql_study_to_completion(
         "x=range(0,3)",
         "y=choice(1,2)",
         "sleep_s=0.3",
+        *both_workers_run(tmp_path),
     ]
     workers = [
         start_toy(tmp_path, *args, f"hydra.sweep.dir={tmp_path / f'w{i}'}", log_name=f"w{i}.log")
         for i in (0, 1)
     ]
     for i, w in enumerate(workers):
-        assert w.wait(timeout=90) == 0, (tmp_path / f"w{i}.log").read_text()[-3000:]
+        assert w.wait(timeout=HANG_GUARD_S) == 0, (tmp_path / f"w{i}.log").read_text()[-3000:]
     trials = load(postgres_url.replace("postgresql://", "postgresql+psycopg2://"), "pg")
     done = complete(trials)
     records = calls(tmp_path)
@@ -175,13 +177,14 @@ def test_two_workers_race_trials_in_one_postgresql_study(
         *PRUNE_ODD,
         "hydra.sweeper.n_trials=8",
         "sleep_s=0.2",
+        *both_workers_run(tmp_path),
     ]
     workers = [
         start_toy(tmp_path, *args, f"hydra.sweep.dir={tmp_path / f'w{i}'}", log_name=f"w{i}.log")
         for i in (0, 1)
     ]
     for i, w in enumerate(workers):
-        assert w.wait(timeout=90) == 0, (tmp_path / f"w{i}.log").read_text()[-3000:]
+        assert w.wait(timeout=HANG_GUARD_S) == 0, (tmp_path / f"w{i}.log").read_text()[-3000:]
     trials = load(postgres_url.replace("postgresql://", "postgresql+psycopg2://"), "pg_race")
     records = calls(tmp_path)
     pruned = [t for t in trials if t.state == TrialState.PRUNED]

@@ -17,9 +17,10 @@ import yaml
 from optuna.trial import TrialState
 
 from tests.sweeper.pruners import PRUNE_ODD, pythonpath_with_repo
-from tests.sweeper.toy import calls, load, run_toy, start_toy
+from tests.sweeper.toy import both_workers_run, calls, load, run_toy, start_toy
+from tests.waiting import HANG_GUARD_S, TEST_GUARD_S
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(TEST_GUARD_S)
 
 RACE = ["steps=3", "hydra/sweeper/pruner=median", "hydra.sweeper.pruner.n_startup_trials=2"]
 
@@ -134,6 +135,7 @@ def test_joblib_workers_report_into_their_trials(tmp_path: Path) -> None:
             "hydra.sweeper.n_jobs=2",
             "hydra/launcher=joblib",
             "hydra.launcher.n_jobs=2",
+            *both_workers_run(tmp_path),
         )
     )
     _, trials = _study(tmp_path)
@@ -160,13 +162,14 @@ def test_two_sweepers_sharing_one_sqlite_study_race_within_one_budget(
         "hydra.sweeper.study_name=shared",
         "hydra.sweeper.n_trials=10",
         "sleep_s=0.2",
+        *both_workers_run(tmp_path),
     ]
     procs = [
         start_toy(tmp_path, *shared, f"hydra.sweep.dir=multirun/w{i}", log_name=f"w{i}.log")
         for i in range(2)
     ]
     for i, p in enumerate(procs):
-        assert p.wait(timeout=180) == 0, (tmp_path / f"w{i}.log").read_text()[-3000:]
+        assert p.wait(timeout=HANG_GUARD_S) == 0, (tmp_path / f"w{i}.log").read_text()[-3000:]
     trials = load(url, "shared")
     records = calls(tmp_path)
     assert len({r["pid"] for r in records}) == 2
@@ -238,7 +241,7 @@ def test_real_app_prunes_trials_marks_their_runs_and_shares_preprocessing(tmp_pa
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=HANG_GUARD_S,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = yaml.safe_load((sweep_dir / "optimization_results.yaml").read_text())

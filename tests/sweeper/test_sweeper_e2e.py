@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import signal
-import time
+import sqlite3
 from pathlib import Path
 
 import optuna
@@ -13,6 +13,7 @@ import yaml
 from optuna.distributions import CategoricalDistribution, IntDistribution
 
 from tests.sweeper.toy import (
+    both_workers_run,
     calls,
     complete,
     load,
@@ -22,8 +23,9 @@ from tests.sweeper.toy import (
     start_toy,
     wait_for_file,
 )
+from tests.waiting import HANG_GUARD_S, TEST_GUARD_S
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(TEST_GUARD_S)
 
 
 def _ok(proc) -> None:
@@ -108,10 +110,10 @@ def test_kill_and_resume_keeps_trial_count_exact(
         f"hydra/sweeper/sampler={sampler}",
         "hydra.sweeper.n_trials=5",
     ]
-    proc = start_toy(tmp_path, *common, "hang_at_call=2", f"hang_marker={tmp_path / 'hang'}")
+    proc = start_toy(tmp_path, *common, "hang_at_trial=2", f"hang_marker={tmp_path / 'hang'}")
     wait_for_file(tmp_path / "hang", proc)  # two trials done, the third one is running
     proc.send_signal(sig)
-    proc.wait(timeout=30)
+    proc.wait(timeout=HANG_GUARD_S)
     killed = int((tmp_path / "hang").read_text())
     url = f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'killed.db'}"
     before = load(url, "killed")
@@ -198,6 +200,7 @@ def test_two_processes_share_one_sqlite_study(tmp_path: Path, sampler: str) -> N
         f"hydra/sweeper/sampler={sampler}",
         "hydra.sweeper.n_trials=6",
         "sleep_s=0.4",
+        *both_workers_run(tmp_path),
         "kind=a,b",
         "y=choice(0,2)",
     ]
@@ -206,7 +209,7 @@ def test_two_processes_share_one_sqlite_study(tmp_path: Path, sampler: str) -> N
         for i in (0, 1)
     ]
     for w in workers:
-        assert w.wait(timeout=90) == 0, (tmp_path / "w0.log").read_text()[-2000:] + (
+        assert w.wait(timeout=HANG_GUARD_S) == 0, (tmp_path / "w0.log").read_text()[-2000:] + (
             tmp_path / "w1.log"
         ).read_text()[-2000:]
     trials = load(url, "shared")
@@ -222,9 +225,25 @@ def test_two_processes_share_one_sqlite_study(tmp_path: Path, sampler: str) -> N
 @pytest.mark.filterwarnings(
     "ignore::optuna.exceptions.ExperimentalWarning", "ignore:Heartbeat of storage"
 )
+def _an_hour_ago(db: Path, *trial_ids: int) -> None:
+    """Move the start time and the last heartbeat of these trials an hour back in the store."""
+    marks = ",".join("?" * len(trial_ids))
+    with sqlite3.connect(db) as con:
+        con.execute(
+            f"update trials set datetime_start = datetime(datetime_start, '-1 hour') "
+            f"where trial_id in ({marks})",
+            trial_ids,
+        )
+        con.execute(
+            f"update trial_heartbeats set heartbeat = datetime(heartbeat, '-1 hour') "
+            f"where trial_id in ({marks})",
+            trial_ids,
+        )
+
+
 def test_running_trials_of_gone_sweepers_are_marked_failed_on_resume(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'left.db'}"
-    storage = optuna.storages.RDBStorage(url, heartbeat_interval=1, grace_period=1)
+    storage = optuna.storages.RDBStorage(url, heartbeat_interval=1)
     study = optuna.create_study(storage=storage, study_name="left", direction="maximize")
     space = {"x": IntDistribution(0, 3), "y": CategoricalDistribution([0, 1, 2])}
     foreign = study.ask(space)  # no owner attribute: failed once older than the grace period
@@ -235,15 +254,10 @@ def test_running_trials_of_gone_sweepers_are_marked_failed_on_resume(tmp_path: P
     storage.record_heartbeat(remote._trial_id)
     done_trial = study.ask(space)
     study.tell(done_trial, -1.0)
-    time.sleep(1.2)
-    _ok(
-        run_toy(
-            tmp_path,
-            f"hydra.sweeper.storage={url}",
-            "hydra.sweeper.study_name=left",
-            "hydra.sweeper.grace_period=1",
-        )
-    )
+    # Instead of waiting out the grace period (SQLite's clock ticks in whole seconds, so a short
+    # sleep raced it), both trials' clocks are set an hour back in the store.
+    _an_hour_ago(tmp_path / "left.db", foreign._trial_id, remote._trial_id)
+    _ok(run_toy(tmp_path, f"hydra.sweeper.storage={url}", "hydra.sweeper.study_name=left"))
     trials = load(url, "left")
     failed = reasons(trials)
     assert failed[foreign.number] == "interrupted" and failed[remote.number] == "interrupted"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from ltr_bench.sweeper.trials import (
     counts_toward_budget,
     fail_interrupted_trials,
     is_dead_local_worker,
+    settled_others,
     worker_identity,
 )
 
@@ -118,8 +120,32 @@ def test_fail_interrupted_trials(tmp_path) -> None:
     remote.set_user_attr(ATTR_WORKER, {**worker_identity(), "host": "another-host"})
     foreign = study.ask(DISTS)  # no owner attribute
     assert fail_interrupted_trials(study, storage, grace_period_s=3600) == [dead.number]
-    assert fail_interrupted_trials(study, storage, grace_period_s=0) == [foreign.number]
+    later = datetime.datetime.now() + datetime.timedelta(hours=2)  # a fake clock, no waiting
+    assert fail_interrupted_trials(study, storage, 3600, now=lambda: later) == [foreign.number]
     states = {t.number: (t.state, t.user_attrs.get(ATTR_FAIL)) for t in study.get_trials()}
     assert states[dead.number] == (TrialState.FAIL, "interrupted")
     assert states[foreign.number] == (TrialState.FAIL, "interrupted")
     assert states[mine.number][0] == states[remote.number][0] == TrialState.RUNNING
+
+
+def test_settled_others_reads_an_earlier_trial_once_its_ask_has_written_every_param(
+    tmp_path,
+) -> None:
+    """Another worker between its ask and its last parameter write must not look like a free
+    point (two workers then ran the same grid point)."""
+    import threading
+
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path / 's.db'}")
+    study = optuna.create_study(storage=storage, study_name="s")
+    half = study.ask()  # the other worker's trial: created, no params written yet
+    half.suggest_int("x", 0, 2)
+    mine = study.ask(DISTS)
+    finishing = threading.Thread(target=half.suggest_categorical, args=("y", ["a", "b"]))
+    finishing.start()  # its last write may land before or during the call: the same result
+    (seen,) = settled_others(study, mine.number, ["x", "y"], wait_s=600)
+    finishing.join()
+    assert set(seen.params) == {"x", "y"}
+    gone = study.ask()  # a worker that died mid-ask: the wait for it is bounded
+    later = study.ask(DISTS)
+    others = settled_others(study, later.number, ["x", "y"], wait_s=0)
+    assert [t.number for t in others] == [half.number, mine.number, gone.number]

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from tests.inprocess import CliResult
+from tests.waiting import HANG_GUARD_S, wait_until
 
 TOY_APP = Path(__file__).parent / "toy_app" / "toy_app.py"
 FAIL_REASON = "ltr_sweeper.fail_reason"
@@ -35,7 +35,7 @@ def _env() -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HYDRA_FULL_ERROR": "1"}
 
 
-def run_toy(workdir: Path, *overrides: str, timeout: float = 60) -> CliResult:
+def run_toy(workdir: Path, *overrides: str, timeout: float = HANG_GUARD_S) -> CliResult:
     """Run one sweep to the end (cwd = ``workdir``, so default paths land there), in this process
     (a sweep's own process is not what these tests check; :func:`start_toy` starts real ones for
     kills and parallel workers). An exception out of the app is exit code 1 with its traceback on
@@ -55,7 +55,7 @@ def run_toy(workdir: Path, *overrides: str, timeout: float = 60) -> CliResult:
             env=_env(),
             capture_output=True,
             text=True,
-            timeout=timeout * 4,
+            timeout=timeout,
         )
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
     app = _toy_module()
@@ -108,12 +108,15 @@ def start_toy(workdir: Path, *overrides: str, log_name: str = "sweep.log") -> su
     )
 
 
-def wait_for_file(path: Path, proc: subprocess.Popen, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert proc.poll() is None, f"sweep exited early with code {proc.returncode}"
-        assert time.monotonic() < deadline, f"{path} did not appear"
-        time.sleep(0.05)
+def wait_for_file(path: Path, proc: subprocess.Popen) -> None:
+    """Return once ``path`` exists (the event a job signals); fail at once if ``proc`` exits."""
+    wait_until(path.exists, f"{path} appeared", proc)
+
+
+def both_workers_run(workdir: Path, n: int = 2) -> list[str]:
+    """Overrides making every job wait until ``n`` worker processes have started one (so that
+    each worker is sure to run trials, however slowly the others start)."""
+    return [f"workers_dir={workdir / 'workers'}", f"wait_for_workers={n}"]
 
 
 def calls(workdir: Path) -> list[dict[str, Any]]:

@@ -2,9 +2,13 @@
 
 Objective: ``-(x-1)^2 - (y-2)^2`` (+0.5 for kind=b). Knobs: ``fail_x`` raises for that x,
 ``nan_x`` returns NaN for that x, ``user_error_x`` raises a UserError (a config error, fatal for
-the sweep), ``sleep_s`` slows every job, ``hang_at_call`` makes the job that finds that many
-records in ``calls_file`` write its trial number to ``hang_marker`` and sleep (so that a test can
-kill the sweep mid-trial), ``calls_file`` gets one JSON line per executed job (to count runs),
+the sweep), ``sleep_s`` slows every job, ``hang_at_trial`` (a trial number) and/or
+``hang_reevaluation`` (true: a re-evaluation job) select the jobs that hang: the first of them to
+create ``hang_marker`` (atomically, holding its trial number) sleeps for an hour, so that a test
+can wait for that file and then kill the sweep mid-trial; exactly one job hangs, whatever the
+order of parallel workers. ``wait_for_workers`` = n with ``workers_dir``: every job registers its
+process there and waits until n processes have (so that each of n workers is sure to run jobs,
+whatever their start-up times). ``calls_file`` gets one JSON line per executed job (to count runs),
 ``se`` returns the value as an :class:`Objective` with that standard error (and ``n_folds``),
 ``lucky_x`` adds ``lucky_bonus`` to that x's value in search jobs but not in re-evaluations
 (``sweep.reevaluation=true``): a trial that only looks best. ``steps`` > 0 makes a job race: it
@@ -31,12 +35,11 @@ from ltr_bench.sweeper.pruning import TrialReporter
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float:
     trial = cfg.sweep.trial_number
-    previous_calls = 0
+    if cfg.wait_for_workers:
+        _rendezvous(Path(cfg.workers_dir), int(cfg.wait_for_workers))
     value = -((cfg.x - 1) ** 2) - (cfg.y - 2) ** 2 + (0.5 if cfg.kind == "b" else 0.0)
     steps_done = _race(cfg, value)
     if cfg.calls_file:
-        if Path(cfg.calls_file).exists():
-            previous_calls = len(Path(cfg.calls_file).read_text().splitlines())
         record = {
             "trial": trial,
             "study": cfg.sweep.study_name,
@@ -49,9 +52,8 @@ def main(cfg: DictConfig) -> float:
         }
         with open(cfg.calls_file, "a") as f:
             f.write(json.dumps(record) + "\n")
-    if cfg.hang_at_call is not None and previous_calls == cfg.hang_at_call:
-        Path(cfg.hang_marker).write_text(str(trial))
-        time.sleep(60)
+    if _wants_to_hang(cfg) and _claim_marker(Path(cfg.hang_marker), trial):
+        time.sleep(3600)  # the test kills the sweep long before
     if cfg.sleep_s:
         time.sleep(cfg.sleep_s)
     if cfg.user_error_x is not None and cfg.x == cfg.user_error_x:
@@ -65,6 +67,44 @@ def main(cfg: DictConfig) -> float:
     if cfg.lucky_x is not None and cfg.x == cfg.lucky_x and not cfg.sweep.reevaluation:
         value += cfg.lucky_bonus
     return Objective(value, se=cfg.se, n_folds=cfg.n_folds) if cfg.se is not None else value
+
+
+def _rendezvous(folder: Path, n: int, guard_s: float = 600.0) -> None:
+    """Register this process in ``folder``; return once ``n`` processes have registered (the
+    limit only stops a hang: a worker that never starts)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / str(os.getpid())).touch()
+    deadline = time.monotonic() + guard_s
+    while len(list(folder.iterdir())) < n:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {len(list(folder.iterdir()))} of {n} workers started")
+        time.sleep(0.05)
+
+
+def _wants_to_hang(cfg: DictConfig) -> bool:
+    """True when this job is one that ``hang_at_trial`` / ``hang_reevaluation`` select."""
+    if cfg.hang_marker is None or (cfg.hang_at_trial is None and not cfg.hang_reevaluation):
+        return False
+    if cfg.hang_at_trial is not None and cfg.sweep.trial_number != cfg.hang_at_trial:
+        return False
+    return bool(cfg.sweep.reevaluation) == bool(cfg.hang_reevaluation)
+
+
+def _claim_marker(marker: Path, trial: int) -> bool:
+    """Create ``marker`` holding ``trial`` unless it exists; True when this job created it.
+
+    Written to a private file first and then hard-linked, so the marker appears complete and only
+    once, even when two workers try at the same moment.
+    """
+    private = marker.with_name(f"{marker.name}.{os.getpid()}")
+    private.write_text(str(trial))
+    try:
+        os.link(private, marker)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        private.unlink()
 
 
 def _race(cfg: DictConfig, value: float) -> int:
