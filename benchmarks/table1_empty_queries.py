@@ -1,7 +1,7 @@
 """A Table 1 run's test metrics re-averaged as the authors' published scripts average them.
 
 ``eval=paper`` (the papers' text) leaves test queries without a relevant document out of the
-mean; the authors' scripts keep them with NDCG and AP 0 (README, "eval"). That second mean needs
+mean; the authors' scripts keep them with NDCG and AP 0 (docs/concepts/configuration.md, "eval"). That second mean needs
 no re-training: such a query contributes 0, so the mean over all test queries is exactly
 
     ours x (test queries kept / all test queries of the fold or split)

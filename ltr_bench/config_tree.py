@@ -4,7 +4,7 @@
 (pyproject.toml maps it), so Hydra reads it as a package resource (``pkg://ltr_bench.conf``) in
 an editable install, from a wheel, and from any working directory. The console scripts hand it to
 Hydra; the experiment drivers compose run configs from it. A user's own config folder joins it
-through Hydra's ``--config-dir`` / ``hydra.searchpath`` (README "Your own model").
+through Hydra's ``--config-dir`` / ``hydra.searchpath`` (docs/guides/own-model.md).
 """
 
 from __future__ import annotations

@@ -147,7 +147,7 @@ def save_pipeline(pipeline: ScoringPipeline, folder: str | Path) -> Path:
     if not callable(save_params):
         raise NotImplementedError(
             f"{type(pipeline.ranker).__name__} has no save_params(folder); "
-            "see README 'Your own model' to make it savable"
+            "see the docs' guide 'Your own model' (docs/guides/own-model.md) to make it savable"
         )
     (folder / RANKER_DIR).mkdir()
     ranker_info = save_params(folder / RANKER_DIR) or {}

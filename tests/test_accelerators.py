@@ -82,7 +82,7 @@ def test_cpu_and_auto_are_granted_without_asking_the_machine(
 def test_models_without_a_gpu_path_say_so_and_run_on_the_cpu(
     one_gpu: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The documented rule (README "GPUs"): one line on stderr, then the CPU; the config then
+    """The documented rule (docs/guides/scaling-out.md): one line on stderr, then the CPU; the config then
     records the device really used."""
     for model in ("adarank", "sortnet"):
         cfg = _compose(f"model={model}", "trainer=gpu")

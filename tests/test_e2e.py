@@ -158,7 +158,7 @@ def test_default_run_logs_everything(tmp_path: Path) -> None:
         "workflowType=machine_learning" in proc.stdout
         and "tags.`ltr.invocation` = '" in proc.stdout
     )
-    # The model's URI, as ltr-bench-predict takes it (README "Using a trained model").
+    # The model's URI, as ltr-bench-predict takes it (docs/guides/predict.md).
     assert f"model of synthetic/0: runs:/{child.info.run_id}/model" in out.splitlines()
     # Metrics: test and vali, run times; per-epoch training loss and vali NDCG@10.
     m = child.data.metrics

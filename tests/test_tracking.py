@@ -126,7 +126,7 @@ def test_sigterm_handler_raises_in_main_thread() -> None:
 
 def _interrupt_inside_metric_writes(store: object, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the SQLite store receive SIGINT in the middle of a metric write (after its inserts,
-    before its commit), where a Ctrl-C during training lands now and then (CI, 2026-11-24: the
+    before its commit), where a Ctrl-C during training lands now and then (seen in CI: the
     run's end as KILLED then failed with "database is locked" and printed a traceback)."""
     inner = store._update_latest_metrics_if_necessary  # type: ignore[attr-defined]
 

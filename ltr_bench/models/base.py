@@ -63,7 +63,7 @@ class Ranker(ABC):
         saved model; return JSON-able facts about them (shown in its pipeline.json) or None.
 
         A ranker that implements this also implements :meth:`load_params`. Runs of a ranker
-        without them log no model (a warning says so); see README "Your own model".
+        without them log no model (a warning says so); see docs/guides/own-model.md.
         """
         raise NotImplementedError(
             f"{type(self).__name__} does not implement save_params/load_params, so no model is saved"

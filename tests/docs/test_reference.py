@@ -74,11 +74,13 @@ def test_generation_covers_every_group_option_and_key(tmp_path: Path) -> None:
     assert tmp_path / "api.md" in written
     conf = ROOT / "conf"
     index = (tmp_path / "config" / "index.md").read_text()
-    files = [p for p in conf.rglob("*.yaml") if p.parent != conf]
-    assert files
+    # every option file of a group folder, and every shared base conf/_<group>_*.yaml
+    files = [p for p in conf.rglob("*.yaml") if p.parent != conf or p.name.startswith("_")]
+    group_of = {path: group for group, paths in gen.groups(conf).items() for path in paths}
+    assert files and set(files) == set(group_of)
     for path in files:
         rel = path.relative_to(conf)
-        group = "/".join(p for p in rel.parent.parts if p not in gen.BASE_DIRS)
+        group = group_of[path]
         page = (tmp_path / "config" / (group.replace("/", "-") + ".md")).read_text()
         assert f"[`{group}`]" in index, f"group {group} missing from the index"
         assert f"File: `conf/{rel.as_posix()}`" in page, f"{rel} missing from {group}.md"

@@ -1,4 +1,4 @@
-"""Faults in the data layer (issue 14 items 1, 2, 3, 8, 9, 13): nothing silently wrong, one sentence.
+"""Faults in the data layer: nothing silently wrong, one sentence.
 
 CLI cases run ``ltr_bench.cli.main([...])`` in-process and check exit code 2, exactly one error
 line naming the file:line or the config key, and no traceback; the cache and file-format cases

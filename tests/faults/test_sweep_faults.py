@@ -1,4 +1,4 @@
-"""Fault injection on sweeps, refits and their tracking state (issue 14: items 4-7 and 10-13).
+"""Fault injection on sweeps, refits and their tracking state.
 
 Each test reproduces one case a new user hit and asserts the exit code, the one line that names
 the key or file, that no traceback is printed, and the state afterwards: Optuna trial counts and

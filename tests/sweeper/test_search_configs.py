@@ -144,7 +144,7 @@ def test_tpe_searches_start_from_the_model_defaults(search: str) -> None:
 
 @pytest.mark.parametrize("search", SEARCHES)
 def test_tpe_searches_race_with_successive_halving_and_grids_run_every_point(search: str) -> None:
-    """The default chosen from benchmarks/bench_sweep_budget.py (README "Racing trials")."""
+    """The default chosen from benchmarks/bench_sweep_budget.py (docs/guides/sweeps.md, "Racing trials")."""
     cfg = _compose(f"model={_model_of(search)}", f"search={search}")
     target = cfg.hydra.sweeper.pruner._target_ if cfg.hydra.sweeper.pruner else None
     if search in GRID_SIZES:
