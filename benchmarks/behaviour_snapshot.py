@@ -4,7 +4,7 @@ The set: every model on MQ2008 Fold1, a 4-trial DirectRanker sweep on that fold 
 and `ltr-bench-predict` on Fold1's test file with the DirectRanker run's model. The snapshot keeps
 every number those commands report (metrics at full float precision, the sweep's trial values and
 chosen parameters, a SHA-256 of the prediction files) and drops what differs from run to run
-(times, run ids, paths). Two snapshots are compared with `--compare A B`: identical means the
+(times, run ids, paths; NaN equals NaN). Two snapshots are compared with `--compare A B`: identical means the
 code under test computed the same numbers bit for bit.
 
     python benchmarks/behaviour_snapshot.py --out before.json
@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -89,7 +91,7 @@ def snapshot(work: Path, data_root: Path) -> dict:
         ],
         work,
     )
-    opt = (sweep_dir / "optimization_results.yaml").read_text()
+    opt = (sweep_dir / "optimization_results.yaml").read_text().replace(str(work), "<work>")
     out["sweep"] = {"optimization_results.yaml": opt}
     refit_dir = work / "refit"
     _run([str(BIN / "ltr-bench"), f"refit_best={sweep_dir}", f"hydra.run.dir={refit_dir}"], work)
@@ -110,6 +112,15 @@ def snapshot(work: Path, data_root: Path) -> dict:
     return out
 
 
+def _is_nan(x: object) -> bool:
+    return isinstance(x, float) and math.isnan(x)
+
+
+def _scratch(text: str) -> str:
+    """``text`` with a snapshot's scratch folder (a temporary directory) written as ``<work>``."""
+    return re.sub(r"/tmp/tmp[^/]+", "<work>", text)
+
+
 def compare(a: Path, b: Path) -> int:
     """Print where two snapshots differ; exit status 0 when they are identical."""
     left, right = json.loads(a.read_text()), json.loads(b.read_text())
@@ -122,7 +133,10 @@ def compare(a: Path, b: Path) -> int:
         elif isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
             for i, (u, v) in enumerate(zip(x, y)):
                 walk(u, v, f"{where}[{i}]")
-        elif x != y:
+        elif isinstance(x, str) and isinstance(y, str):
+            if _scratch(x) != _scratch(y):
+                diffs.append(f"{where}: {x!r} != {y!r}")
+        elif x != y and not (_is_nan(x) and _is_nan(y)):
             diffs.append(f"{where}: {x!r} != {y!r}")
 
     walk(left, right, "")
