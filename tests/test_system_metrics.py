@@ -3,7 +3,6 @@ runs that do work (fold, trial), including runs shorter than the sampling interv
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from ltr_bench.errors import UserError
 from ltr_bench.system_metrics import interval_from_config
 from ltr_bench.tracking import Tracker
 from tests.inprocess import run_ltr_bench
+from tests.waiting import wait_until
 
 CPU = "system/cpu_utilization_percentage"
 
@@ -42,11 +42,8 @@ def test_fold_runs_are_sampled_while_they_run_and_once_at_the_end(tmp_path: Path
     tracker = _tracker(tmp_path, 0.05)
     client = tracker.client
     with tracker.run("fold", {keys.TAG_ROLE: keys.ROLE_FOLD}) as rid:
-        # wait for the sampling thread's first logged sample (a state in the store)
-        deadline = time.monotonic() + 300  # a guard against hanging, not a measured time
-        while CPU not in client.get_run(rid).data.metrics:
-            assert time.monotonic() < deadline, "no system metric was logged"
-            time.sleep(0.05)
+        # the sampling thread's first logged sample (a state in the store)
+        wait_until(lambda: CPU in client.get_run(rid).data.metrics, "a system metric", every_s=0.05)
         during = len(client.get_metric_history(rid, CPU))
     after = client.get_metric_history(rid, CPU)
     assert during >= 1 and len(after) >= during + 1  # the last sample, as the run ended
