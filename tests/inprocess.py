@@ -36,6 +36,7 @@ def restored(
     back everything it may change."""
     import torch
     from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
 
     old_cwd, old_argv, old_env = Path.cwd(), list(sys.argv), dict(os.environ)
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -53,6 +54,7 @@ def restored(
         from ltr_bench import cli
 
         GlobalHydra.instance().clear()
+        HydraConfig.instance().cfg = None  # `--cfg job` leaves a config without runtime values
         cli._deferred.clear()
         os.chdir(old_cwd)
         sys.argv = old_argv

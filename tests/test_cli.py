@@ -147,3 +147,16 @@ def test_a_yaml_syntax_error_in_the_users_config_dir_names_file_and_line(tmp_pat
     assert "Traceback" not in result.stderr
     (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("ltr-bench: error:")]
     assert f"{bad}:3" in line and "YAML" in line, line
+
+
+def test_an_in_process_run_leaves_no_hydra_state_behind(tmp_path: Path) -> None:
+    """`--cfg job` in the test process set Hydra's job config (without runtime values) and kept
+    it, so a later test's run read `hydra.runtime.output_dir` from it and failed (seen with a
+    random test order)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from tests.inprocess import run_ltr_bench
+
+    result = run_ltr_bench("--cfg", "job", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not HydraConfig.initialized()
