@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 MSLR_LABEL_FREQ = [0.52, 0.32, 0.13, 0.02, 0.01]  # MSLR-WEB10K grades 0..4, rounded
-TF_PAIRS_PER_S = 32_000  # the papers' TensorFlow DirectRanker on this shape (issue 3)
+TF_PAIRS_PER_S = 32_000  # the papers' TensorFlow DirectRanker on this shape
 
 
 def main() -> None:
