@@ -97,7 +97,9 @@ def ask_one(study: Any, space: Any, budget: int, heartbeat: Any, max_retries: in
         FAIL_DUPLICATE,
         FAIL_SURPLUS,
         counts_toward_budget,
+        holds_a_place,
         params_key,
+        queued_points,
         settled_others,
         taken_points,
         worker_identity,
@@ -112,8 +114,9 @@ def ask_one(study: Any, space: Any, budget: int, heartbeat: Any, max_retries: in
         heartbeat.add(trial_id(trial))
         trial.set_user_attr(ATTR_WORKER, identity)
         others = settled_others(study, trial.number, names)  # no half-asked rival
-        earlier = [t for t in others if t.number < trial.number and counts_toward_budget(t)]
-        if len(earlier) >= budget:
+        # A queued trial numbered before this one holds its place: taken later, it counts only
+        # the trials numbered before it, so this one must count it now.
+        if sum(holds_a_place(t, trial.number) for t in others) >= budget:
             reject(study, trial, FAIL_SURPLUS, heartbeat)
             return None
         key = params_key(trial.params, names)
@@ -122,7 +125,8 @@ def ask_one(study: Any, space: Any, budget: int, heartbeat: Any, max_retries: in
             for t in others
             if counts_toward_budget(t) and (t.number < trial.number or t.state.is_finished())
         ]
-        if key is None or key not in taken_points(rivals, names):
+        taken = taken_points(rivals, names) | queued_points(others, names, trial.number)
+        if key is None or key not in taken:
             return trial
         size = space.size()
         enumerable = size is not None and size <= MAX_ENUMERATED_POINTS

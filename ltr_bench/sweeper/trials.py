@@ -79,6 +79,27 @@ def taken_points(
     return taken
 
 
+def holds_a_place(trial: FrozenTrial, before: int) -> bool:
+    """True when ``trial`` takes one of the budget's places ahead of trial number ``before``: it
+    counts toward the budget, or it waits in the queue (an enqueued point that a worker will take
+    later, although trials numbered after it may have been asked first)."""
+    if trial.number >= before:
+        return False
+    return counts_toward_budget(trial) or trial.state == TrialState.WAITING
+
+
+def queued_points(trials: Iterable[FrozenTrial], names: Sequence[str], before: int) -> set:
+    """Parameter sets of the trials waiting in the queue that are numbered before ``before``
+    (enqueued with all of ``names``): their points are taken, whoever will run them."""
+    points = set()
+    for t in trials:
+        if t.state == TrialState.WAITING and t.number < before:
+            key = params_key(t.system_attrs.get("fixed_params", {}), names)
+            if key is not None:
+                points.add(key)
+    return points
+
+
 def settled_others(
     study: optuna.Study, number: int, names: Sequence[str], wait_s: float = 5.0
 ) -> list[FrozenTrial]:

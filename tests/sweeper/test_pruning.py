@@ -147,11 +147,6 @@ def test_joblib_workers_report_into_their_trials(tmp_path: Path) -> None:
     _check_pruned(trials, records)
 
 
-# Open defect, left out of `make test` / `make test-all` until it is fixed: in 2 of 7 stressed
-# clean-clone runs (benchmarks/stress_suite.py, one core busy) the two sweepers ran 11 jobs for a
-# budget of 10 (seeds 2388729666 and 4262381066 of the whole suite; 12 of 12 runs of this test
-# alone under the same load passed). `make test-slow` runs it.
-@pytest.mark.slow
 @pytest.mark.parametrize("pruner", ["median", "odd"])
 def test_two_sweepers_sharing_one_sqlite_study_race_within_one_budget(
     tmp_path: Path, pruner: str, monkeypatch: pytest.MonkeyPatch
