@@ -521,7 +521,7 @@ def test_a_run_in_parts_is_judged_on_the_union_of_its_parts_tables_once_all_have
     )
     partial = combine(run, [done[0], waiting])
     assert judge(claim, partial, True, "full")["verdict"] == (
-        "not judged: part 2/2 (r.part2) not run: no tracked run yet and experiment.execute=false"
+        "not yet run: part 2/2 (r.part2): no tracked run yet and experiment.execute=false"
     )
     absent = combine(
         run, [Invocation(one, status="absent", reason="MQ2008 absent from /d"), waiting]
@@ -572,27 +572,6 @@ def _ledger_cli(workdir: Path, out: str, *extra: str) -> None:
             *extra,
         ]
     )
-
-
-@pytest.fixture
-def cli_in_process(monkeypatch: pytest.MonkeyPatch):
-    """Put back what ``ltr_bench.cli.main`` changes in the test process (argv, an environment
-    variable, the SIGTERM handler, the root logger Hydra configures)."""
-    import logging
-    import signal
-    import sys
-
-    monkeypatch.setattr(sys, "argv", list(sys.argv))
-    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
-    handler = signal.getsignal(signal.SIGTERM)
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    signal.signal(signal.SIGTERM, handler)
-    for h in [h for h in root.handlers if h not in handlers]:
-        root.removeHandler(h)
-        h.close()
-    root.setLevel(level)
 
 
 @pytest.mark.heavy
@@ -649,7 +628,7 @@ def test_the_ledger_runs_each_experiment_once_and_reuses_tracked_runs(
     third = pd.read_csv(tmp_path / "third" / "claims.csv").set_index("id")
     assert (
         third.loc["noise", "verdict"]
-        == "not judged: no tracked run yet and experiment.execute=false"
+        == "not yet run: no tracked run or bundle yet and experiment.execute=false"
     )
     assert len(_experiment_runs(db, "paper_figures_quick", "fig2c")) == 1
 

@@ -14,6 +14,16 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _source(inv: Invocation) -> str:
+    """Where an invocation's tables came from: its bundle, else its MLflow run."""
+    if inv.status == "bundle":
+        return inv.provenance
+    if inv.run_id:
+        written = f"; bundle written: {inv.bundle.shown()}" if inv.bundle_written else ""
+        return f"{inv.run_id} ({inv.mlflow_experiment}; {inv.provenance}){written}"
+    return "–"
+
+
 def markdown(rows: pd.DataFrame, invocations: list[Invocation], scale: str, header: str) -> str:
     """``claims.md``: counts, the table (statement | paper's value | ours | verdict) and the runs."""
     lines = [
@@ -42,7 +52,7 @@ def markdown(rows: pd.DataFrame, invocations: list[Invocation], scale: str, head
             "",
             "## Runs",
             "",
-            "| run | command | status | MLflow run | claims |",
+            "| run | command | status | MLflow run or results bundle | claims |",
             "| --- | --- | --- | --- | --- |",
         ]
         for inv in invocations:
@@ -55,9 +65,7 @@ def markdown(rows: pd.DataFrame, invocations: list[Invocation], scale: str, head
                         inv.run.name,
                         f"`{inv.run.command(scale)}`",
                         status,
-                        f"{inv.run_id} ({inv.mlflow_experiment}; {inv.provenance})"
-                        if inv.run_id
-                        else "–",
+                        _source(inv),
                         ", ".join(inv.claims),
                     )
                 )
