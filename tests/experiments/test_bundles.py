@@ -283,3 +283,24 @@ def test_a_ledger_invocation_writes_its_bundle_and_a_clean_store_reuses_it(
     assert row["ours"] == first["ours"] and row["verdict"] == first["verdict"]
     assert row["run_status"] == "bundle"
     assert _experiment_runs(clone / "mlflow.db", "paper_figures_quick", "fig2c") == []
+
+
+def test_data_fingerprints_are_the_files_sha256_and_differences_are_named(
+    tmp_path: Path, letor_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ltr_bench.data.cache import sha256_file
+    from ltr_bench.experiments.ledger.bundles import data_differences, data_fingerprints
+
+    shutil.copytree(letor_dir, tmp_path / "MQ2008")
+    monkeypatch.setenv("LTR_DATA", str(tmp_path))
+    monkeypatch.setenv("LTR_CACHE", str(tmp_path / "cache"))
+    prints = data_fingerprints(["mq2008", "mq2007"])
+    files = prints["mq2008"]["sha256"]
+    assert prints["mq2008"]["folder"] == "MQ2008" and len(files) == 15
+    assert files["Fold3/vali.txt"] == sha256_file(tmp_path / "MQ2008" / "Fold3" / "vali.txt")
+    assert "absent" in prints["mq2007"]  # MQ2007 is not in this data root
+    assert set(data_fingerprints([])) == {"synthetic"}  # generated: its parameters are the key
+    recorded = json.loads(json.dumps(prints))
+    assert data_differences(recorded, prints) == []
+    recorded["mq2008"]["sha256"]["Fold1/train.txt"] = "0" * 64
+    assert data_differences(recorded, prints) == ["MQ2008/Fold1/train.txt"]
