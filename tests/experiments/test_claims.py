@@ -437,6 +437,26 @@ def test_verdicts_at_full_and_quick_scale(tmp_path: Path) -> None:
     rows = pd.DataFrame([judge(noted, inv, True, "full"), judge(claim, inv, True, "full")])
     assert list(rows["note"]) == ["read with care", ""]
     assert "## Notes\n\n- `c`: read with care\n" in markdown(rows, [], "full", "header")
+    # a claim that does not hold without a note is flagged: every failure gets its likeliest reason
+    from ltr_bench.experiments.ledger.pages import UNEXPLAINED
+
+    bare = markdown(pd.DataFrame([judge(high, inv, True, "full")]), [], "full", "header")
+    assert f"## Notes\n\n- `c`: {UNEXPLAINED}\n" in bare
+
+
+def test_each_reason_in_the_ledger_names_its_kind() -> None:
+    """A note that explains a failure starts with one of the four kinds of reason."""
+    import yaml
+
+    conf = Path(__file__).resolve().parents[2] / "conf" / "experiment" / "claims.yaml"
+    notes = {c["id"]: c["note"] for c in yaml.safe_load(conf.read_text())["claims"] if "note" in c}
+    assert len(notes) >= 20
+    kinds = ("convention", "budget", "data", "a real disagreement")
+    for cid, note in notes.items():
+        assert note.startswith("Likeliest reason: "), cid
+        kind = note.removeprefix("Likeliest reason: ")
+        assert kind.startswith(kinds), cid
+        assert "Evidence" in note, cid
 
 
 # ------------------------------------------------------------------------------ a run in parts

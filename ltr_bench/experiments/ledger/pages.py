@@ -7,7 +7,14 @@ from typing import Any
 import pandas as pd
 
 from ltr_bench.experiments.ledger.tables import Invocation
-from ltr_bench.experiments.ledger.verdicts import counts_line
+from ltr_bench.experiments.ledger.verdicts import FAILS, counts_line, verdict_kind
+
+#: The note of a claim that does not hold and has no note yet.
+UNEXPLAINED = (
+    "does not hold, and no reason is recorded yet: give the claim a `note` in "
+    "conf/experiment/claims.yaml with its likeliest reason (convention, budget, data or a real "
+    "disagreement) and the evidence"
+)
 
 
 def _cell(text: Any) -> str:
@@ -45,6 +52,11 @@ def markdown(rows: pd.DataFrame, invocations: list[Invocation], scale: str, head
             + " |"
         )
     notes = [(r.id, r.note) for r in rows.itertuples(index=False) if getattr(r, "note", "")]
+    notes += [  # every claim that does not hold gets its likeliest reason in its note
+        (r.id, UNEXPLAINED)
+        for r in rows.itertuples(index=False)
+        if verdict_kind(str(r.verdict)) == FAILS and not getattr(r, "note", "")
+    ]
     if notes:  # what a reader should know to read a verdict (e.g. a convention behind a gap)
         lines += ["", "## Notes", "", *(f"- `{cid}`: {_cell(note)}" for cid, note in notes)]
     if invocations:
