@@ -112,6 +112,12 @@ def _edit_spec(p: Path) -> None:
     (p / PROVENANCE).write_text(json.dumps(record))
 
 
+def _wrong_type(p: Path) -> None:
+    record = json.loads((p / PROVENANCE).read_text())
+    record["files"] = list(record["files"])
+    (p / PROVENANCE).write_text(json.dumps(record))
+
+
 def _drop_field(p: Path) -> None:
     record = json.loads((p / PROVENANCE).read_text())
     del record["git_commit"]
@@ -124,6 +130,7 @@ def _drop_field(p: Path) -> None:
         (lambda p: (p / PROVENANCE).unlink(), PROVENANCE, "the file is missing"),
         (lambda p: (p / PROVENANCE).write_text("{not json"), PROVENANCE, "not readable as JSON"),
         (_drop_field, PROVENANCE, r"fields \['git_commit'\] are missing"),
+        (_wrong_type, PROVENANCE, r"fields \['files'\] have the wrong type"),
         (_edit_key, PROVENANCE, "it records invocation fig2c .* not fig2c"),
         (_edit_spec, PROVENANCE, "its recorded spec gives key"),
         (

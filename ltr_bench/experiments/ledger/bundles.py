@@ -25,7 +25,6 @@ import os
 import shutil
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +127,21 @@ def read_bundle(root: Path, scale: str, name: str, key: str) -> Bundle | None:
     if not isinstance(record, dict) or any(k not in record for k in REQUIRED):
         missing = [k for k in REQUIRED if not isinstance(record, dict) or k not in record]
         raise _fail(prov, f"fields {missing} are missing")
+    types: dict[str, type | tuple[type, ...]] = {
+        "files": dict,
+        "spec": dict,
+        "forwarded": list,
+        "overrides": list,
+        "machine": dict,
+        "data": dict,
+        "seed": int,
+        "wall_s": (int, float),
+    }
+    wrong = [k for k, t in types.items() if not isinstance(record[k], t)]
+    if not wrong:
+        wrong = [name for name, f in record["files"].items() if not isinstance(f, dict)]
+    if wrong:
+        raise _fail(prov, f"fields {wrong} have the wrong type")
     if record["format"] != FORMAT:
         raise _fail(prov, f"format {record['format']} is not this ledger's format {FORMAT}")
     if (record["name"], record["scale"], record["key"]) != (name, scale, key):
@@ -295,7 +309,3 @@ def write_page(bundle: Bundle, body: str) -> Path:
     page = bundle.path / PAGE
     page.write_text(text, encoding="utf-8")
     return page
-
-
-def utc(timestamp: datetime) -> str:
-    return timestamp.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
