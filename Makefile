@@ -19,7 +19,7 @@ PYTEST_ORDER = -p randomly --randomly-seed=$(SEED)
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS=tests/test_stats.py` (one file only).
 PYTEST_ARGS ?=
 
-.PHONY: setup lint test test-all test-heavy test-slow bench docs docs-screenshots results results-models clean
+.PHONY: setup lint test test-all test-heavy test-slow bench docs docs-screenshots results results-models results-claims clean
 
 setup:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -81,6 +81,12 @@ results:
 results-models:
 	$(PAGE) docs/results/saved-model-size.md --title "Saved-model size per ranker" -- \
 	  $(BIN)/python benchmarks/saved_model_size.py
+
+# Seconds: the claims ledger judged from the committed results bundles (docs/results/bundles/),
+# training nothing and reading no MLflow store; claims without a bundle read "not yet run".
+results-claims:
+	$(BIN)/ltr-bench experiment=claims experiment.execute=false threads=1 tracking=none \
+	  ++experiment.results_page=docs/results/claims.md
 
 clean:
 	rm -rf $(VENV) multirun/*/ outputs/ mlflow.db .ltr_cache site

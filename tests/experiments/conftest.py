@@ -49,3 +49,24 @@ def run_cli(args: list[str], workdir: Path) -> CliResult:
         f"exit {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
     )
     return proc
+
+
+@pytest.fixture
+def cli_in_process(monkeypatch: pytest.MonkeyPatch):
+    """Put back what ``ltr_bench.cli.main`` changes in the test process (argv, an environment
+    variable, the SIGTERM handler, the root logger Hydra configures)."""
+    import logging
+    import signal
+    import sys
+
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    handler = signal.getsignal(signal.SIGTERM)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    signal.signal(signal.SIGTERM, handler)
+    for h in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(h)
+        h.close()
+    root.setLevel(level)

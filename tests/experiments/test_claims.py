@@ -437,6 +437,26 @@ def test_verdicts_at_full_and_quick_scale(tmp_path: Path) -> None:
     rows = pd.DataFrame([judge(noted, inv, True, "full"), judge(claim, inv, True, "full")])
     assert list(rows["note"]) == ["read with care", ""]
     assert "## Notes\n\n- `c`: read with care\n" in markdown(rows, [], "full", "header")
+    # a claim that does not hold without a note is flagged: every failure gets its likeliest reason
+    from ltr_bench.experiments.ledger.pages import UNEXPLAINED
+
+    bare = markdown(pd.DataFrame([judge(high, inv, True, "full")]), [], "full", "header")
+    assert f"## Notes\n\n- `c`: {UNEXPLAINED}\n" in bare
+
+
+def test_each_reason_in_the_ledger_names_its_kind() -> None:
+    """A note that explains a failure starts with one of the four kinds of reason."""
+    import yaml
+
+    conf = Path(__file__).resolve().parents[2] / "conf" / "experiment" / "claims.yaml"
+    notes = {c["id"]: c["note"] for c in yaml.safe_load(conf.read_text())["claims"] if "note" in c}
+    assert len(notes) >= 20
+    kinds = ("convention", "budget", "data", "a real disagreement")
+    for cid, note in notes.items():
+        assert note.startswith("Likeliest reason: "), cid
+        kind = note.removeprefix("Likeliest reason: ")
+        assert kind.startswith(kinds), cid
+        assert "Evidence" in note, cid
 
 
 # ------------------------------------------------------------------------------ a run in parts
@@ -521,7 +541,7 @@ def test_a_run_in_parts_is_judged_on_the_union_of_its_parts_tables_once_all_have
     )
     partial = combine(run, [done[0], waiting])
     assert judge(claim, partial, True, "full")["verdict"] == (
-        "not judged: part 2/2 (r.part2) not run: no tracked run yet and experiment.execute=false"
+        "not yet run: part 2/2 (r.part2): no tracked run yet and experiment.execute=false"
     )
     absent = combine(
         run, [Invocation(one, status="absent", reason="MQ2008 absent from /d"), waiting]
@@ -572,27 +592,6 @@ def _ledger_cli(workdir: Path, out: str, *extra: str) -> None:
             *extra,
         ]
     )
-
-
-@pytest.fixture
-def cli_in_process(monkeypatch: pytest.MonkeyPatch):
-    """Put back what ``ltr_bench.cli.main`` changes in the test process (argv, an environment
-    variable, the SIGTERM handler, the root logger Hydra configures)."""
-    import logging
-    import signal
-    import sys
-
-    monkeypatch.setattr(sys, "argv", list(sys.argv))
-    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
-    handler = signal.getsignal(signal.SIGTERM)
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    signal.signal(signal.SIGTERM, handler)
-    for h in [h for h in root.handlers if h not in handlers]:
-        root.removeHandler(h)
-        h.close()
-    root.setLevel(level)
 
 
 @pytest.mark.heavy
@@ -649,7 +648,7 @@ def test_the_ledger_runs_each_experiment_once_and_reuses_tracked_runs(
     third = pd.read_csv(tmp_path / "third" / "claims.csv").set_index("id")
     assert (
         third.loc["noise", "verdict"]
-        == "not judged: no tracked run yet and experiment.execute=false"
+        == "not yet run: no tracked run or bundle yet and experiment.execute=false"
     )
     assert len(_experiment_runs(db, "paper_figures_quick", "fig2c")) == 1
 

@@ -20,7 +20,7 @@ def test_results_page_holds_the_table_and_its_provenance(tmp_path: Path) -> None
         "experiment=claims",
         "scale=quick",
         f"experiment.claims={CLAIMS}",
-        "experiment.execute=false",  # train nothing: the verdict reads "not judged"
+        "experiment.execute=false",  # train nothing: the verdict reads "not yet run"
         f"++experiment.results_page={page}",
         "threads=1",
         f"tracking.tracking_uri=sqlite:///{tmp_path}/mlflow.db",
@@ -31,5 +31,5 @@ def test_results_page_holds_the_table_and_its_provenance(tmp_path: Path) -> None
     text = page.read_text()
     assert text.startswith(GENERATED_MARK + "\n# The papers' claims, checked (quick)")
     assert "| command | `ltr-bench experiment=claims scale=quick" in text
-    assert "| statement | paper's value | ours | verdict |" in text and "not judged" in text
+    assert "| statement | paper's value | ours | verdict |" in text and "not yet run" in text
     assert (tmp_path / "out" / "claims.md").read_text() in text  # the ledger's own table

@@ -10,6 +10,9 @@ value, the run that tests it and a ``check``: a ``_target_`` function of
 The driver validates the whole ledger first (every run's spec composes, every check's arguments
 fit its function), then runs each needed invocation once, however many claims read it:
 
+- a results bundle with the invocation's key under ``experiment.bundles_dir`` (committed under
+  ``docs/results/bundles/``, see :mod:`~ltr_bench.experiments.ledger.bundles`) is read first:
+  its verified CSV tables, nothing trained, no data needed;
 - a dataset missing from the data root makes its claims "not testable here";
 - a FINISHED experiment run in the MLflow store with the same invocation key (tag
   ``ltr.experiment_key``, see :func:`~ltr_bench.experiments.common.invocation_key`: experiment,
@@ -17,7 +20,12 @@ fit its function), then runs each needed invocation once, however many claims re
   back, nothing is trained;
 - otherwise ``ltr-bench experiment=<name> scale=<scale> <overrides>`` runs in a subprocess (output
   in ``runs/<run>/``, log ``runs/<run>.log``; a part in ``runs/<run>.part<k>/``), with the command line's other overrides (threads,
-  tracking, seed) passed on; ``experiment.execute=false`` only re-reads.
+  tracking, seed) passed on; ``experiment.execute=false`` only re-reads (claims with nothing
+  to read: "not yet run").
+
+Each invocation that ran, or was re-used from the MLflow store without a bundle, writes its
+bundle (when ``experiment.bundles_dir`` is set): its tables, ``provenance.json`` and, once the
+claims are judged, a ``claims.md`` of the claims that read it.
 
 Outputs: ``claims.md`` (statement | paper's value | ours | verdict, and the runs used),
 ``claims.csv`` (the same plus the check and run ids), ``summary.csv`` (verdict counts), all also
@@ -32,6 +40,9 @@ from datetime import UTC
 import pandas as pd
 
 from ltr_bench.experiments.common import ExperimentRun, override_key, plain, user_overrides
+from ltr_bench.experiments.ledger.bundles import PAGE as BUNDLE_PAGE
+from ltr_bench.experiments.ledger.bundles import Bundle, bundles_root, read_bundle
+from ltr_bench.experiments.ledger.bundles import write_page as write_bundle_page
 from ltr_bench.experiments.ledger.pages import markdown
 from ltr_bench.experiments.ledger.runs import (
     absent_datasets,
@@ -57,6 +68,7 @@ from ltr_bench.experiments.ledger.verdicts import (
     FAILS,
     HOLDS,
     NOT_JUDGED,
+    NOT_RUN,
     NOT_TESTABLE,
     TOO_SMALL,
     counts,
@@ -71,6 +83,7 @@ def run(exp: ExperimentRun) -> pd.DataFrame:
     from datetime import datetime
 
     from ltr_bench.provenance import command_line, start, write_page
+    from ltr_bench.runner import job_context
 
     begun = start(command_line("ltr-bench"))  # the commit and the load as the ledger starts
     spec = exp.spec
@@ -80,8 +93,9 @@ def run(exp: ExperimentRun) -> pd.DataFrame:
     ledger = validate_ledger(spec, scale, seed, forwarded)
     claims = select_claims(ledger.claims, [str(o) for o in plain(spec.get("only") or [])])
     judging = bool(spec.get("judge", True))
+    bundles = bundles_root(spec.get("bundles_dir"), job_context().cwd)
     invocations = prepare(
-        exp, ledger, claims, scale, seed, forwarded, bool(spec.get("execute", True))
+        exp, ledger, claims, scale, seed, forwarded, bool(spec.get("execute", True)), bundles
     )
     rows = pd.DataFrame([judge(c, invocations.get(c.run or ""), judging, scale) for c in claims])
     distinct = list({id(p): p for i in invocations.values() for p in (i.parts or [i])}.values())
@@ -91,6 +105,12 @@ def run(exp: ExperimentRun) -> pd.DataFrame:
         f"(seed {seed}). Verdict rules: `claims.csv` (column `check`) and "
         "`conf/experiment/claims.yaml`; sigma = combined standard error of two means."
     )
+    for inv in distinct:  # each bundle written now (or lacking it) gets its claims' verdicts
+        if inv.bundle is not None and (
+            inv.bundle_written or not (inv.bundle.path / BUNDLE_PAGE).is_file()
+        ):
+            mine = rows[rows["id"].isin(inv.claims)]
+            write_bundle_page(inv.bundle, markdown(mine, [inv], scale, header))
     exp.write_csv(rows, "claims.csv")
     exp.write_text(markdown(rows, distinct, scale, header), "claims.md")
     if spec.get("results_page"):  # ++experiment.results_page=docs/results/claims.md
@@ -109,9 +129,11 @@ __all__ = [
     "FAILS",
     "HOLDS",
     "NOT_JUDGED",
+    "NOT_RUN",
     "NOT_TESTABLE",
     "RUN_KEYS",
     "TOO_SMALL",
+    "Bundle",
     "Claim",
     "Invocation",
     "Ledger",
@@ -119,6 +141,7 @@ __all__ = [
     "Tables",
     "UnionTables",
     "absent_datasets",
+    "bundles_root",
     "check_function",
     "combine",
     "counts",
@@ -130,6 +153,7 @@ __all__ = [
     "parse_ledger",
     "prepare",
     "provenance",
+    "read_bundle",
     "run",
     "run_spec_config",
     "select_claims",

@@ -7,11 +7,28 @@ from typing import Any
 import pandas as pd
 
 from ltr_bench.experiments.ledger.tables import Invocation
-from ltr_bench.experiments.ledger.verdicts import counts_line
+from ltr_bench.experiments.ledger.verdicts import FAILS, counts_line, verdict_kind
+
+#: The note of a claim that does not hold and has no note yet.
+UNEXPLAINED = (
+    "does not hold, and no reason is recorded yet: give the claim a `note` in "
+    "conf/experiment/claims.yaml with its likeliest reason (convention, budget, data or a real "
+    "disagreement) and the evidence"
+)
 
 
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _source(inv: Invocation) -> str:
+    """Where an invocation's tables came from: its bundle, else its MLflow run."""
+    if inv.status == "bundle":
+        return inv.provenance
+    if inv.run_id:
+        written = f"; bundle written: {inv.bundle.shown()}" if inv.bundle_written else ""
+        return f"{inv.run_id} ({inv.mlflow_experiment}; {inv.provenance}){written}"
+    return "–"
 
 
 def markdown(rows: pd.DataFrame, invocations: list[Invocation], scale: str, header: str) -> str:
@@ -35,6 +52,11 @@ def markdown(rows: pd.DataFrame, invocations: list[Invocation], scale: str, head
             + " |"
         )
     notes = [(r.id, r.note) for r in rows.itertuples(index=False) if getattr(r, "note", "")]
+    notes += [  # every claim that does not hold gets its likeliest reason in its note
+        (r.id, UNEXPLAINED)
+        for r in rows.itertuples(index=False)
+        if verdict_kind(str(r.verdict)) == FAILS and not getattr(r, "note", "")
+    ]
     if notes:  # what a reader should know to read a verdict (e.g. a convention behind a gap)
         lines += ["", "## Notes", "", *(f"- `{cid}`: {_cell(note)}" for cid, note in notes)]
     if invocations:
@@ -42,7 +64,7 @@ def markdown(rows: pd.DataFrame, invocations: list[Invocation], scale: str, head
             "",
             "## Runs",
             "",
-            "| run | command | status | MLflow run | claims |",
+            "| run | command | status | MLflow run or results bundle | claims |",
             "| --- | --- | --- | --- | --- |",
         ]
         for inv in invocations:
@@ -55,9 +77,7 @@ def markdown(rows: pd.DataFrame, invocations: list[Invocation], scale: str, head
                         inv.run.name,
                         f"`{inv.run.command(scale)}`",
                         status,
-                        f"{inv.run_id} ({inv.mlflow_experiment}; {inv.provenance})"
-                        if inv.run_id
-                        else "–",
+                        _source(inv),
                         ", ".join(inv.claims),
                     )
                 )

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from datetime import UTC
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,8 +22,17 @@ from ltr_bench.experiments.common import (
     compose_run_config,
     invocation_key,
 )
+from ltr_bench.experiments.ledger.bundles import (
+    data_differences,
+    data_fingerprints,
+    machine_facts,
+    others,
+    read_bundle,
+    write_bundle,
+)
 from ltr_bench.experiments.ledger.spec import Claim, Ledger, RunSpec
 from ltr_bench.experiments.ledger.tables import Invocation, Tables, combine
+from ltr_bench.provenance import Provenance, command_line, start
 
 
 def absent_datasets(names: tuple[str, ...] | list[str]) -> list[str]:
@@ -87,8 +97,6 @@ def find_tracked(tracker: Any, name: str, scale: str, key: str) -> Any | None:
 def provenance(run: Any) -> str:
     """``2026-11-24 17:53 UTC, 52 min, commit 1a2b3c4``: when a tracked run started, how long it
     took (its wall time: what the ledger saves by re-using it), from which code."""
-    from datetime import datetime
-
     from ltr_bench import tracking_keys as keys
 
     if run is None:
@@ -126,18 +134,11 @@ def execute(
         raise RuntimeError(f"exit {code} (log {log}): {tail}")
 
 
-def prepare(
-    exp: ExperimentRun,
-    ledger: Ledger,
-    claims: list[Claim],
-    scale: str,
-    seed: int,
-    forwarded: list[str],
-    run_missing: bool,
-) -> dict[str, Invocation]:
-    """One :class:`Invocation` per distinct invocation the claims need (a run in parts needs one
-    per part): absent data, re-used tracked run, or a new run (``run_missing``). Returns the
-    invocation each run name is judged on (for a run in parts: :func:`combine` of its parts)."""
+def _invocations(
+    ledger: Ledger, claims: list[Claim], scale: str, seed: int, forwarded: list[str]
+) -> tuple[list[Invocation], dict[str, list[Invocation]]]:
+    """Each distinct invocation the claims need (a run in parts: one per part), and per run
+    name the invocations it is made of."""
     by_key: dict[str, Invocation] = {}
     pieces_of: dict[str, list[Invocation]] = {}
     for claim in claims:
@@ -154,44 +155,176 @@ def prepare(
             )
         pieces_of[claim.run] = invs
     todo = list(by_key.values())
-    for i, inv in enumerate(todo, 1):
+    for inv in todo:
         inv.claims = [c.id for c in claims if any(p is inv for p in pieces_of.get(c.run or "", []))]
-        head = f"[{i}/{len(todo)}] {inv.run.command(scale)}"
-        missing = absent_datasets(inv.run.datasets)
-        if missing:
-            inv.status, inv.reason = "absent", "; ".join(missing)
-            print(f"{head}: not testable here ({inv.reason})", flush=True)
-            continue
-        spec = ledger.specs[inv.run.name]
-        tracker = _sub_tracker(exp, inv.mlflow_experiment)
-        found = find_tracked(tracker, str(spec.name), scale, inv.key)
-        if found is not None:
-            inv.status, inv.run_id, inv.provenance = "reused", found.info.run_id, provenance(found)
-            inv.tables = Tables(None, tracker, inv.run_id, exp.path(f"inputs/{inv.run.name}"))
-            print(
-                f"{head}: re-using MLflow run {inv.run_id} (experiment "
-                f"'{inv.mlflow_experiment}', {inv.provenance})",
-                flush=True,
-            )
-            continue
-        if not run_missing:
-            inv.status, inv.reason = "not run", "no tracked run yet and experiment.execute=false"
-            print(f"{head}: {inv.reason}", flush=True)
-            continue
-        out = exp.out_dir / "runs" / inv.run.name
-        log = exp.out_dir / "runs" / f"{inv.run.name}.log"
-        print(f"{head}: running (log {log})", flush=True)
-        try:
-            execute(inv.run, scale, seed, forwarded, out, log)
-        except RuntimeError as exc:
-            inv.status, inv.reason = "failed", str(exc)
-            print(f"{head}: FAILED {exc}", flush=True)
-            continue
-        found = find_tracked(tracker, str(spec.name), scale, inv.key)
-        inv.status, inv.run_id = "ran", found.info.run_id if found is not None else None
-        inv.provenance = provenance(found)
-        inv.tables = Tables(out, tracker, inv.run_id, exp.path(f"inputs/{inv.run.name}"))
+    return todo, pieces_of
+
+
+@dataclass
+class Context:
+    """What every invocation of one ledger command shares."""
+
+    exp: ExperimentRun
+    ledger: Ledger
+    scale: str
+    seed: int
+    forwarded: list[str]
+    run_missing: bool
+    bundles: Path | None  # experiment.bundles_dir (None: no bundles read or written)
+
+
+def prepare(
+    exp: ExperimentRun,
+    ledger: Ledger,
+    claims: list[Claim],
+    scale: str,
+    seed: int,
+    forwarded: list[str],
+    run_missing: bool,
+    bundles: Path | None = None,
+) -> dict[str, Invocation]:
+    """One :class:`Invocation` per distinct invocation the claims need (a run in parts needs one
+    per part): a committed results bundle, absent data, a re-used tracked run, or a new run
+    (``run_missing``). Every bundle is verified before anything runs. Returns the invocation each
+    run name is judged on (for a run in parts: :func:`combine` of its parts)."""
+    todo, pieces_of = _invocations(ledger, claims, scale, seed, forwarded)
+    if bundles is not None:
+        for inv in todo:
+            inv.bundle = read_bundle(bundles, scale, inv.run.name, inv.key)
+    ctx = Context(exp, ledger, scale, seed, forwarded, run_missing, bundles)
+    for i, inv in enumerate(todo, 1):
+        _obtain(ctx, inv, f"[{i}/{len(todo)}] {inv.run.command(scale)}")
     return {
         name: combine(ledger.runs[name], invs) if ledger.runs[name].parts else invs[0]
         for name, invs in pieces_of.items()
     }
+
+
+def _obtain(ctx: Context, inv: Invocation, head: str) -> None:
+    """Give ``inv`` its tables: from its bundle, a tracked run or a new run (else a reason)."""
+    if inv.bundle is not None:
+        _from_bundle(inv, head)
+        return
+    missing = absent_datasets(inv.run.datasets)
+    if missing:
+        inv.status, inv.reason = "absent", "; ".join(missing)
+        print(f"{head}: not testable here ({inv.reason})", flush=True)
+        return
+    spec = ctx.ledger.specs[inv.run.name]
+    tracker = _sub_tracker(ctx.exp, inv.mlflow_experiment)
+    found = find_tracked(tracker, str(spec.name), ctx.scale, inv.key)
+    inputs = ctx.exp.path(f"inputs/{inv.run.name}")
+    if found is not None:
+        inv.status, inv.run_id, inv.provenance = "reused", found.info.run_id, provenance(found)
+        inv.tables = Tables(None, tracker, inv.run_id, inputs)
+        print(
+            f"{head}: re-using MLflow run {inv.run_id} (experiment "
+            f"'{inv.mlflow_experiment}', {inv.provenance})",
+            flush=True,
+        )
+        _bundle(ctx, inv, spec, _tracked_measurement(found))
+        return
+    if not ctx.run_missing:
+        inv.status = "not run"
+        inv.reason = "no tracked run or bundle yet and experiment.execute=false"
+        stale = others(ctx.bundles, ctx.scale, inv.run.name, inv.key) if ctx.bundles else []
+        if stale:
+            inv.reason += (
+                f" (bundle {stale[-1].name} is of another key: the run's spec, seed or "
+                "overrides differ)"
+            )
+        print(f"{head}: {inv.reason}", flush=True)
+        return
+    out = ctx.exp.out_dir / "runs" / inv.run.name
+    log = ctx.exp.out_dir / "runs" / f"{inv.run.name}.log"
+    print(f"{head}: running (log {log})", flush=True)
+    begun = start(_command(inv.run, ctx.scale, ctx.seed, ctx.forwarded))
+    try:
+        execute(inv.run, ctx.scale, ctx.seed, ctx.forwarded, out, log)
+    except RuntimeError as exc:
+        inv.status, inv.reason = "failed", str(exc)
+        print(f"{head}: FAILED {exc}", flush=True)
+        return
+    measured = begun.finish()
+    found = find_tracked(tracker, str(spec.name), ctx.scale, inv.key)
+    inv.status, inv.run_id = "ran", found.info.run_id if found is not None else None
+    inv.provenance = provenance(found)
+    inv.tables = Tables(out, tracker, inv.run_id, inputs)
+    _bundle(ctx, inv, spec, _ran_measurement(measured))
+
+
+def _from_bundle(inv: Invocation, head: str) -> None:
+    bundle = inv.bundle
+    inv.status, inv.provenance = "bundle", bundle.summary()
+    inv.tables = Tables(bundle.path)
+    print(f"{head}: re-using results {inv.provenance}", flush=True)
+    if absent_datasets(inv.run.datasets):
+        return  # judged from the bundle: the data is not needed here
+    changed = data_differences(bundle.record["data"], data_fingerprints(inv.run.datasets))
+    if changed:
+        print(
+            f"{head}: note: the bundle was measured on other data files than these "
+            f"({', '.join(changed[:3])}{' ...' if len(changed) > 3 else ''} differ)",
+            flush=True,
+        )
+
+
+def _command(run: RunSpec, scale: str, seed: int, forwarded: list[str]) -> str:
+    return " ".join([run.command(scale), *forwarded, f"seed={seed}"])
+
+
+def _ran_measurement(p: Provenance) -> dict[str, Any]:
+    return {
+        "source": "this ledger (ltr-bench experiment=claims)",
+        "git_commit": p.commit,
+        "started": p.started.strftime("%Y-%m-%d %H:%M UTC"),
+        "wall_s": round(p.wall_s, 1),
+        "load_average": {"start": p.load_before, "end": p.load_after},
+    }
+
+
+def _tracked_measurement(run: Any) -> dict[str, Any]:
+    from ltr_bench import tracking_keys as keys
+
+    end = run.info.end_time or run.info.start_time
+    return {
+        "source": f"tracked MLflow run {run.info.run_id}, exported by this ledger",
+        "git_commit": run.data.tags.get(keys.TAG_GIT_COMMIT) or "unknown",
+        "started": datetime.fromtimestamp(run.info.start_time / 1000, UTC).strftime(
+            "%Y-%m-%d %H:%M UTC"
+        ),
+        "wall_s": round((end - run.info.start_time) / 1000, 1),
+        "machine_note": "the machine that exported the tracked run (usually the one that ran it)",
+    }
+
+
+def _bundle(ctx: Context, inv: Invocation, spec: DictConfig, measured: dict[str, Any]) -> None:
+    """Write the results bundle of a finished invocation (when bundles are kept)."""
+    if ctx.bundles is None or inv.tables is None:
+        return
+    machine = machine_facts()
+    if "machine_note" in measured:
+        machine["note"] = measured.pop("machine_note")
+    if "load_average" in measured:
+        machine["load_average"] = measured.pop("load_average")
+    record = {
+        "name": inv.run.name,
+        "experiment": inv.run.experiment,
+        "scale": ctx.scale,
+        "seed": ctx.seed,
+        "key": inv.key,
+        "command": _command(inv.run, ctx.scale, ctx.seed, ctx.forwarded),
+        "overrides": list(inv.run.overrides),
+        "forwarded": list(ctx.forwarded),
+        "ledger_command": command_line("ltr-bench"),
+        "spec": OmegaConf.to_container(spec, resolve=True),
+        "mlflow_run": inv.run_id,
+        "mlflow_experiment": inv.mlflow_experiment,
+        "machine": machine,
+        "data": data_fingerprints(inv.run.datasets),
+        "claims": list(inv.claims),
+        **measured,
+    }
+    files = inv.tables.csv_files() if isinstance(inv.tables, Tables) else {}
+    inv.bundle, inv.bundle_written = write_bundle(ctx.bundles, record, files), True
+    print(f"    results bundle written: {inv.bundle.shown()}", flush=True)

@@ -23,13 +23,15 @@ class Invocation:
     run: RunSpec
     key: str = ""
     mlflow_experiment: str = ""
-    status: str = "pending"  # absent | reused | ran | failed | not run
+    status: str = "pending"  # absent | bundle | reused | ran | failed | not run
     reason: str = ""
     run_id: str | None = None
     provenance: str = ""  # when the run started and its git commit
     tables: Mapping[str, pd.DataFrame] | None = None
     claims: list[str] = field(default_factory=list)
     parts: list[Invocation] = field(default_factory=list)  # a run in parts: one per part
+    bundle: Any = None  # its results bundle (bundles.Bundle), read or written by this ledger
+    bundle_written: bool = False
 
 
 class Tables(Mapping):
@@ -70,6 +72,19 @@ class Tables(Mapping):
                 os.environ.pop(_MLFLOW_BAR, None)
             else:
                 os.environ[_MLFLOW_BAR] = quiet
+
+    def csv_files(self) -> dict[str, Path]:
+        """Every top-level CSV of the experiment as a local file (downloaded when it is only an
+        MLflow artifact): what a results bundle keeps."""
+        if self.folder is not None and self.folder.is_dir():
+            names = [p.name for p in self.folder.glob("*.csv")]
+        elif self.tracker is not None and self.run_id:
+            listed = self.tracker.client.list_artifacts(self.run_id)
+            names = [a.path for a in listed if not a.is_dir and a.path.endswith(".csv")]
+        else:
+            names = []
+        found = {name: self._path(name) for name in sorted(names)}
+        return {name: path for name, path in found.items() if path is not None}
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         if name not in self._cache:
@@ -115,12 +130,20 @@ def combine(run: RunSpec, parts: list[Invocation]) -> Invocation:
     for k, part in enumerate(parts, 1):
         if part.tables is None:
             inv.status = part.status
-            inv.reason = f"part {k}/{len(parts)} ({part.run.name}) {part.status}" + (
+            status = "" if part.status == "not run" else f" {part.status}"  # "not yet run: ..."
+            inv.reason = f"part {k}/{len(parts)} ({part.run.name}){status}" + (
                 f": {part.reason}" if part.reason else ""
             )
             if part.status == "absent":
                 inv.reason = part.reason
             return inv
-    inv.status = "reused" if all(p.status == "reused" for p in parts) else "ran"
+    statuses = {p.status for p in parts}
+    inv.status = (
+        "bundle"
+        if statuses == {"bundle"}
+        else "reused"
+        if statuses <= {"bundle", "reused"}
+        else "ran"
+    )
     inv.tables = UnionTables([p.tables for p in parts if p.tables is not None])
     return inv

@@ -13,6 +13,8 @@ from ltr_bench.experiments.ledger.tables import Invocation
 
 HOLDS, FAILS = "holds", "does not hold"
 NOT_TESTABLE, NOT_JUDGED, TOO_SMALL = "not testable here", "not judged", "too small to judge"
+NOT_RUN = "not yet run"  # nothing tracked or bundled and experiment.execute=false
+KINDS = (HOLDS, FAILS, NOT_TESTABLE, NOT_RUN, TOO_SMALL, NOT_JUDGED)
 
 
 def judge(claim: Claim, inv: Invocation | None, judging: bool, scale: str) -> dict[str, Any]:
@@ -27,6 +29,7 @@ def judge(claim: Claim, inv: Invocation | None, judging: bool, scale: str) -> di
         "check": claim.check_text,
         "command": inv.run.command(scale) if inv else "",
         "mlflow_run": (inv.run_id or "") if inv else "",
+        "bundle": _bundles(inv),
         "run_status": inv.status if inv else "",
         "detail": "",
         "note": claim.note,
@@ -37,6 +40,9 @@ def judge(claim: Claim, inv: Invocation | None, judging: bool, scale: str) -> di
         return row
     if missing or (inv and inv.status == "absent"):
         row["verdict"] = f"{NOT_TESTABLE}: {'; '.join(missing) or (inv.reason if inv else '')}"
+        return row
+    if inv is not None and inv.tables is None and inv.status == "not run":
+        row["verdict"] = f"{NOT_RUN}: {inv.reason}"
         return row
     if inv is None or inv.tables is None:
         row["verdict"] = f"{NOT_JUDGED}: {inv.reason if inv else 'no run'}"
@@ -60,8 +66,15 @@ def judge(claim: Claim, inv: Invocation | None, judging: bool, scale: str) -> di
     return row
 
 
+def _bundles(inv: Invocation | None) -> str:
+    """The results bundles the invocation was judged on (one per part), comma-separated."""
+    if inv is None:
+        return ""
+    return ", ".join(p.bundle.shown() for p in (inv.parts or [inv]) if p.bundle is not None)
+
+
 def verdict_kind(verdict: str) -> str:
-    for kind in (HOLDS, FAILS, NOT_TESTABLE, TOO_SMALL, NOT_JUDGED):
+    for kind in KINDS:
         if verdict == kind or verdict.startswith(kind + ":") or verdict.startswith(kind + " ("):
             return kind
     return NOT_JUDGED
@@ -69,7 +82,7 @@ def verdict_kind(verdict: str) -> str:
 
 def counts(rows: pd.DataFrame) -> dict[str, int]:
     kinds = rows["verdict"].map(verdict_kind) if len(rows) else pd.Series(dtype=str)
-    return {k: int((kinds == k).sum()) for k in (HOLDS, FAILS, NOT_TESTABLE, TOO_SMALL, NOT_JUDGED)}
+    return {k: int((kinds == k).sum()) for k in KINDS}
 
 
 def counts_line(rows: pd.DataFrame) -> str:
