@@ -13,7 +13,8 @@ whatever their start-up times). ``calls_file`` gets one JSON line per executed j
 ``lucky_x`` adds ``lucky_bonus`` to that x's value in search jobs but not in re-evaluations
 (``sweep.reevaluation=true``): a trial that only looks best. ``steps`` > 0 makes a job race: it
 reports its value after each of ``steps`` steps through :class:`TrialReporter` (when the sweeper
-passed a pruner) and stops when pruned; ``calls_file`` then also records the steps done.
+passed a pruner; a re-evaluation too when the sweeper races them) and stops when pruned;
+``calls_file`` then also records the steps done.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ def _race(cfg: DictConfig, value: float) -> int:
     reporter = TrialReporter.from_config(cfg) if cfg.steps else None
     if reporter is None:
         return cfg.steps
+    reporter.plan(cfg.steps)
     for step in range(1, cfg.steps + 1):
         if reporter.report(value, step):
             return step
