@@ -153,6 +153,8 @@ class LtrOptunaSweeperConf:
       (``++sweep.reevaluation=true`` plus ``reevaluate.overrides``) and the best trial is the one
       with the best value pooled over search and re-evaluation; a less lucky, more reliable choice
       when the objective is noisy. Stored in the study, so resuming does not repeat them.
+      ``reevaluate.pruner`` (a pruner config, null = off) races them fold by fold and drops a
+      candidate that cannot catch up (:mod:`ltr_bench.sweeper.reevaluation_racing`).
     Every job gets the overrides ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>``.
     pruner: ``hydra/sweeper/pruner=none|median|successive_halving|hyperband`` (Optuna's pruners,
       options as keys, e.g. ``hydra.sweeper.pruner.n_startup_trials=8``); with one, search jobs
