@@ -303,7 +303,16 @@ def bench_table1(args: argparse.Namespace, root: Path) -> None:
         "experiment=table1",
         "experiment.datasets=[mq2008]",
         "experiment.run_variants=[letor_folds]",
-        *(["scale=quick"] if args.quick else []),
+        # quick: Table 1's smoke size, its sweeps' trials in flight in 2 joblib workers too
+        *(
+            [
+                "scale=quick",
+                "experiment.launcher_overrides=['hydra/launcher=joblib',"
+                "'hydra.launcher.n_jobs=2','hydra.sweeper.n_jobs=2']",
+            ]
+            if args.quick
+            else []
+        ),
     ]
     print(f"table 1: {' '.join(cmd[1:])} ...", flush=True)
     t0 = time.perf_counter()
@@ -322,9 +331,14 @@ def bench_table1(args: argparse.Namespace, root: Path) -> None:
         print(
             f"{r['model']:<15}{r['search_s']:>8.0f}s{r['reevaluation_s']:>8.0f}s{r['refit_s']:>7.0f}s"
         )
+    verdict = (
+        "quick size: no target"
+        if args.quick
+        else f"target <= 35 min: {'met' if wall <= 35 * 60 else 'not met'}"
+    )
     print(
         f"Table 1, MQ2008, five-fold variant{' (quick)' if args.quick else ''}: {wall / 60:.1f} min "
-        f"wall (target <= 35 min: {'met' if wall <= 35 * 60 else 'not met'}); outputs {out}"
+        f"wall ({verdict}); outputs {out}"
     )
 
 
