@@ -682,6 +682,13 @@ def test_the_interrupted_hook_kills_exactly_the_left_over_runs(tmp_path: Path) -
 
     gone = trial_run("s", 1)  # its Optuna trial was marked interrupted
     alive = trial_run("s", 2)  # still running in a live process
+    # a job that ended just as its sweeper was killed: FINISHED, its result never told
+    untold = trial_run("s", 3)
+    tracker.end_run(untold, "FINISHED")
+    told = trial_run("s", 4)  # a finished trial whose result was told
+    tracker.end_run(told, "FINISHED")
+    failed = trial_run("s", 5)  # the job itself failed, then its sweeper was killed
+    tracker.end_run(failed, "FAILED")
     other = trial_run("t", 1)  # the same number in another study
     old_again = trial_run("s", 0, reevaluation=True)  # started before its claim was failed
     old_ms = tracker.client.get_run(old_again).info.start_time
@@ -692,18 +699,20 @@ def test_the_interrupted_hook_kills_exactly_the_left_over_runs(tmp_path: Path) -
     config = OmegaConf.create(
         {"tracking": {"enabled": True, "tracking_uri": uri, "experiment_name": "faults"}}
     )
-    killed = mark_interrupted_runs(config, "s", [1], {0: failed_at})
-    assert sorted(killed) == sorted([gone, old_again])
-    status = {
-        r: tracker.client.get_run(r).info.status for r in (gone, alive, other, old_again, new_again)
-    }
+    killed = mark_interrupted_runs(config, "s", [1, 3, 5], {0: failed_at})
+    assert sorted(killed) == sorted([gone, untold, old_again])
+    runs = (gone, alive, other, old_again, new_again, untold, told, failed)
+    status = {r: tracker.client.get_run(r).info.status for r in runs}
     assert status == {
         gone: "KILLED",
         alive: "RUNNING",
         other: "RUNNING",
         old_again: "KILLED",
         new_again: "RUNNING",
+        untold: "KILLED",
+        told: "FINISHED",
+        failed: "FAILED",
     }
     assert (
-        mark_interrupted_runs(config, "s", [1], {0: failed_at}) == []
+        mark_interrupted_runs(config, "s", [1, 3, 5], {0: failed_at}) == []
     )  # repeating it changes nothing
