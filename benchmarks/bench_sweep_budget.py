@@ -1,11 +1,28 @@
-"""Sweeps at the papers' budget: racing trials over inner folds, and the shared preprocessing cache.
+"""Sweeps at the papers' budget: racing trials and re-evaluations, trials in flight, Table 1's
+time, and the shared preprocessing cache.
 
 Part ``pruning`` -- the README's MQ2008 DirectRanker sweep (``search=direct_ranker
-protocol=letor_folds``, a study per outer fold, 2 joblib workers) once per pruner (none, median,
-successive halving by default), each in a fresh folder with the same sampler seed, then
-``refit_best=<sweep> seed=<seeds>``. Prints per pruner: sweep wall time (search + re-evaluation),
-trials completed / pruned, and the refit's test NDCG@10 / MAP as the mean over the seeds (and over
-the folds); the speed-up is against ``none`` measured in the same run.
+protocol=letor_folds``, a study per outer fold, ``--jobs`` joblib workers) once per variant, each
+in a fresh folder with the same sampler seed, then ``refit_best=<sweep> seed=<seeds>``. Prints per
+variant: sweep wall time (search + re-evaluation, from the sweep's log), trials completed /
+pruned, inner folds fitted by the search and the re-evaluation, re-evaluations dropped, and the
+refit's test NDCG@10 / MAP as the mean over the seeds and folds; speed-ups and the NDCG@10
+difference are against ``--base`` measured in the same run. A variant is
+``<pruner>[:<flag>...]``:
+
+- ``none``: no racing at all (every trial runs every fold, every re-evaluation every fold);
+- ``median``, ``successive_halving``, ``hyperband``: that search pruner, and the search config's
+  raced re-evaluation (``hydra.sweeper.reevaluate.pruner``);
+- flags: ``async`` (the default: trials in flight, a worker starts the next trial as soon as its
+  own ends), ``batch`` (``hydra.sweeper.asynchronous=false``: batches of ``--jobs`` trials, each
+  waiting for its slowest), ``batchN`` (batches of N trials for the ``--jobs`` workers),
+  ``reproducible`` (``hydra.sweeper.reproducible=true``), ``fullreeval`` (re-evaluations not
+  raced), ``workers`` (``--jobs`` sweeper processes sharing one SQLite study, one trial at a
+  time each, then one more run that re-evaluates).
+
+Part ``table1`` -- ``ltr-bench experiment=table1`` on MQ2008, five-fold variant
+(``experiment.datasets=[mq2008] experiment.run_variants=[letor_folds]``), its wall time against
+the 35 min target and where it went (``benchmarks/table1_timing.py``).
 
 Part ``preprocessing`` -- the time of one sweep trial (5-fold inner CV, in-process
 ``ltr_bench.runner.run`` with ``sweep.trial_number=0``, tracking off) before (``LTR_TRANSFORM_CACHE
@@ -14,17 +31,20 @@ by an earlier trial), on MQ2008 fold 1 and on an MSLR-WEB10K-shaped generated fo
 ``--mslr-docs`` training documents, 120 per query, labels 0-4), for which the model is cut to
 ``--mslr-epochs`` epochs (the fit is the same before and after; what changes is the preparation).
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_sweep_budget.py --quick   # ~15-30 min on 2 cores
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_sweep_budget.py           # the full sweep: hours
+The full-size targets, each one command on an idle 2-core machine (hours each):
 
-``--pruners none,median,median:workers`` adds a run of ``--jobs`` sweeper processes sharing one
-SQLite study (one trial at a time each) instead of joblib batches, which wait for their slowest
-trial, so that a pruned trial frees its worker at once. ``<pruner>:batch4`` asks 4 trials per
-batch (``hydra.sweeper.n_jobs=4``) for the ``--jobs`` joblib workers: a worker freed by a pruned
-trial takes the batch's next trial, and only the batch's end waits.
+    # the MQ2008 sweep, five folds, 30 trials, top 5, refit seeds 0-3: racing vs no racing
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_sweep_budget.py --part pruning \
+        --pruners none:batch,none,successive_halving:batch,successive_halving
+    # one MQ2008 fold at the papers' budget (30 trials, 5-fold inner CV, top 5, 2 workers)
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_sweep_budget.py --part pruning \
+        --folds 1 --pruners none,successive_halving
+    # Table 1 on MQ2008, five-fold variant, at the papers' budget
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_sweep_budget.py --part table1
 
-``--quick`` = one outer fold, 16 trials, re-evaluation of the top 2, refit seeds 0-1 (the full
-version: five folds, 30 trials, the search config's top 5, seeds 0-3). Every size is an option.
+``--quick`` = one outer fold, 10 trials, re-evaluation of the top 2, refit seed 0, no MSLR-shaped
+fold (``--part pruning --quick``: a few minutes on 2 cores; ``--part table1 --quick``: Table 1's
+smoke size, ``scale=quick``). Every size is an option.
 """
 
 from __future__ import annotations
@@ -50,13 +70,33 @@ DEFAULT_DATA = resolve_data_root(os.environ.get("LTR_DATA"))
 
 
 # ------------------------------------------------------------------------------ pruning
-def run_sweep(workdir: Path, pruner: str, args: argparse.Namespace) -> dict[str, Any]:
-    """One pruner's sweep and refit in ``workdir``; wall times and the refit's test metrics."""
+def variant(spec: str, jobs: int) -> tuple[str, int | None, list[str]]:
+    """``<pruner>[:<flag>...]`` -> (mode: async | batch | workers, batch size, its overrides)."""
+    name, *flags = spec.split(":")
+    mode, batch = "async", None
+    extra = [f"hydra/sweeper/pruner={name}"]
+    if name == "none" or "fullreeval" in flags:
+        extra.append("hydra.sweeper.reevaluate.pruner=null")
+    for flag in flags:
+        if flag.startswith("batch"):
+            mode, batch = "batch", int(flag[len("batch") :] or jobs)
+            extra.append("hydra.sweeper.asynchronous=false")
+        elif flag == "reproducible":
+            extra.append("hydra.sweeper.reproducible=true")
+        elif flag == "workers":
+            mode = "workers"
+        elif flag not in ("async", "fullreeval"):
+            raise SystemExit(f"unknown flag '{flag}' in '{spec}'")
+    return mode, batch, extra
+
+
+def run_sweep(workdir: Path, spec: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One variant's sweep and refit in ``workdir``; wall times, work done, the refit's metrics."""
     workdir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LTR_DATA": str(args.data)}
     sweep_dir = workdir / "sweep"
     folds = ",".join(str(f) for f in args.folds)
-    name, _, mode = pruner.partition(":")
+    mode, batch, extra = variant(spec, args.jobs)
     cmd = [
         LTR_BENCH,
         "-m",
@@ -66,15 +106,15 @@ def run_sweep(workdir: Path, pruner: str, args: argparse.Namespace) -> dict[str,
         f"dataset.fold={folds}",
         "hydra.sweeper.study_per=[dataset.fold]",
         f"hydra.sweeper.n_trials={args.trials}",
-        f"hydra/sweeper/pruner={name}",
         f"hydra.sweeper.sampler.seed={args.sampler_seed}",
+        *extra,
     ]
     top_k = [] if args.top_k is None else [f"hydra.sweeper.reevaluate.top_k={args.top_k}"]
     t0 = time.perf_counter()
     if mode == "workers":
         # `jobs` sweeper processes sharing one SQLite study, one trial at a time each: a pruned
-        # trial frees its worker at once (a joblib batch waits for its slowest trial). Then one
-        # more run of the same command re-evaluates the top trials and writes the summary.
+        # trial frees its worker at once. Then one more run of the same command re-evaluates the
+        # top trials and writes the summary.
         shared = [*cmd, f"hydra.sweeper.storage=sqlite:///{workdir / 'shared.db'}", "threads=1"]
         procs = [
             subprocess.Popen(
@@ -88,31 +128,19 @@ def run_sweep(workdir: Path, pruner: str, args: argparse.Namespace) -> dict[str,
         ]
         if any(p.wait() != 0 for p in procs):
             raise SystemExit(f"a worker failed; see {workdir}/w*.log")
-        _check(
-            subprocess.run(
-                [*shared, *top_k, f"hydra.sweep.dir={sweep_dir}"],
-                cwd=workdir,
-                env=env,
-                capture_output=True,
-                text=True,
-            ),
-            workdir / "sweep.log",
-        )
+        cmd = [*shared, *top_k, f"hydra.sweep.dir={sweep_dir}"]
     else:
-        # ':batchN' = N trials asked per batch, run by the `jobs` joblib workers: a worker freed by a
-        # pruned trial takes the batch's next trial instead of waiting for the batch's slowest
-        batch = int(mode[len("batch") :]) if mode.startswith("batch") else args.jobs
         cmd += [
             "hydra/launcher=joblib",
             f"hydra.launcher.n_jobs={args.jobs}",
-            f"hydra.sweeper.n_jobs={batch}",
+            f"hydra.sweeper.n_jobs={batch or args.jobs}",
             f"hydra.sweep.dir={sweep_dir}",
             *top_k,
         ]
-        _check(
-            subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True),
-            workdir / "sweep.log",
-        )
+    _check(
+        subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True),
+        workdir / "sweep.log",
+    )
     sweep_s = time.perf_counter() - t0
     seeds = ",".join(str(s) for s in args.seeds)
     t0 = time.perf_counter()
@@ -136,7 +164,7 @@ def run_sweep(workdir: Path, pruner: str, args: argparse.Namespace) -> dict[str,
         for k in test:
             test[k].append(mean[k])
     return {
-        "pruner": pruner,
+        "variant": spec,
         "sweep_s": sweep_s,
         "refit_s": refit_s,
         "search_s": phases.get("search", float("nan")),
@@ -144,9 +172,31 @@ def run_sweep(workdir: Path, pruner: str, args: argparse.Namespace) -> dict[str,
         "complete": sum(s["n_complete"] for s in studies),
         "pruned": sum(s.get("n_pruned", 0) for s in studies),
         "failed": sum(s["n_failed"] for s in studies),
+        **work_done(studies),
+        "best": [s["best_params"] for s in studies],
         "ndcg@10": statistics.fmean(test["ndcg@10"]),
         "map": statistics.fmean(test["map"]),
         "n_refits": len(test["ndcg@10"]),
+    }
+
+
+def work_done(studies: list[dict[str, Any]]) -> dict[str, int]:
+    """Inner folds fitted by the search (steps reported, else the trial's fold count) and by the
+    re-evaluation (each record's folds), and re-evaluations dropped, over ``studies``."""
+    import optuna
+
+    search = 0
+    for s in studies:
+        for t in optuna.load_study(study_name=s["study_name"], storage=s["storage"]).trials:
+            if t.state.name in ("COMPLETE", "PRUNED"):
+                search += len(t.intermediate_values) or int(
+                    t.user_attrs.get("objective_n_folds", 0)
+                )
+    records = [r for s in studies for r in s.get("reevaluated") or []]
+    return {
+        "search_folds": search,
+        "reevaluation_folds": sum(int(r["reevaluation_n"]) for r in records),
+        "dropped": sum(r.get("dropped_after") is not None for r in records),
     }
 
 
@@ -199,33 +249,97 @@ def _check(proc: subprocess.CompletedProcess, log: Path) -> None:
         raise SystemExit(f"failed ({proc.returncode}); see {log}:\n{proc.stderr[-2000:]}")
 
 
-def bench_pruning(args: argparse.Namespace, root: Path) -> None:
+def bench_pruning(args: argparse.Namespace, root: Path) -> list[dict[str, Any]]:
     rows = []
-    for pruner in args.pruners:
-        print(f"sweep with pruner={pruner} ...", flush=True)
-        rows.append(run_sweep(root / pruner.replace(":", "-"), pruner, args))
+    for spec in args.pruners:
+        print(f"sweep {spec} ...", flush=True)
+        rows.append(run_sweep(root / spec.replace(":", "-"), spec, args))
         r = rows[-1]
         print(
             f"  {r['sweep_s']:.0f} s sweep ({r['search_s']:.0f} s search, {r['reevaluation_s']:.0f} s "
-            f"re-evaluation), {r['refit_s']:.0f} s refit, {r['complete']} complete, {r['pruned']} pruned",
+            f"re-evaluation), {r['refit_s']:.0f} s refit, {r['complete']} complete, {r['pruned']} pruned, "
+            f"{r['dropped']} re-evaluations dropped",
             flush=True,
         )
-    base = next((r for r in rows if r["pruner"] == "none"), rows[0])
+    base = next((r for r in rows if r["variant"] == args.base), rows[0])
     print(
         f"\nMQ2008 DirectRanker sweep: folds {args.folds}, {args.trials} trials per study, "
         f"{args.jobs} joblib workers, re-evaluation top_k={args.top_k if args.top_k is not None else 'config'}, "
-        f"refit seeds {args.seeds} (test metrics: mean over seeds and folds)"
+        f"refit seeds {args.seeds} (test metrics: mean over seeds and folds); base {base['variant']}"
     )
     print(
-        f"{'pruner':<28}{'sweep':>9}{'speed-up':>10}{'search':>9}{'speed-up':>10}{'complete':>10}{'pruned':>8}"
-        f"{'ndcg@10':>9}{'d ndcg':>8}{'map':>8}"
+        f"{'variant':<34}{'sweep':>8}{'x':>7}{'search':>8}{'x':>7}{'re-eval':>8}{'complete':>9}"
+        f"{'pruned':>7}{'folds':>7}{'re-ev.f':>8}{'dropped':>8}{'ndcg@10':>9}{'d ndcg':>8}{'map':>8}"
     )
     for r in rows:
         print(
-            f"{r['pruner']:<28}{r['sweep_s']:>8.0f}s{base['sweep_s'] / r['sweep_s']:>9.2f}x"
-            f"{r['search_s']:>8.0f}s{base['search_s'] / r['search_s']:>9.2f}x{r['complete']:>10}"
-            f"{r['pruned']:>8}{r['ndcg@10']:>9.4f}{r['ndcg@10'] - base['ndcg@10']:>+8.4f}{r['map']:>8.4f}"
+            f"{r['variant']:<34}{r['sweep_s']:>7.0f}s{base['sweep_s'] / r['sweep_s']:>6.2f}x"
+            f"{r['search_s']:>7.0f}s{base['search_s'] / r['search_s']:>6.2f}x{r['reevaluation_s']:>7.0f}s"
+            f"{r['complete']:>9}{r['pruned']:>7}{r['search_folds']:>7}{r['reevaluation_folds']:>8}"
+            f"{r['dropped']:>8}{r['ndcg@10']:>9.4f}{r['ndcg@10'] - base['ndcg@10']:>+8.4f}{r['map']:>8.4f}"
         )
+    for r in rows:
+        if r is not base:
+            ratio, diff = base["sweep_s"] / r["sweep_s"], r["ndcg@10"] - base["ndcg@10"]
+            print(
+                f"target: {r['variant']} vs {base['variant']}: {ratio:.2f}x faster (>= 2.2x, stretch "
+                f"2.5x: {'met' if ratio >= 2.2 else 'not met'}), refit test NDCG@10 {diff:+.4f} "
+                f"(within 0.003: {'met' if abs(diff) <= 0.003 else 'not met'})"
+            )
+    return rows
+
+
+# ------------------------------------------------------------------------------ table 1
+def bench_table1(args: argparse.Namespace, root: Path) -> None:
+    """Table 1 on MQ2008, five-fold variant (``--quick``: its smoke size), timed end to end."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from table1_timing import timings
+
+    work = root / "table1"
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LTR_DATA": str(args.data)}
+    cmd = [
+        LTR_BENCH,
+        "experiment=table1",
+        "experiment.datasets=[mq2008]",
+        "experiment.run_variants=[letor_folds]",
+        # quick: Table 1's smoke size, its sweeps' trials in flight in 2 joblib workers too
+        *(
+            [
+                "scale=quick",
+                "experiment.launcher_overrides=['hydra/launcher=joblib',"
+                "'hydra.launcher.n_jobs=2','hydra.sweeper.n_jobs=2']",
+            ]
+            if args.quick
+            else []
+        ),
+    ]
+    print(f"table 1: {' '.join(cmd[1:])} ...", flush=True)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    _check(proc, work / "table1.log")
+    out = next(
+        Path(line.split("outputs: ", 1)[1].strip())
+        for line in proc.stdout.splitlines()
+        if line.startswith("outputs: ")
+    )
+    out = out if out.is_absolute() else work / out
+    rows = timings(out)
+    print(f"{'model':<15}{'search':>9}{'re-eval':>9}{'refit':>8}")
+    for r in rows:
+        print(
+            f"{r['model']:<15}{r['search_s']:>8.0f}s{r['reevaluation_s']:>8.0f}s{r['refit_s']:>7.0f}s"
+        )
+    verdict = (
+        "quick size: no target"
+        if args.quick
+        else f"target <= 35 min: {'met' if wall <= 35 * 60 else 'not met'}"
+    )
+    print(
+        f"Table 1, MQ2008, five-fold variant{' (quick)' if args.quick else ''}: {wall / 60:.1f} min "
+        f"wall ({verdict}); outputs {out}"
+    )
 
 
 # ------------------------------------------------------------------------------ preprocessing
@@ -372,8 +486,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--quick", action="store_true", help="1 fold, 16 trials, top_k 2, seeds 0-1")
-    ap.add_argument("--part", choices=("all", "pruning", "preprocessing"), default="all")
+    ap.add_argument(
+        "--quick", action="store_true", help="1 fold, 10 trials, top_k 2, seed 0, no MSLR fold"
+    )
+    ap.add_argument("--part", choices=("all", "pruning", "table1", "preprocessing"), default="all")
     ap.add_argument("--folds", type=lambda s: [int(x) for x in s.split(",")], default=None)
     ap.add_argument("--trials", type=int, default=None)
     ap.add_argument(
@@ -383,12 +499,15 @@ def main() -> None:
     ap.add_argument(
         "--pruners",
         type=lambda s: s.split(","),
-        default=["none", "median", "successive_halving"],
-        help="pruner names; 'name:workers' = --jobs sweeper processes sharing one study instead of joblib",
+        default=["none", "successive_halving"],
+        help="variants <pruner>[:flag...], flags async|batch|batchN|reproducible|fullreeval|workers",
     )
+    ap.add_argument("--base", default="none", help="the variant the speed-ups are against")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--sampler-seed", type=int, default=0)
-    ap.add_argument("--mslr-docs", type=int, default=723_000, help="0 skips the MSLR-shaped fold")
+    ap.add_argument(
+        "--mslr-docs", type=int, default=None, help="0 skips the MSLR-shaped fold (723000)"
+    )
     ap.add_argument("--mslr-epochs", type=int, default=1)
     ap.add_argument(
         "--skip-mq2008", action="store_true", help="preprocessing part: the MSLR-shaped fold only"
@@ -396,8 +515,14 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--workdir", type=Path, default=None)
     args = ap.parse_args()
-    quick = {"folds": [1], "trials": 16, "top_k": 2, "seeds": [0, 1]}
-    full = {"folds": [1, 2, 3, 4, 5], "trials": 30, "top_k": None, "seeds": [0, 1, 2, 3]}
+    quick = {"folds": [1], "trials": 10, "top_k": 2, "seeds": [0], "mslr_docs": 0}
+    full = {
+        "folds": [1, 2, 3, 4, 5],
+        "trials": 30,
+        "top_k": None,
+        "seeds": [0, 1, 2, 3],
+        "mslr_docs": 723_000,
+    }
     for k, v in (quick if args.quick else full).items():
         if getattr(args, k) is None:
             setattr(args, k, v)
@@ -409,6 +534,8 @@ def main() -> None:
         bench_preprocessing(args, root)
     if args.part in ("all", "pruning"):
         bench_pruning(args, root)
+    if args.part in ("all", "table1"):
+        bench_table1(args, root)
 
 
 if __name__ == "__main__":

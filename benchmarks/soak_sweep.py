@@ -16,6 +16,10 @@ worker is SIGKILLed and started again with the same command; then all run to the
 Prints kills survived, trials lost (target 0) and duplicated (target 0), and exits 1 if a check
 fails. ``python benchmarks/soak_sweep.py [--kills 5] [--trials 12] [--workers 2] [--seed 0]``;
 about 5-10 minutes on two busy cores (each restart pays the start-up of torch and MLflow).
+
+``--jobs N`` (N > 1) runs each worker's trials ``N`` at a time in joblib workers
+(``hydra/launcher=joblib``: trials in flight, the next started as one ends); a killed worker's
+jobs are then stopped by the orphan guard, and its restart resumes.
 """
 
 from __future__ import annotations
@@ -52,7 +56,17 @@ DATA = [
 ]
 
 
-def sweep_command(work: Path, worker: int, n_trials: int) -> list[str]:
+def sweep_command(work: Path, worker: int, n_trials: int, jobs: int = 1) -> list[str]:
+    parallel = (
+        [
+            "hydra/launcher=joblib",
+            f"hydra.launcher.n_jobs={jobs}",
+            f"hydra.sweeper.n_jobs={jobs}",
+            "hydra.sweeper.orphan_grace_period=5",
+        ]
+        if jobs > 1
+        else []
+    )
     return [
         LTR_BENCH,
         "-m",
@@ -66,6 +80,7 @@ def sweep_command(work: Path, worker: int, n_trials: int) -> list[str]:
         f"hydra.sweeper.reevaluate.top_k={TOP_K}",
         "hydra.sweeper.heartbeat_interval=2",
         f"hydra.sweep.dir={work / f'w{worker}'}",
+        *parallel,
     ]
 
 
@@ -73,10 +88,10 @@ def env() -> dict[str, str]:
     return dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 
 
-def start(work: Path, worker: int, n_trials: int, attempt: int) -> subprocess.Popen:
+def start(work: Path, worker: int, n_trials: int, attempt: int, jobs: int) -> subprocess.Popen:
     log = open(work / f"w{worker}.{attempt}.log", "w")
     return subprocess.Popen(
-        sweep_command(work, worker, n_trials),
+        sweep_command(work, worker, n_trials, jobs),
         cwd=work,
         env=env(),
         stdout=log,
@@ -115,18 +130,20 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=12)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=1, help="trials in flight per worker (joblib)")
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
     rng = random.Random(args.seed)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="ltr_soak_"))
     work.mkdir(parents=True, exist_ok=True)
     print(
-        f"soak in {work}: {args.trials} trials, {args.workers} workers, {args.kills} SIGKILLs",
+        f"soak in {work}: {args.trials} trials, {args.workers} workers x {args.jobs} jobs, "
+        f"{args.kills} SIGKILLs",
         flush=True,
     )
     t0 = time.monotonic()
     attempts = [0] * args.workers
-    procs = [start(work, i, args.trials, 0) for i in range(args.workers)]
+    procs = [start(work, i, args.trials, 0, args.jobs) for i in range(args.workers)]
     kills = []
     while len(kills) < args.kills:
         # A random moment while work is done: after 1-3 more trial or re-evaluation runs have
@@ -144,7 +161,7 @@ def main() -> int:
         procs[victim].wait()
         kills.append((round(time.monotonic() - t0, 1), victim, hit))
         attempts[victim] += 1
-        procs[victim] = start(work, victim, args.trials, attempts[victim])
+        procs[victim] = start(work, victim, args.trials, attempts[victim], args.jobs)
         print(
             f"  kill {len(kills)} at {kills[-1][0]} s: worker {victim} (restarted); running then: {hit}",
             flush=True,

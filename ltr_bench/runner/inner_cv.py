@@ -2,7 +2,7 @@
 MLflow run under the study's ``sweep`` run; test data is never scored.
 
 The trial reports its running objective to the sweeper's pruner after every inner fold when the
-sweeper races trials; a failed fit or a non-finite objective fails the trial (:class:`TrialFailed`),
+sweeper races trials (a re-evaluation too, when the sweeper races re-evaluations); a failed fit or a non-finite objective fails the trial (:class:`TrialFailed`),
 not the sweep.
 """
 
@@ -94,7 +94,11 @@ class _InnerLoop:
 
     def run(self) -> None:
         """Score every inner fold of every outer split (until pruned) into :attr:`folds`."""
-        for pos in self.protocol.positions(self.dataset):
+        positions = self.protocol.positions(self.dataset)
+        if self.reporter is not None:  # how many folds a race can expect (it may project)
+            repeats = len(self.protocol.repeats(self.reevaluation))
+            self.reporter.plan(len(positions) * repeats * self.protocol.inner_cv)
+        for pos in positions:
             times: dict[str, float] = {}
             with timer(times, keys.TIME_READ):
                 split = self.protocol.load(self.dataset, pos, with_test=False)

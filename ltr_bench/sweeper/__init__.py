@@ -9,7 +9,9 @@ Config surface (the hydra-optuna-sweeper keys plus resumption/sharing keys)::
       sweeper:
         direction: maximize          # or minimize
         n_trials: 30                 # per study, over all processes/resumptions; null: grid size or 20
-        n_jobs: 1                    # trials per batch, run in parallel by the launcher (joblib)
+        n_jobs: 1                    # trials at once (joblib workers: in flight; else one batch)
+        asynchronous: true           # joblib: start the next trial as one ends (false: batches)
+        reproducible: false          # true: fixed batches, pruning against earlier ones only
         storage: null                # null: sqlite:///<cwd>/<storage_dir>/<study_name>.db; or postgresql://...
         storage_dir: multirun/optuna
         study_name: null             # null: <hydra.job.name>[-<cli override>...]-<sampler>
@@ -18,6 +20,7 @@ Config surface (the hydra-optuna-sweeper keys plus resumption/sharing keys)::
         enqueue_defaults: false      # true: trial 0 = the composed config's values of the params
         enqueue_trials: []           # points to run first, e.g. [{model.lr: 0.001}]
         reevaluate: {top_k: 0}       # >0: re-run the k best trials (++sweep.reevaluation=true), pick by pooled value
+                                     # (pruner: {...} races them fold by fold)
         sampler: {seed: 0}           # any option of the chosen Optuna sampler
         pruner: ...                  # hydra/sweeper/pruner=none|median|successive_halving|hyperband
         progress: true               # one live line per study (tqdm on a terminal, log lines otherwise)
@@ -37,12 +40,14 @@ Modules: ``config`` (structured configs in Hydra's ConfigStore), ``search_space`
 grammar -> Optuna distributions), ``grid`` (exhaustive grid sampler), ``trials`` (budget counting,
 interrupted-trial detection, heartbeats), ``storage`` (study names, default SQLite path),
 ``sweeper`` (the Sweeper: one study after another), ``study_setup`` (storage, study, sampler,
-pruner and budget of a study), ``asking`` (new trials within the budget), ``launching`` (a batch
-of jobs through the Hydra launcher), ``telling`` (each job's outcome to Optuna), ``summary``
+pruner and budget of a study), ``search_runs`` (the search loop), ``asking`` (new trials within
+the budget), ``job_pool`` (jobs in flight in joblib workers, or batches of the Hydra launcher),
+``launching`` (job overrides, a batch through the launcher, SIGTERM), ``telling`` (each job's
+outcome to Optuna), ``reproducible`` (the pruner of the reproducible mode), ``summary``
 (``optimization_results.yaml``), ``hooks`` (the app's ``sweep.on_*`` hooks),
 ``reevaluation_runs`` (running the top trials' re-evaluations), ``reevaluation`` (pooling and
 selecting re-evaluated top trials), ``reevaluation_locks`` (locking re-evaluations through the
-storage), ``optuna_private`` (the private Optuna/Hydra names the sweeper needs, in one place),
+storage), ``reevaluation_racing`` (dropping candidates that cannot catch up), ``optuna_private`` (the private Optuna/Hydra names the sweeper needs, in one place),
 ``plots`` (history / importance PNGs), ``objective`` (a float with its standard error),
 ``pruning`` (pruners; a job's :class:`~ltr_bench.sweeper.pruning.TrialReporter`), ``progress``
 (the per-study progress line), ``refit`` (reading a finished sweep back: the refit jobs of

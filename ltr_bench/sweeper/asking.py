@@ -91,7 +91,20 @@ def ask_batch(
 
 
 def ask_one(study: Any, space: Any, budget: int, heartbeat: Any, max_retries: int) -> Any:
-    """Ask one new trial; None when the study's budget is used up by other trials."""
+    """Ask one new trial; None when the study's budget is used up by other trials. Ctrl-C or
+    SIGTERM while a new trial is checked fails it as interrupted."""
+    asked: list[Any] = []  # the trial being checked, failed as interrupted on Ctrl-C/SIGTERM
+    try:
+        return _ask_checked(study, space, budget, heartbeat, max_retries, asked)
+    except BaseException:
+        fail_all(study, asked, heartbeat, reason="interrupted")
+        raise
+
+
+def _ask_checked(
+    study: Any, space: Any, budget: int, heartbeat: Any, max_retries: int, asked: list[Any]
+) -> Any:
+    """:func:`ask_one`'s loop; ``asked`` holds the trial being checked (none once told)."""
     from ltr_bench.sweeper.trials import (
         ATTR_WORKER,
         FAIL_DUPLICATE,
@@ -109,8 +122,10 @@ def ask_one(study: Any, space: Any, budget: int, heartbeat: Any, max_retries: in
     distributions = space.distributions()
     identity = worker_identity()
     for attempt in range(max_retries + 1):
+        asked.clear()
         with quiet_optuna():
             trial = study.ask(distributions)
+        asked.append(trial)
         heartbeat.add(trial_id(trial))
         trial.set_user_attr(ATTR_WORKER, identity)
         others = settled_others(study, trial.number, names)  # no half-asked rival
@@ -118,6 +133,7 @@ def ask_one(study: Any, space: Any, budget: int, heartbeat: Any, max_retries: in
         # the trials numbered before it, so this one must count it now.
         if sum(holds_a_place(t, trial.number) for t in others) >= budget:
             reject(study, trial, FAIL_SURPLUS, heartbeat)
+            asked.clear()
             return None
         key = params_key(trial.params, names)
         rivals = [
@@ -138,6 +154,7 @@ def ask_one(study: Any, space: Any, budget: int, heartbeat: Any, max_retries: in
             )
             return trial
         reject(study, trial, FAIL_DUPLICATE, heartbeat)
+        asked.clear()
         if enumerable and attempt >= max_retries // 2:
             enqueue_free_point(study, space, trial.number)
     log.warning(

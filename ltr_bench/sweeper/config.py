@@ -110,11 +110,16 @@ class ReevaluateConf:
     The ``top_k`` best trials run once more with ``++sweep.reevaluation=true`` plus ``overrides``;
     the app scores the same config on fresh splits/seeds (ltr_bench: ``protocol.reevaluation_repeats``
     new inner-CV repeats) and the sweeper selects the trial with the best value pooled over the
-    search's and the re-evaluation's folds (see :mod:`ltr_bench.sweeper.reevaluation`).
+    search's and the re-evaluation's folds (see :mod:`ltr_bench.sweeper.reevaluation`). With a
+    ``pruner`` the re-evaluations race fold by fold (:mod:`ltr_bench.sweeper.reevaluation_racing`).
     """
 
     top_k: int = 0
     overrides: list[str] = field(default_factory=list)
+    # null: every re-evaluation runs all its folds; a pruner config (``_target_``) races them, e.g.
+    # {_target_: ltr_bench.sweeper.reevaluation_racing.PairedRacePruner, z: 2.0, min_folds: 3}
+    # (the search=<model> TPE configs): a candidate that cannot catch up is dropped.
+    pruner: Any = None
 
 
 @dataclass
@@ -148,6 +153,8 @@ class LtrOptunaSweeperConf:
       (``++sweep.reevaluation=true`` plus ``reevaluate.overrides``) and the best trial is the one
       with the best value pooled over search and re-evaluation; a less lucky, more reliable choice
       when the objective is noisy. Stored in the study, so resuming does not repeat them.
+      ``reevaluate.pruner`` (a pruner config, null = off) races them fold by fold and drops a
+      candidate that cannot catch up (:mod:`ltr_bench.sweeper.reevaluation_racing`).
     Every job gets the overrides ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>``.
     pruner: ``hydra/sweeper/pruner=none|median|successive_halving|hyperband`` (Optuna's pruners,
       options as keys, e.g. ``hydra.sweeper.pruner.n_startup_trials=8``); with one, search jobs
@@ -160,6 +167,13 @@ class LtrOptunaSweeperConf:
       host is marked FAIL at once.
     orphan_grace_period: seconds a launcher's worker (e.g. joblib) whose sweeper was killed gets to
       end its job after SIGTERM before it is ended for good (a job may handle SIGTERM itself).
+    asynchronous: with ``hydra/launcher=joblib`` and ``n_jobs > 1``, keep ``n_jobs`` trials in
+      flight and start the next as soon as one ends (done, pruned or failed): no worker waits for
+      the slowest trial of a batch. ``false``, or another launcher: batches of ``n_jobs``.
+    reproducible: trials in fixed batches of ``n_jobs`` in number order, each job's pruner seeing
+      only the trials of earlier batches (re-evaluations alike), so that a sweep's trials and
+      choice do not depend on how fast its jobs run: the same seed, the same result. Costs the
+      batch barrier (see docs/guides/sweeps.md, "Reproducible parallel sweeps").
     """
 
     _target_: str = SWEEPER_TARGET
@@ -168,6 +182,10 @@ class LtrOptunaSweeperConf:
     sampler: Any = MISSING
     pruner: Any = MISSING
     progress: bool = True
+    # jobs in flight in joblib workers, the next started as one ends (false: batches of n_jobs)
+    asynchronous: bool = True
+    # fixed batches, pruning against earlier batches only: the result does not depend on timing
+    reproducible: bool = False
     direction: str = "maximize"
     n_trials: int | None = None
     n_jobs: int = 1

@@ -1,7 +1,7 @@
-"""Launching a batch of jobs through the Hydra launcher: their overrides, SIGTERM, and failures.
+"""Launching jobs through the Hydra launcher: their overrides, SIGTERM, and one batch of them.
 
-Search trials and re-evaluations launch the same way; only what a failed launch marks differs
-(their trials, or their re-evaluation locks), which the caller passes as ``on_failure``.
+Search trials and re-evaluations launch the same way, through a pool of
+:mod:`~ltr_bench.sweeper.job_pool` (a batch of the launcher, or jobs in flight in joblib's workers).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -71,31 +71,17 @@ def job_overrides(
     ]
 
 
-def launch(
-    sweeper: OptunaSweeperImpl,
-    jobs: list[list[str]],
-    on_failure: Callable[[str, BaseException], None],
-) -> Sequence[Any]:
+def launch(sweeper: OptunaSweeperImpl, jobs: list[list[str]]) -> Sequence[Any]:
     """Run ``jobs`` as one batch of the sweeper's launcher; their ``JobReturn`` s.
 
     A batch of several jobs is composed first, so that one bad config cannot waste the others'
-    runs. When the launch itself raises, ``on_failure(reason, error)`` marks what the batch held
-    -- ``config`` for an exception (launchers compose each job's config before running it),
-    ``interrupted`` for Ctrl-C or SIGTERM -- and the error propagates.
+    runs; a composition error (or any error of the launcher itself) propagates, and so do Ctrl-C
+    and SIGTERM.
     """
-    from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_INTERRUPTED
-
     assert sweeper.launcher is not None
-    try:
-        if len(jobs) > 1:
-            sweeper.validate_batch_is_legal(jobs)
-        with sigterm_raises_interrupt():
-            returns = sweeper.launcher.launch(jobs, initial_job_idx=sweeper.job_idx)
-    except Exception as e:
-        on_failure(FAIL_CONFIG, e)
-        raise
-    except BaseException as e:
-        on_failure(FAIL_INTERRUPTED, e)
-        raise
+    if len(jobs) > 1:
+        sweeper.validate_batch_is_legal(jobs)
+    with sigterm_raises_interrupt():
+        returns = sweeper.launcher.launch(jobs, initial_job_idx=sweeper.job_idx)
     sweeper.job_idx += len(jobs)
     return returns

@@ -1,4 +1,4 @@
-"""Every private Optuna (and Hydra) name the sweeper needs, in one place.
+"""Every private Optuna, Hydra (and joblib) name the sweeper needs, in one place.
 
 Optuna's public API has no trial id (storage methods take one), no study id, no study storage
 and no query for the stale trials of a study without failing them Optuna's way; Hydra's
@@ -6,7 +6,9 @@ and no query for the stale trials of a study without failing them Optuna's way; 
 sweeper needs each: heartbeats and re-evaluation locks address trials by id; a stale trial of
 this host is failed only once its process is found gone (``fail_interrupted_trials``), not on
 staleness alone; a failed job's exception is inspected, not raised; an override value is
-escaped the way Hydra's own grammar does. ``tests/sweeper/test_optuna_private.py`` fails naming
+escaped the way Hydra's own grammar does. Jobs in flight (:mod:`~ltr_bench.sweeper.job_pool`)
+run through the joblib launcher's own job function and get the thread caps joblib gives its
+workers, neither of which is public. ``tests/sweeper/test_optuna_private.py`` fails naming
 the attribute when a release removes or changes one of them.
 """
 
@@ -27,6 +29,8 @@ PRIVATE_NAMES = (
     ("optuna.distributions.BaseDistribution", "_contains"),
     ("hydra.core.utils.JobReturn", "_return_value"),
     ("hydra._internal.grammar.utils", "escape_special_characters"),
+    ("hydra_plugins.hydra_joblib_launcher._core", "execute_job"),
+    ("joblib._parallel_backends.LokyBackend", "_prepare_worker_env"),
 )
 
 
@@ -62,8 +66,27 @@ def job_error(ret: Any) -> Any:
     return ret._return_value
 
 
+def joblib_execute_job() -> Any:
+    """The joblib launcher's function that runs one Hydra job in a worker process
+    (``execute_job(idx, overrides, hydra_context, config, task_function, singleton_state)``:
+    composes the job's config, runs it in its folder, returns its ``JobReturn``)."""
+    from hydra_plugins.hydra_joblib_launcher._core import execute_job
+
+    return execute_job
+
+
+def joblib_worker_env(n_jobs: int) -> dict[str, str]:
+    """The environment joblib's loky backend gives ``n_jobs`` workers: thread pools (OpenMP,
+    MKL, OpenBLAS, ...) capped to cores / ``n_jobs`` unless set already."""
+    from joblib._parallel_backends import LokyBackend
+
+    return dict(LokyBackend()._prepare_worker_env(n_jobs=n_jobs))
+
+
 __all__ = [
     "PRIVATE_NAMES",
+    "joblib_execute_job",
+    "joblib_worker_env",
     "distribution_contains",
     "escape_special_characters",
     "job_error",

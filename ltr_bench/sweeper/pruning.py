@@ -12,7 +12,15 @@ study with :meth:`TrialReporter.from_config`, reports its running objective afte
 work (step = units done: inner folds for ltr_bench) and raises ``optuna.TrialPruned`` when
 :meth:`TrialReporter.report` says so. The sweeper records such a job as PRUNED (Optuna then keeps
 the last reported value as the trial's value): it uses its share of ``n_trials``, is never the best
-trial and never re-evaluated. Re-evaluation jobs get no storage key and are never pruned.
+trial and never re-evaluated.
+
+A re-evaluation job races the same way when ``hydra.sweeper.reevaluate.pruner`` is set: it gets
+the storage, that pruner and ``++sweep.reevaluation_trial=<n>``, the number of its lock trial in
+the companion study ``<study>:reevaluations`` (:mod:`~ltr_bench.sweeper.reevaluation_locks`), and
+reports into that trial (:mod:`~ltr_bench.sweeper.reevaluation_racing`).
+
+In the reproducible mode the pruner a job gets is wrapped in
+:class:`~ltr_bench.sweeper.reproducible.EarlierTrialsOnly` (it sees the trials of earlier batches).
 
 Any Hydra app can race this way; the sweeper knows nothing of folds.
 """
@@ -25,12 +33,16 @@ from typing import Any
 
 STORAGE_KEY = "sweep.storage"
 PRUNER_KEY = "sweep.pruner"
+REEVALUATION_TRIAL_KEY = "sweep.reevaluation_trial"
 NOP_TARGET = "optuna.pruners.NopPruner"
+EARLIER_ONLY_TARGET = "ltr_bench.sweeper.reproducible.EarlierTrialsOnly"
+ATTR_N_STEPS = "ltr_sweeper.n_steps"  # a job's planned steps, when it says (TrialReporter.plan)
 
 
 # ------------------------------------------------------------------ sweeper side
-def make_pruner(cfg: Mapping[str, Any] | None) -> Any:
-    """The Optuna pruner of ``hydra.sweeper.pruner`` (``None`` or no ``_target_``: no pruning)."""
+def make_pruner(cfg: Mapping[str, Any] | None, key: str = "hydra.sweeper.pruner") -> Any:
+    """The Optuna pruner of ``hydra.sweeper.pruner`` (``None`` or no ``_target_``: no pruning);
+    a bad config is a UserError naming ``key``."""
     import optuna
     from hydra.utils import instantiate
 
@@ -43,19 +55,28 @@ def make_pruner(cfg: Mapping[str, Any] | None) -> Any:
         pruner = instantiate(cfg)
     except Exception as e:  # noqa: BLE001 - a bad option is a config error, said in one sentence
         cause = e.__cause__ or e
-        raise UserError(f"hydra.sweeper.pruner: cannot build {cfg['_target_']} ({cause}).") from e
+        raise UserError(f"{key}: cannot build {cfg['_target_']} ({cause}).") from e
     if not isinstance(pruner, optuna.pruners.BasePruner):
-        raise UserError(f"hydra.sweeper.pruner: {cfg['_target_']} is not an Optuna pruner.")
+        raise UserError(f"{key}: {cfg['_target_']} is not an Optuna pruner.")
     return pruner
 
 
-def job_overrides(url: str, cfg: Mapping[str, Any] | None) -> list[str]:
-    """The overrides that let a search job report into its trial (empty without a pruner)."""
+def is_racing(cfg: Mapping[str, Any] | None) -> bool:
+    """Whether a pruner config prunes at all (a ``_target_`` other than Optuna's NopPruner)."""
+    target = dict(cfg or {}).get("_target_")
+    return bool(target) and target != NOP_TARGET
+
+
+def job_overrides(url: str, cfg: Mapping[str, Any] | None, before: int | None = None) -> list[str]:
+    """The overrides that let a job report into its trial (empty without a pruner); with
+    ``before``, its pruner sees only the trials numbered below it (the reproducible mode)."""
     from ltr_bench.sweeper.search_space import format_value
 
     cfg = {k: v for k, v in dict(cfg or {}).items() if v is not None}
-    if not cfg.get("_target_") or cfg["_target_"] == NOP_TARGET:
+    if not is_racing(cfg):
         return []
+    if before is not None:
+        cfg = {"_target_": EARLIER_ONLY_TARGET, "before": int(before), "pruner": cfg}
     body = ",".join(f"{k}:{format_value(v)}" for k, v in cfg.items())
     return [f"++{STORAGE_KEY}={format_value(url)}", f"++{PRUNER_KEY}={{{body}}}"]
 
@@ -97,15 +118,21 @@ class TrialReporter:
     @classmethod
     def from_config(cls, cfg: Any) -> TrialReporter | None:
         """Open the trial named by ``sweep.storage`` / ``sweep.study_name`` / ``sweep.trial_number``
-        with the pruner of ``sweep.pruner``; None when any is missing or on a re-evaluation."""
+        with the pruner of ``sweep.pruner`` -- on a re-evaluation, its lock trial
+        ``sweep.reevaluation_trial`` in ``<study>:reevaluations``; None when any is missing."""
         from omegaconf import OmegaConf
+
+        from ltr_bench.sweeper.reevaluation_locks import LOCKS_SUFFIX
 
         sweep = cfg.get("sweep") if hasattr(cfg, "get") else None
         if not sweep:
             return None
         url, name = sweep.get("storage"), sweep.get("study_name")
         number, pruner_cfg = sweep.get("trial_number"), sweep.get("pruner")
-        if not url or not name or number is None or not pruner_cfg or sweep.get("reevaluation"):
+        if sweep.get("reevaluation"):
+            number = sweep.get("reevaluation_trial")
+            name = f"{name}{LOCKS_SUFFIX}" if name else None
+        if not url or not name or number is None or not pruner_cfg:
             return None
         if OmegaConf.is_config(pruner_cfg):
             pruner_cfg = OmegaConf.to_container(pruner_cfg, resolve=True)
@@ -126,6 +153,11 @@ class TrialReporter:
         study_id = storage.get_study_id_from_name(study_name)
         trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, number)
         return cls(study, optuna.trial.Trial(study, trial_id))
+
+    def plan(self, n_steps: int) -> None:
+        """Tell the pruner how many steps the job will report when it is not pruned (a race
+        that projects a final value needs it, e.g. the re-evaluation race)."""
+        self.trial.set_user_attr(ATTR_N_STEPS, int(n_steps))
 
     def report(self, value: float, step: int) -> bool:
         """Record ``value`` at ``step`` in the study; True when the pruner stops the trial here.
@@ -148,6 +180,9 @@ class TrialReporter:
 __all__ = [
     "STORAGE_KEY",
     "PRUNER_KEY",
+    "REEVALUATION_TRIAL_KEY",
+    "ATTR_N_STEPS",
+    "is_racing",
     "make_pruner",
     "job_overrides",
     "is_pruned",

@@ -9,6 +9,10 @@ repeats) and selects the trial with the best **pooled** value: the mean over all
 search and the re-evaluation scored, weighted by their counts (the ``n_folds`` attribute of an
 :class:`~ltr_bench.sweeper.objective.Objective`; 1 each for a plain float).
 
+With ``reevaluate.pruner`` the re-evaluations race (:mod:`~ltr_bench.sweeper.reevaluation_racing`):
+a candidate that cannot catch up with another is dropped after some folds; its record keeps the
+folds it ran (``dropped_after``) and it is left out of the selection.
+
 Records live in the study's user attributes (``reevaluation:<trial number>``), so a resumed or
 shared sweep neither repeats a re-evaluation nor loses one; Optuna's trials keep their search
 values untouched (the sampler's view of the space is the search's).
@@ -40,6 +44,7 @@ class Reevaluation:
     reevaluation_n: int
     value: float  # pooled mean over search_n + reevaluation_n folds
     se: float | None  # SE of the pooled mean (None when either part has no SE)
+    dropped_after: int | None = None  # re-evaluation folds run before the race dropped it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,15 +78,34 @@ def pooled_mean_se(parts: Sequence[tuple[float, float | None, int]]) -> tuple[fl
     return mean, math.sqrt(ss / (total - 1) / total)
 
 
-def make_record(trial: Any, value: float, attrs: Mapping[str, float]) -> Reevaluation:
+def make_record(
+    trial: Any, value: float, attrs: Mapping[str, float], dropped_after: int | None = None
+) -> Reevaluation:
     """Pool ``trial``'s search value (user attributes ``objective_se``/``objective_n_folds``)
-    with a re-evaluation ``value`` whose attributes are ``attrs`` (same keys)."""
+    with a re-evaluation ``value`` whose attributes are ``attrs`` (same keys); a dropped
+    re-evaluation's ``value`` is its running mean over its ``dropped_after`` folds."""
     s_se, s_n = _se_n(trial.user_attrs)
     r_se, r_n = _se_n(attrs)
+    if dropped_after is not None:
+        r_se, r_n = None, max(int(dropped_after), 1)
     mean, se = pooled_mean_se([(float(trial.value), s_se, s_n), (float(value), r_se, r_n)])
     return Reevaluation(
-        trial.number, float(trial.value), s_se, s_n, float(value), r_se, r_n, mean, se
+        trial.number,
+        float(trial.value),
+        s_se,
+        s_n,
+        float(value),
+        r_se,
+        r_n,
+        mean,
+        se,
+        dropped_after,
     )
+
+
+def search_n(trial: Any) -> int:
+    """How many folds a trial's search value pooled (its ``objective_n_folds``; 1 without)."""
+    return _se_n(trial.user_attrs)[1]
 
 
 def _se_n(attrs: Mapping[str, Any]) -> tuple[float | None, int]:
@@ -105,7 +129,9 @@ def store(study: Any, record: Reevaluation) -> None:
 
 
 def select(records: Mapping[int, Reevaluation], maximize: bool) -> Reevaluation | None:
-    """The re-evaluated trial with the best pooled value (ties: the earlier trial)."""
-    if not records:
+    """The re-evaluated trial with the best pooled value (ties: the earlier trial); a dropped
+    one is never chosen."""
+    finished = [r for r in records.values() if r.dropped_after is None]
+    if not finished:
         return None
-    return min(records.values(), key=lambda r: ((-r.value if maximize else r.value), r.trial))
+    return min(finished, key=lambda r: ((-r.value if maximize else r.value), r.trial))

@@ -13,7 +13,9 @@ Among the RUNNING locks of one trial the one with the lowest storage id wins; th
 withdraw (FAIL, ``duplicate``) before running anything. SQLite serialises writers, so a lock
 with a lower id was committed before a later locker looks; on a database server a second look
 after a short pause covers a concurrent insert that had not been committed yet. A lock that
-finished (COMPLETE, or FAIL because the job itself failed) means the re-evaluation is done.
+finished (COMPLETE, PRUNED when the race dropped it, or FAIL because the job itself failed) means
+the re-evaluation is done. A raced re-evaluation reports its folds into its lock trial
+(:mod:`~ltr_bench.sweeper.reevaluation_racing`).
 """
 
 from __future__ import annotations
@@ -70,14 +72,17 @@ def lock(
     identity: Mapping[str, Any],
     heartbeat: Any,
     settle_s: float = 0.0,
+    attrs: Mapping[str, Any] | None = None,
 ) -> int | None:
     """Lock the re-evaluation of trial ``number``; the lock's trial id, or None when it is
     done or another worker holds it. ``heartbeat`` (a :class:`~ltr_bench.sweeper.trials.Heartbeat`)
-    keeps a won lock alive; ``settle_s`` > 0 looks a second time after that pause."""
+    keeps a won lock alive; ``settle_s`` > 0 looks a second time after that pause; ``attrs`` are
+    more user attributes of the lock trial (what a race needs)."""
     if is_done(locks, number) or is_locked(locks, number):
         return None
     template = optuna.trial.create_trial(
-        state=TrialState.RUNNING, user_attrs={ATTR_REEVALUATES: number, ATTR_WORKER: dict(identity)}
+        state=TrialState.RUNNING,
+        user_attrs={**dict(attrs or {}), ATTR_REEVALUATES: number, ATTR_WORKER: dict(identity)},
     )
     storage = study_storage(locks)
     new_id = storage.create_new_trial(study_id(locks), template_trial=template)
@@ -103,6 +108,29 @@ def finish(locks: optuna.Study, lock_id: int, value: float, heartbeat: Any) -> N
         )
     except optuna.exceptions.UpdateFinishedTrialError:
         pass  # failed as stale meanwhile; the stored record is what counts
+
+
+def lock_number(locks: optuna.Study, lock_id: int) -> int:
+    """The number of a lock trial in its study (what a raced re-evaluation job is told)."""
+    return int(study_storage(locks).get_trial_number_from_id(lock_id))
+
+
+def last_reported(locks: optuna.Study, lock_id: int) -> tuple[int | None, float | None]:
+    """The last fold a raced re-evaluation reported into its lock trial, and its running mean."""
+    from ltr_bench.sweeper.pruning import last_reported as last_of
+
+    return last_of(study_storage(locks).get_trial(lock_id))
+
+
+def drop(locks: optuna.Study, lock_id: int, value: float | None, heartbeat: Any) -> None:
+    """Mark a lock PRUNED: the race dropped its re-evaluation (done; never run again)."""
+    heartbeat.discard(lock_id)
+    try:
+        study_storage(locks).set_trial_state_values(
+            lock_id, state=TrialState.PRUNED, values=None if value is None else [value]
+        )
+    except optuna.exceptions.UpdateFinishedTrialError:
+        pass
 
 
 def release(locks: optuna.Study, lock_id: int, reason: str, heartbeat: Any) -> None:

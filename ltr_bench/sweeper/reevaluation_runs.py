@@ -3,7 +3,8 @@
 Once the search's last trials (of every worker) are told, the ``reevaluate.top_k`` best trials
 not yet re-evaluated run once more as ``++sweep.reevaluation=true`` jobs (``n_jobs`` at a time);
 each is locked through the storage first (:mod:`~ltr_bench.sweeper.reevaluation_locks`) and its
-pooled record stored in the study (:mod:`~ltr_bench.sweeper.reevaluation`).
+pooled record stored in the study (:mod:`~ltr_bench.sweeper.reevaluation`). With
+``reevaluate.pruner`` they race (:mod:`~ltr_bench.sweeper.reevaluation_racing`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from hydra.core.utils import JobStatus
 
-from ltr_bench.sweeper.launching import REEVALUATION_KEY, job_overrides, launch
+from ltr_bench.sweeper.launching import REEVALUATION_KEY, job_overrides
 from ltr_bench.sweeper.optuna_private import job_error
 
 if TYPE_CHECKING:
@@ -36,53 +37,141 @@ def reevaluate(
     rdb: Any,
     locks: Any,
     heartbeat: Any,
+    url: str,
 ) -> None:
     """Run the ``reevaluate.top_k`` best trials not yet re-evaluated once more and store each
     pooled record in the study. Each re-evaluation is locked through the storage first, so
     workers sharing the study run each once; a worker waits for re-evaluations other workers
-    hold. A failing re-evaluation is logged and leaves its trial out of the selection; a config
-    error aborts, as for trials."""
+    hold. Up to ``n_jobs`` run at once, through the same kind of pool as the search (in flight
+    in joblib workers: a freed worker starts the next candidate at once). A failing
+    re-evaluation is logged and leaves its trial out of the selection; a dropped one (the race)
+    too; a config error aborts, as for trials."""
+    from ltr_bench.sweeper import reevaluation_locks as rl
+    from ltr_bench.sweeper.hooks import report_interrupted
+    from ltr_bench.sweeper.job_pool import make_pool
+    from ltr_bench.sweeper.launching import sigterm_raises_interrupt
+    from ltr_bench.sweeper.trials import FAIL_INTERRUPTED
+
+    assert sweeper.config is not None
+    pool = make_pool(sweeper)
+    error: BaseException | None = None
+    untold: list[Any] = []  # re-evaluations whose job ended, not yet recorded
+    waited = False
+    try:
+        with sigterm_raises_interrupt():
+            while True:
+                todo: list[Any] = []
+                if error is None:
+                    todo = _todo(sweeper, study, rdb, locks, pool)
+                    error = _lock_and_submit(
+                        sweeper, study, space, variant, locks, todo, pool, heartbeat, url
+                    )
+                if not len(pool):
+                    if error is not None or not todo:
+                        break
+                    if (
+                        not waited
+                    ):  # all held by other workers: wait for them (or to find them gone)
+                        log.info(
+                            "Waiting for the re-evaluation(s) other workers run: trial(s) %s.",
+                            [t.number for t in todo],
+                        )
+                        waited = True
+                    time.sleep(pause(sweeper))
+                    continue
+                ended = pool.wait()
+                untold = [key for key, _ in ended]
+                for key, outcome in ended:
+                    error = error or record(sweeper, study, locks, key, outcome, heartbeat)
+                    untold.remove(key)
+    except BaseException:  # Ctrl-C, SIGTERM: the running re-evaluations can be locked again
+        for _, lock_id, _ in [*untold, *pool.abort()]:
+            rl.release(locks, lock_id, FAIL_INTERRUPTED, heartbeat)
+        report_interrupted(sweeper.config, study, locks)
+        raise
+    if error is not None:
+        raise error
+
+
+def _todo(sweeper: OptunaSweeperImpl, study: Any, rdb: Any, locks: Any, pool: Any) -> list[Any]:
+    """The top trials whose re-evaluation is neither stored, done, nor running here."""
     from ltr_bench.sweeper import reevaluation as rv
     from ltr_bench.sweeper import reevaluation_locks as rl
     from ltr_bench.sweeper.hooks import report_interrupted
-    from ltr_bench.sweeper.trials import fail_interrupted_trials, worker_identity
+    from ltr_bench.sweeper.trials import fail_interrupted_trials
 
     assert sweeper.config is not None
-    maximize = sweeper.direction == "maximize"
-    settle = 0.0 if rdb.engine.dialect.name == "sqlite" else rl.SETTLE_S
-    identity = worker_identity()
-    waited = False
-    while True:
-        found = fail_interrupted_trials(study, rdb, sweeper.grace_period)
-        found += fail_interrupted_trials(locks, rdb, sweeper.grace_period)
-        if found:
-            report_interrupted(sweeper.config, study, locks)
-        trials = study.get_trials(deepcopy=False)
-        done = rv.stored(study)
-        todo = [
-            t
-            for t in rv.top_trials(trials, sweeper.reevaluate_top_k, maximize)
-            if t.number not in done and not rl.is_done(locks, t.number)
-        ]
-        if not todo:
-            return
-        batch: list[tuple[Any, int]] = []
-        for t in todo:
-            if len(batch) == sweeper.n_jobs:
-                break
-            lock_id = rl.lock(locks, t.number, identity, heartbeat, settle)
-            if lock_id is not None:
-                batch.append((t, lock_id))
-        if not batch:  # all held by other workers: wait for them (or to find them gone)
-            if not waited:
-                log.info(
-                    "Waiting for the re-evaluation(s) other workers run: trial(s) %s.",
-                    [t.number for t in todo],
-                )
-                waited = True
-            time.sleep(pause(sweeper))
+    found = fail_interrupted_trials(study, rdb, sweeper.grace_period)
+    found += fail_interrupted_trials(locks, rdb, sweeper.grace_period)
+    if found:
+        report_interrupted(sweeper.config, study, locks)
+    done = rv.stored(study)
+    mine = {t.number for t, _, _ in pool.keys()}
+    top = rv.top_trials(
+        study.get_trials(deepcopy=False), sweeper.reevaluate_top_k, sweeper.direction == "maximize"
+    )
+    return [
+        t
+        for t in top
+        if t.number not in done and t.number not in mine and not rl.is_done(locks, t.number)
+    ]
+
+
+def _lock_and_submit(
+    sweeper: OptunaSweeperImpl,
+    study: Any,
+    space: Any,
+    variant: list[str],
+    locks: Any,
+    todo: list[Any],
+    pool: Any,
+    heartbeat: Any,
+    url: str,
+) -> BaseException | None:
+    """Lock and start re-evaluations of ``todo`` (best first) until ``n_jobs`` run; a config
+    error that stops them, if any."""
+    from ltr_bench.sweeper import reevaluation as rv
+    from ltr_bench.sweeper import reevaluation_locks as rl
+    from ltr_bench.sweeper.pruning import REEVALUATION_TRIAL_KEY, is_racing
+    from ltr_bench.sweeper.pruning import job_overrides as racing_overrides
+    from ltr_bench.sweeper.reevaluation_racing import lock_attrs
+    from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_INTERRUPTED, worker_identity
+
+    settle = 0.0 if locks_on_sqlite(locks) else rl.SETTLE_S
+    for t in todo:
+        if len(pool) >= sweeper.n_jobs:
+            break
+        attrs = lock_attrs(t.value, rv.search_n(t))
+        lock_id = rl.lock(locks, t.number, worker_identity(), heartbeat, settle, attrs=attrs)
+        if lock_id is None:
             continue
-        run_reevaluations(sweeper, study, space, variant, locks, batch, heartbeat)
+        number = rl.lock_number(locks, lock_id)
+        extra = [*sweeper.reevaluate_overrides, f"++{REEVALUATION_KEY}=true"]
+        if is_racing(sweeper.reevaluate_pruner_cfg):
+            # reproducible: the race sees the candidates locked before this batch's first
+            before = (pool.keys()[0][2] if len(pool) else number) if sweeper.reproducible else None
+            extra += racing_overrides(url, sweeper.reevaluate_pruner_cfg, before=before)
+            extra.append(f"++{REEVALUATION_TRIAL_KEY}={number}")
+        overrides = job_overrides(study.study_name, space, variant, t.params, t.number, extra)
+        log.info("Re-evaluating trial(s) %d of study '%s'.", t.number, study.study_name)
+        log.info("Re-evaluation of study '%s': %s", study.study_name, " ".join(overrides))
+        try:
+            pool.submit((t, lock_id, number), overrides)
+        except Exception as e:  # noqa: BLE001 - a config Hydra cannot compose: fatal
+            rl.release(locks, lock_id, FAIL_CONFIG, heartbeat)
+            return e
+        except BaseException:
+            rl.release(locks, lock_id, FAIL_INTERRUPTED, heartbeat)
+            raise
+    return None
+
+
+def locks_on_sqlite(locks: Any) -> bool:
+    """Whether the lock study lives in SQLite (writers serialised: no second look needed)."""
+    from ltr_bench.sweeper.optuna_private import study_storage
+
+    engine = getattr(study_storage(locks), "engine", None)
+    return engine is None or engine.dialect.name == "sqlite"
 
 
 def wait_for_running_trials(sweeper: OptunaSweeperImpl, study: Any, rdb: Any, locks: Any) -> None:
@@ -105,62 +194,59 @@ def wait_for_running_trials(sweeper: OptunaSweeperImpl, study: Any, rdb: Any, lo
         time.sleep(pause(sweeper))
 
 
-def run_reevaluations(
-    sweeper: OptunaSweeperImpl,
-    study: Any,
-    space: Any,
-    variant: list[str],
-    locks: Any,
-    batch: list[tuple[Any, int]],
-    heartbeat: Any,
-) -> None:
-    """Launch one batch of locked re-evaluations; store each record, then finish its lock."""
+def record(
+    sweeper: OptunaSweeperImpl, study: Any, locks: Any, key: Any, outcome: Any, heartbeat: Any
+) -> BaseException | None:
+    """Store one re-evaluation's outcome and finish its lock: a record (pooled), a dropped
+    record (the race stopped it), or a released lock (failed); the error that aborts, if any."""
+    from ltr_bench.sweeper import pruning
     from ltr_bench.sweeper import reevaluation as rv
     from ltr_bench.sweeper import reevaluation_locks as rl
+    from ltr_bench.sweeper.job_pool import worker_died
     from ltr_bench.sweeper.objective import is_finite, user_attrs_of
     from ltr_bench.sweeper.telling import is_fatal
-    from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_EXCEPTION
+    from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_EXCEPTION, FAIL_INTERRUPTED
 
-    extra = [*sweeper.reevaluate_overrides, f"++{REEVALUATION_KEY}=true"]
-    jobs = [
-        job_overrides(study.study_name, space, variant, t.params, t.number, extra) for t, _ in batch
-    ]
-    log.info(
-        "Re-evaluating trial(s) %s of study '%s'.",
-        ", ".join(str(t.number) for t, _ in batch),
-        study.study_name,
-    )
-    for overrides in jobs:
-        log.info("Re-evaluation of study '%s': %s", study.study_name, " ".join(overrides))
-
-    def release_all(reason: str, error: BaseException) -> None:
-        for _, lock_id in batch:
-            rl.release(locks, lock_id, reason, heartbeat)
-
-    returns = launch(sweeper, jobs, release_all)
-    fatal: BaseException | None = None
-    for (trial, lock_id), ret in zip(batch, returns):
-        value = job_error(ret)
-        if ret.status == JobStatus.COMPLETED and is_finite(value):
-            record = rv.make_record(trial, float(value), user_attrs_of(value))
-            rv.store(study, record)
-            rl.finish(locks, lock_id, record.reevaluation_value, heartbeat)
-            log.info(
-                "Trial %d re-evaluated: %.6g (search %.6g, pooled %.6g).",
-                trial.number,
-                record.reevaluation_value,
-                record.search_value,
-                record.value,
-            )
-        elif is_fatal(value, sweeper.fatal_errors):
-            rl.release(locks, lock_id, FAIL_CONFIG, heartbeat)
-            fatal = fatal or value
-        else:
-            rl.release(locks, lock_id, FAIL_EXCEPTION, heartbeat)
-            log.warning(
-                "Re-evaluation of trial %d failed (%r); it is left out of the selection.",
-                trial.number,
-                value,
-            )
-    if fatal is not None:
-        raise fatal
+    trial, lock_id, _ = key
+    if isinstance(outcome, BaseException):  # no JobReturn: a dead worker, a config error
+        died = worker_died(outcome)
+        rl.release(locks, lock_id, FAIL_INTERRUPTED if died else FAIL_CONFIG, heartbeat)
+        log.error("Re-evaluation of trial %d did not run to the end: %r", trial.number, outcome)
+        return outcome
+    value = job_error(outcome)
+    if outcome.status == JobStatus.COMPLETED and is_finite(value):
+        rec = rv.make_record(trial, float(value), user_attrs_of(value))
+        rv.store(study, rec)
+        rl.finish(locks, lock_id, rec.reevaluation_value, heartbeat)
+        log.info(
+            "Trial %d re-evaluated: %.6g (search %.6g, pooled %.6g).",
+            trial.number,
+            rec.reevaluation_value,
+            rec.search_value,
+            rec.value,
+        )
+    elif pruning.is_pruned(value) and rl.last_reported(locks, lock_id)[0] is not None:
+        folds, running = rl.last_reported(locks, lock_id)
+        assert folds is not None and running is not None
+        rec = rv.make_record(trial, running, {}, dropped_after=folds)
+        rv.store(study, rec)
+        rl.drop(locks, lock_id, running, heartbeat)
+        log.info(
+            "Re-evaluation of trial %d dropped after %d fold(s) (running %.6g, pooled %.6g): "
+            "it cannot catch up with another candidate; left out of the selection.",
+            trial.number,
+            folds,
+            running,
+            rec.value,
+        )
+    elif is_fatal(value, sweeper.fatal_errors):
+        rl.release(locks, lock_id, FAIL_CONFIG, heartbeat)
+        return value
+    else:
+        rl.release(locks, lock_id, FAIL_EXCEPTION, heartbeat)
+        log.warning(
+            "Re-evaluation of trial %d failed (%r); it is left out of the selection.",
+            trial.number,
+            value,
+        )
+    return None

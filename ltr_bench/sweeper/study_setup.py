@@ -176,6 +176,8 @@ def open_study_for_search(sweeper: OptunaSweeperImpl, study_name: str, space: An
         sweeper.sampler_cfg, space, n_existing, sweeper.n_jobs, sweeper.storage is not None
     )
     study.pruner = make_pruner(sweeper.pruner_cfg)
+    if locks is not None:  # a bad race option stops the sweep before any job
+        make_pruner(sweeper.reevaluate_pruner_cfg, "hydra.sweeper.reevaluate.pruner")
     budget = budget_of(study.sampler, sweeper.n_trials)
     log.info(
         "Study '%s' in %s: sampler %s, %s, n_trials=%d, %d trial(s) already stored.",

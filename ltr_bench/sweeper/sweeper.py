@@ -5,14 +5,18 @@ Per study (one, or one per value of the ``study_per`` keys) the sweeper
 1. opens the storage (default: a SQLite file named after the study, so re-running the same
    command resumes it) and creates or loads the study, once, before any job starts;
 2. marks trials whose sweeper process is gone as FAIL (``interrupted``; they do not use budget);
-3. repeats: count the budget-using trials of the whole study (all processes), ask up to
-   ``n_jobs`` new trials (rejecting exact repeats of evaluated parameter sets and trials beyond
-   ``n_trials``), launch them as one batch through the Hydra launcher with the overrides
-   ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>``, and tell Optuna each job's
-   return value -- or FAIL when the job raised or returned NaN/None;
+3. searches (:mod:`ltr_bench.sweeper.search_runs`): counts the budget-using trials of the whole
+   study (all processes), asks new trials (rejecting exact repeats of evaluated parameter sets
+   and trials beyond ``n_trials``), runs each as a job with the overrides
+   ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>`` and tells Optuna its return
+   value -- or FAIL when the job raised or returned NaN/None. With the joblib launcher and
+   ``n_jobs > 1`` up to ``n_jobs`` trials are in flight and a worker starts the next as soon as
+   its trial ends; otherwise (or ``asynchronous=false``, ``reproducible=true``) trials run in
+   batches of ``n_jobs`` (:mod:`ltr_bench.sweeper.job_pool`);
 4. optionally re-evaluates the ``reevaluate.top_k`` best trials (``++sweep.reevaluation=true``
-   jobs) and selects by the pooled value (:mod:`ltr_bench.sweeper.reevaluation`): once the
-   search's last trials of every worker are told, each re-evaluation locked through the storage
+   jobs, raced with ``reevaluate.pruner``) and selects by the pooled value
+   (:mod:`ltr_bench.sweeper.reevaluation`): once the search's last trials of every worker are
+   told, each re-evaluation locked through the storage
    (:mod:`ltr_bench.sweeper.reevaluation_locks`), so workers sharing the study run each once;
 5. writes ``optimization_results.yaml`` (best params/value, counts, storage) into the sweep dir.
 
@@ -40,17 +44,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
-from ltr_bench.sweeper.asking import TooManyFailures, ask_batch, remaining
+from ltr_bench.sweeper.asking import TooManyFailures, remaining
 from ltr_bench.sweeper.launching import (
     REEVALUATION_KEY,
     STUDY_NAME_KEY,
     TRIAL_NUMBER_KEY,
     Terminated,
-    job_overrides,
-    launch,
 )
 from ltr_bench.sweeper.summary import RESULTS_FILE, log_best, summarize, write_results
-from ltr_bench.sweeper.telling import fail_all, tell
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,8 @@ class OptunaSweeperImpl(Sweeper):
         params: Any = None,
         pruner: Any = None,
         progress: bool = True,
+        asynchronous: bool = True,
+        reproducible: bool = False,
     ) -> None:
         super().__init__()
         self.sampler_cfg = sampler
@@ -103,9 +106,12 @@ class OptunaSweeperImpl(Sweeper):
         reevaluate = plain(reevaluate) or {}
         self.reevaluate_top_k = reevaluate.get("top_k", 0)
         self.reevaluate_overrides = [str(o) for o in reevaluate.get("overrides") or []]
+        self.reevaluate_pruner_cfg = plain(reevaluate.get("pruner")) or {}
         self.params = plain(params) or {}
         self.pruner_cfg = plain(pruner) or {}
         self.progress = bool(progress)
+        self.asynchronous = bool(asynchronous)
+        self.reproducible = bool(reproducible)
         self.hydra_context: HydraContext | None = None
         self.config: DictConfig | None = None
         self.launcher = None
@@ -274,77 +280,29 @@ class OptunaSweeperImpl(Sweeper):
         heartbeat: Any,
         progress: Any,
     ) -> None:
-        """Run batches until the budget is used, then (with ``reevaluate.top_k``) re-evaluate; a
+        """Search until the budget is used, then (with ``reevaluate.top_k``) re-evaluate; a
         trial of a worker that is gone meanwhile frees its budget: search on."""
-        from ltr_bench.sweeper.hooks import report_interrupted
         from ltr_bench.sweeper.reevaluation_runs import reevaluate, wait_for_running_trials
-        from ltr_bench.sweeper.trials import fail_interrupted_trials
+        from ltr_bench.sweeper.search_runs import search
 
         assert self.config is not None
         study, rdb, locks, budget = opened.study, opened.rdb, opened.locks, opened.budget
+
+        def after_tell() -> None:
+            progress.update(study)
+            summary = summarize(study, budget, opened.url, space, variant, self.direction)
+            write_results(sweep_dir, [*done, summary])
+
         while True:
-            while True:
-                if fail_interrupted_trials(study, rdb, self.grace_period):
-                    report_interrupted(self.config, study, locks)
-                left = remaining(study, space, budget, self.max_failure_rate)
-                if left <= 0:
-                    break
-                batch = ask_batch(
-                    study,
-                    space,
-                    min(self.n_jobs, left),
-                    budget,
-                    heartbeat,
-                    self.max_duplicate_retries,
-                )
-                if not batch:
-                    break
-                self._run_batch(study, space, variant, batch, heartbeat, opened.url)
-                progress.update(study)
-                summary = summarize(study, budget, opened.url, space, variant, self.direction)
-                write_results(sweep_dir, [*done, summary])
+            search(self, opened, space, variant, heartbeat, after_tell)
             if locks is None:
                 break
             # The top trials are known once the search's last trials (of any worker) are told.
             wait_for_running_trials(self, study, rdb, locks)
             if remaining(study, space, budget, self.max_failure_rate) > 0:
                 continue
-            reevaluate(self, study, space, variant, rdb, locks, heartbeat)
+            reevaluate(self, study, space, variant, rdb, locks, heartbeat, opened.url)
             break
-
-    def _run_batch(
-        self,
-        study: Any,
-        space: Any,
-        variant: list[str],
-        batch: list[Any],
-        heartbeat: Any,
-        url: str,
-    ) -> None:
-        """Launch one batch of asked trials and tell Optuna each outcome; a fatal error of any
-        job aborts the sweep once all are told."""
-        from ltr_bench.sweeper.pruning import job_overrides as racing_overrides
-
-        racing = racing_overrides(url, self.pruner_cfg)  # [] without a pruner
-        jobs = [
-            job_overrides(study.study_name, space, variant, t.params, t.number, racing)
-            for t in batch
-        ]
-        for t, overrides in zip(batch, jobs):
-            log.info("Trial %d of study '%s': %s", t.number, study.study_name, " ".join(overrides))
-
-        def fail_batch(reason: str, error: BaseException) -> None:
-            detail = f"{type(error).__name__}: {error}" if isinstance(error, Exception) else None
-            fail_all(study, batch, heartbeat, reason, error=detail)
-
-        returns = launch(self, jobs, fail_batch)
-        fatal: BaseException | None = None
-        for trial, ret in zip(batch, returns):
-            error = tell(study, trial, ret, heartbeat, self.fatal_errors)
-            if error is not None and fatal is None:
-                fatal = error
-        if fatal is not None:
-            raise fatal
 
 
 __all__ = [

@@ -92,6 +92,39 @@ def tell(
     return error if fatal and isinstance(error, BaseException) else None
 
 
+def tell_outcome(
+    study: Any,
+    trial: Any,
+    outcome: Any,
+    heartbeat: Any,
+    fatal_errors: tuple[type[BaseException], ...],
+) -> BaseException | None:
+    """Tell a job's outcome from a pool (:mod:`~ltr_bench.sweeper.job_pool`): its ``JobReturn``
+    (:func:`tell`), or the exception that kept it from returning one -- FAIL ``interrupted`` when
+    its worker process died, else ``config_error`` (a config Hydra could not compose): fatal."""
+    from ltr_bench.sweeper.job_pool import worker_died
+    from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_INTERRUPTED
+
+    if not isinstance(outcome, BaseException):
+        return tell(study, trial, outcome, heartbeat, fatal_errors)
+    died = worker_died(outcome)
+    log.error(
+        "Trial %d did not run to the end (%s): %s: %s",
+        trial.number,
+        "its worker process died" if died else "aborting the sweep",
+        type(outcome).__name__,
+        outcome,
+    )
+    fail_all(
+        study,
+        [trial],
+        heartbeat,
+        FAIL_INTERRUPTED if died else FAIL_CONFIG,
+        error=f"{type(outcome).__name__}: {outcome}",
+    )
+    return outcome
+
+
 def _tell_value(study: Any, trial: Any, value: Any, heartbeat: Any) -> None:
     """Tell a completed job's return value: COMPLETE when finite, FAIL ``nan`` otherwise."""
     from ltr_bench.sweeper.objective import user_attrs_of

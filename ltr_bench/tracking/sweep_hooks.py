@@ -174,13 +174,15 @@ def _log_convergence(tracker: Tracker, run_id: str, trials_csv: Path, direction:
 def mark_interrupted_runs(
     config: DictConfig, study_name: str, trials: list[int], reevaluations: Mapping[int, float]
 ) -> list[str]:
-    """The ``sweep.on_interrupted`` hook: end as KILLED the RUNNING ``trial`` runs of a study whose
-    process is gone; return their run ids.
+    """The ``sweep.on_interrupted`` hook: mark KILLED the ``trial`` runs of a study whose sweeper
+    is gone -- RUNNING ones, and FINISHED ones whose result the sweeper never took (a job that
+    ended just as its sweeper was killed, before the sweeper told Optuna); return their run ids.
 
     ``trials``: the Optuna trials the sweeper marked interrupted (a trial number is never run
-    again, so any RUNNING run of it is left over). ``reevaluations``: per re-evaluated trial, when
-    its latest interrupted claim was failed (epoch seconds); a RUNNING re-evaluation run of that
-    trial started before then is left over, one started later belongs to the claim that re-runs it.
+    again and never told, so any RUNNING or FINISHED run of it is left over). ``reevaluations``:
+    per re-evaluated trial, when its latest interrupted claim was failed (epoch seconds); a
+    re-evaluation run of that trial started before then is left over, one started later belongs
+    to the claim that re-runs it. A FAILED run (the job itself failed) stays FAILED.
     """
     tracking = config.get("tracking")
     if tracking is None:
@@ -190,9 +192,17 @@ def mark_interrupted_runs(
     if not tracker.enabled:
         return []
     numbers = {int(n) for n in trials}
-    filt = f"attributes.status = 'RUNNING' and tags.`{keys.TAG_ROLE}` = '{keys.ROLE_TRIAL}'"
+    runs = [
+        run
+        for status in ("RUNNING", "FINISHED")
+        for run in tracker.client.search_runs(
+            [tracker.experiment_id],
+            f"attributes.status = '{status}' and tags.`{keys.TAG_ROLE}` = '{keys.ROLE_TRIAL}'",
+            max_results=50_000,
+        )
+    ]
     killed = []
-    for run in tracker.client.search_runs([tracker.experiment_id], filt, max_results=50_000):
+    for run in runs:
         tags = run.data.tags
         if (
             tags.get(keys.TAG_STUDY) != study_name

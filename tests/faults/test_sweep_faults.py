@@ -464,6 +464,34 @@ def test_sigterm_ends_a_plain_hydra_apps_sweep_as_sigterm(tmp_path: Path) -> Non
     assert len(complete(trials)) == 1
 
 
+def test_sigterm_on_a_sweep_with_trials_in_flight_marks_them_and_stops_their_workers(
+    tmp_path: Path,
+) -> None:
+    """Trials in flight in joblib workers (the default with hydra/launcher=joblib): SIGTERM ends
+    the sweeper by SIGTERM once the running trials are marked, their workers are stopped, and the
+    same command resumes to the full budget."""
+    common = [
+        "hydra.sweeper.study_name=flight",
+        "hydra.sweeper.n_trials=4",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "hydra.sweeper.n_jobs=2",
+    ]
+    proc = start_toy(tmp_path, *common, "hang_at_trial=0", f"hang_marker={tmp_path / 'hang'}")
+    wait_for_file(tmp_path / "hang", proc)
+    (job,) = [r["pid"] for r in calls(tmp_path) if r["trial"] == 0]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=HANG_GUARD_S) == -signal.SIGTERM
+    wait_until(lambda: not _alive(job), f"the stopped job (pid {job}) ended")
+    url = f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'flight.db'}"
+    trials = load(url, "flight")
+    assert reasons(trials).get(0) == "interrupted"
+    assert not [t for t in trials if t.state == TrialState.RUNNING]
+    resumed = run_toy(tmp_path, *common)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert len(complete(load(url, "flight"))) == 4
+
+
 # ------------------------------------------------------------------------------ items 6 and 11 through ltr-bench
 def _running(db: Path) -> list[str]:
     """Names of the RUNNING MLflow runs in ``db`` (read-only; [] while the store is being made)."""
@@ -522,6 +550,42 @@ def test_sigterm_on_an_ltr_bench_sweep_exits_143(tmp_path: Path) -> None:
         assert list(con.execute("select name, status from runs where name like '%trial%'")) == [
             (_name(0), "KILLED")
         ]
+
+
+def test_sigterm_on_a_parallel_ltr_bench_sweep_leaves_no_running_mlflow_run(tmp_path: Path) -> None:
+    """Trials in flight in joblib workers: on SIGTERM the sweeper stops the workers, fails their
+    trials as interrupted and marks their MLflow runs KILLED before it exits 143."""
+    from tests.test_e2e import LTR_BENCH, _env
+
+    cmd = [
+        LTR_BENCH,
+        "-m",
+        "hydra/sweeper=ltr_optuna",
+        "hydra.sweeper.study_name=p",
+        "hydra.sweeper.n_trials=2",
+        "optimizer.lr=choice(0.004,0.002)",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "hydra.sweeper.n_jobs=2",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        *TINY,
+        "model.epochs=200",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    _signal_when_running(proc, tmp_path / "mlflow.db", _name(0), signal.SIGTERM)
+    out, err = proc.communicate(timeout=HANG_GUARD_S)
+    assert proc.returncode == 143, err[-3000:]
+    assert _running(tmp_path / "mlflow.db") == []
+    trials = load(f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'p.db'}", "p")
+    interrupted = {n for n, why in reasons(trials).items() if why == "interrupted"}
+    assert 0 in interrupted and not [t for t in trials if t.state == TrialState.RUNNING]
+    with sqlite3.connect(tmp_path / "mlflow.db") as con:
+        status = dict(con.execute("select name, status from runs where name like '%trial%'"))
+    # trial 0's run was RUNNING when the signal came; trial 1's, if its job had started one
+    assert status[_name(0)] == "KILLED"
+    assert {status[_name(n)] for n in interrupted if _name(n) in status} == {"KILLED"}
 
 
 @pytest.mark.slow  # three ltr-bench processes (~1-2 min here); the hook itself is tested below
@@ -618,6 +682,13 @@ def test_the_interrupted_hook_kills_exactly_the_left_over_runs(tmp_path: Path) -
 
     gone = trial_run("s", 1)  # its Optuna trial was marked interrupted
     alive = trial_run("s", 2)  # still running in a live process
+    # a job that ended just as its sweeper was killed: FINISHED, its result never told
+    untold = trial_run("s", 3)
+    tracker.end_run(untold, "FINISHED")
+    told = trial_run("s", 4)  # a finished trial whose result was told
+    tracker.end_run(told, "FINISHED")
+    failed = trial_run("s", 5)  # the job itself failed, then its sweeper was killed
+    tracker.end_run(failed, "FAILED")
     other = trial_run("t", 1)  # the same number in another study
     old_again = trial_run("s", 0, reevaluation=True)  # started before its claim was failed
     old_ms = tracker.client.get_run(old_again).info.start_time
@@ -628,18 +699,20 @@ def test_the_interrupted_hook_kills_exactly_the_left_over_runs(tmp_path: Path) -
     config = OmegaConf.create(
         {"tracking": {"enabled": True, "tracking_uri": uri, "experiment_name": "faults"}}
     )
-    killed = mark_interrupted_runs(config, "s", [1], {0: failed_at})
-    assert sorted(killed) == sorted([gone, old_again])
-    status = {
-        r: tracker.client.get_run(r).info.status for r in (gone, alive, other, old_again, new_again)
-    }
+    killed = mark_interrupted_runs(config, "s", [1, 3, 5], {0: failed_at})
+    assert sorted(killed) == sorted([gone, untold, old_again])
+    runs = (gone, alive, other, old_again, new_again, untold, told, failed)
+    status = {r: tracker.client.get_run(r).info.status for r in runs}
     assert status == {
         gone: "KILLED",
         alive: "RUNNING",
         other: "RUNNING",
         old_again: "KILLED",
         new_again: "RUNNING",
+        untold: "KILLED",
+        told: "FINISHED",
+        failed: "FAILED",
     }
     assert (
-        mark_interrupted_runs(config, "s", [1], {0: failed_at}) == []
+        mark_interrupted_runs(config, "s", [1, 3, 5], {0: failed_at}) == []
     )  # repeating it changes nothing

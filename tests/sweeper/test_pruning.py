@@ -257,6 +257,12 @@ def test_real_app_prunes_trials_marks_their_runs_and_shares_preprocessing(tmp_pa
         else:
             assert t.state == TrialState.COMPLETE and sorted(t.intermediate_values) == [1, 2, 3]
             assert t.value == pytest.approx(t.intermediate_values[3])  # the running mean at the end
+    # the re-evaluation raced too (search=<model> sets reevaluate.pruner): it planned and
+    # reported its 2 repeats x 3 inner folds into its lock trial
+    (lock,) = load(f"sqlite:///{db}", results["study_name"] + ":reevaluations")
+    assert lock.state == TrialState.COMPLETE and lock.user_attrs["ltr_sweeper.n_steps"] == 6
+    assert sorted(lock.intermediate_values) == [1, 2, 3, 4, 5, 6]
+    assert results["reevaluated"][0]["dropped_after"] is None
     runs = _runs(_client(tmp_path))
     search = [r for r in runs["trial"] if r.data.tags.get(TAG_REEVALUATION) != "true"]
     marked = {

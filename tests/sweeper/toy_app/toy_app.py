@@ -13,13 +13,18 @@ whatever their start-up times). ``calls_file`` gets one JSON line per executed j
 ``lucky_x`` adds ``lucky_bonus`` to that x's value in search jobs but not in re-evaluations
 (``sweep.reevaluation=true``): a trial that only looks best. ``steps`` > 0 makes a job race: it
 reports its value after each of ``steps`` steps through :class:`TrialReporter` (when the sweeper
-passed a pruner) and stops when pruned; ``calls_file`` then also records the steps done.
+passed a pruner; a re-evaluation too when the sweeper races them) and stops when pruned;
+``calls_file`` then also records the steps done. ``hold_trial`` (a trial number) with
+``hold_until_calls`` = n: that trial's job waits until ``calls_file`` holds n records (so that it is
+still running while other jobs start). ``jitter_s`` sleeps a random time up to that long (not
+seeded: each run times its jobs differently) before each step and before returning.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import time
 from pathlib import Path
 
@@ -52,10 +57,13 @@ def main(cfg: DictConfig) -> float:
         }
         with open(cfg.calls_file, "a") as f:
             f.write(json.dumps(record) + "\n")
+    if cfg.hold_trial is not None and trial == cfg.hold_trial and not cfg.sweep.reevaluation:
+        _hold(Path(cfg.calls_file), int(cfg.hold_until_calls))
     if _wants_to_hang(cfg) and _claim_marker(Path(cfg.hang_marker), trial):
         time.sleep(3600)  # the test kills the sweep long before
     if cfg.sleep_s:
         time.sleep(cfg.sleep_s)
+    _jitter(cfg)
     if cfg.user_error_x is not None and cfg.x == cfg.user_error_x:
         raise UserError(f"toy config error for x={cfg.x}")
     if cfg.fail_x is not None and cfg.x == cfg.fail_x:
@@ -79,6 +87,21 @@ def _rendezvous(folder: Path, n: int, guard_s: float = 600.0) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError(f"only {len(list(folder.iterdir()))} of {n} workers started")
         time.sleep(0.05)
+
+
+def _hold(calls_file: Path, n: int, guard_s: float = 600.0) -> None:
+    """Return once ``calls_file`` holds ``n`` records (the limit only stops a hang)."""
+    deadline = time.monotonic() + guard_s
+    while len(calls_file.read_text().splitlines()) < n:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {len(calls_file.read_text().splitlines())} of {n} jobs ran")
+        time.sleep(0.05)
+
+
+def _jitter(cfg: DictConfig) -> None:
+    """Sleep a random time up to ``cfg.jitter_s`` (from the OS's entropy: not reproducible)."""
+    if cfg.jitter_s:
+        time.sleep(random.SystemRandom().uniform(0.0, float(cfg.jitter_s)))
 
 
 def _wants_to_hang(cfg: DictConfig) -> bool:
@@ -112,7 +135,9 @@ def _race(cfg: DictConfig, value: float) -> int:
     reporter = TrialReporter.from_config(cfg) if cfg.steps else None
     if reporter is None:
         return cfg.steps
+    reporter.plan(cfg.steps)
     for step in range(1, cfg.steps + 1):
+        _jitter(cfg)
         if reporter.report(value, step):
             return step
     return cfg.steps

@@ -1,0 +1,170 @@
+"""Parallel sweeps: trials in flight in joblib workers (no batch barrier) and the reproducible mode.
+
+With ``hydra/launcher=joblib`` and ``hydra.sweeper.n_jobs=2`` the sweeper keeps two trials in
+flight and starts the next as soon as one ends; ``hydra.sweeper.asynchronous=false`` runs batches
+(the slowest trial of a batch holds its partner's worker). ``hydra.sweeper.reproducible=true``
+runs fixed batches whose pruning sees earlier batches only: the same seed gives the same trials
+however the jobs are timed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+from optuna.trial import TrialState
+
+from tests.sweeper.pruners import PRUNE_ODD, pythonpath_with_repo
+from tests.sweeper.toy import calls, load, run_toy
+from tests.waiting import TEST_GUARD_S
+
+pytestmark = pytest.mark.timeout(TEST_GUARD_S)
+
+JOBLIB = [
+    "hydra/launcher=joblib",
+    "hydra.launcher.n_jobs=2",
+    "hydra.sweeper.n_jobs=2",
+]
+
+
+def _ok(proc) -> None:
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+
+
+def _url(tmp_path: Path, name: str) -> str:
+    return f"sqlite:///{tmp_path / 'multirun' / 'optuna' / f'{name}.db'}"
+
+
+def test_a_pruned_trial_frees_its_worker_while_its_partner_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial 0 holds its worker until three jobs have run: trial 1 (pruned after its first step)
+    and trial 2 on the worker trial 1 freed. A batch of two would wait for trial 0 before asking
+    trial 2, so trial 0 would hold for ever (``hydra.sweeper.asynchronous=false``: it fails on the
+    toy's hang guard)."""
+    monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
+    proc = run_toy(
+        tmp_path,
+        *JOBLIB,
+        "hydra.sweeper.study_name=flight",
+        "hydra/sweeper/sampler=grid",
+        "hydra.sweeper.n_trials=4",
+        "steps=3",
+        *PRUNE_ODD,
+        "hold_trial=0",
+        "hold_until_calls=3",
+    )
+    _ok(proc)
+    trials = load(_url(tmp_path, "flight"), "flight")
+    states = {t.number: t.state for t in trials}
+    assert states == {
+        0: TrialState.COMPLETE,
+        1: TrialState.PRUNED,
+        2: TrialState.COMPLETE,
+        3: TrialState.PRUNED,
+    }
+    records = calls(tmp_path)
+    # trial 0 completed, so trials 1 and 2 wrote their records while it held its worker
+    assert {r["trial"] for r in records[:3]} == {0, 1, 2}
+    assert {r["trial"]: r["steps"] for r in records}[1] == 1
+    assert len({r["pid"] for r in records}) == 2  # two joblib workers, not the sweeper
+    # each trial told as its job ended: trial 1 and 2 before trial 0
+    done = {t.number: t.datetime_complete for t in trials}
+    assert done[1] < done[0] and done[2] < done[0]
+
+
+def _table(url: str, name: str) -> list[tuple]:
+    """What a reproducible sweep must repeat: each trial's number, params, state, value, steps."""
+    return [
+        (t.number, t.params, t.state.name, t.value, dict(t.intermediate_values))
+        for t in optuna.load_study(study_name=name, storage=url).get_trials(deepcopy=False)
+    ]
+
+
+def test_a_reproducible_two_worker_sweep_repeats_its_trials_and_choice(tmp_path: Path) -> None:
+    """The same 2-worker sweep twice, with jobs timed at random (``jitter_s``): successive halving
+    over 3 steps and a raced re-evaluation decide on earlier batches only, so both runs hold the
+    same trials (params, states, values, reported steps) and choose the same trial."""
+    race = [
+        "steps=3",
+        "hydra/sweeper/pruner=successive_halving",
+        "hydra.sweeper.pruner.reduction_factor=2",
+        "hydra.sweeper.reevaluate.top_k=3",
+        "hydra.sweeper.reevaluate.pruner={_target_:"
+        "ltr_bench.sweeper.reevaluation_racing.PairedRacePruner,min_folds:2}",
+    ]
+    tables, results = [], []
+    for run in ("a", "b"):
+        folder = tmp_path / run
+        folder.mkdir()
+        proc = run_toy(
+            folder,
+            *JOBLIB,
+            *race,
+            "hydra.sweeper.reproducible=true",
+            "hydra.sweeper.study_name=rep",
+            "hydra.sweeper.n_trials=10",
+            "jitter_s=0.3",
+            "lucky_x=0",
+            "lucky_bonus=1.5",
+        )
+        _ok(proc)
+        tables.append(_table(_url(folder, "rep"), "rep"))
+        tables.append(_table(_url(folder, "rep"), "rep:reevaluations"))
+        results.append(
+            yaml.safe_load(
+                (folder / "multirun" / "sweep" / "optimization_results.yaml").read_text()
+            )
+        )
+    assert tables[0] == tables[2] and tables[1] == tables[3]
+    assert {state for _, _, state, _, _ in tables[0]} >= {"COMPLETE", "PRUNED"}
+    for key in ("best_trial", "best_value", "reevaluated", "n_pruned", "n_complete"):
+        assert results[0][key] == results[1][key], key
+
+
+def test_the_reproducible_pruner_sees_earlier_batches_only() -> None:
+    from ltr_bench.sweeper.reproducible import EarlierTrialsOnly, earlier_trials
+
+    study = optuna.create_study(direction="maximize")
+    for value in (0.1, 0.9, 0.5):
+        trial = study.ask()
+        trial.report(value, 1)
+        study.tell(trial, value)
+    view = earlier_trials(study, 2)
+    assert [t.number for t in view.get_trials(deepcopy=False)] == [0, 1]
+    assert [t.number for t in view.trials] == [0, 1]
+    assert view.direction == study.direction
+
+    class Remember(optuna.pruners.BasePruner):
+        seen: list[int] = []
+
+        def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
+            Remember.seen = [t.number for t in study.get_trials(deepcopy=False)]
+            return False
+
+    pruner = EarlierTrialsOnly(Remember(), before=1)
+    assert pruner.prune(study, study.get_trials(deepcopy=False)[2]) is False
+    assert Remember.seen == [0]
+    with pytest.raises(TypeError):
+        EarlierTrialsOnly("median", before=1)  # type: ignore[arg-type]
+
+
+def test_job_overrides_wrap_the_pruner_for_the_reproducible_mode() -> None:
+    from ltr_bench.sweeper.pruning import job_overrides, make_pruner
+    from ltr_bench.sweeper.reproducible import EarlierTrialsOnly
+
+    cfg = {"_target_": "optuna.pruners.MedianPruner", "n_startup_trials": 2}
+    plain = job_overrides("sqlite:///x.db", cfg)
+    assert plain[1] == "++sweep.pruner={_target_:optuna.pruners.MedianPruner,n_startup_trials:2}"
+    wrapped = job_overrides("sqlite:///x.db", cfg, before=6)
+    assert wrapped[1] == (
+        "++sweep.pruner={_target_:ltr_bench.sweeper.reproducible.EarlierTrialsOnly,before:6,"
+        "pruner:{_target_:optuna.pruners.MedianPruner,n_startup_trials:2}}"
+    )
+    built = make_pruner(
+        {"_target_": "ltr_bench.sweeper.reproducible.EarlierTrialsOnly", "before": 6, "pruner": cfg}
+    )
+    assert isinstance(built, EarlierTrialsOnly) and built.before == 6
+    assert isinstance(built.pruner, optuna.pruners.MedianPruner)
