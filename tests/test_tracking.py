@@ -468,3 +468,36 @@ def test_the_sweep_hooks_the_config_names_resolve() -> None:
     cfg = _compose()
     assert get_method(cfg.sweep.on_study_end) is sweep_hooks.log_study_to_mlflow
     assert get_method(cfg.sweep.on_interrupted) is sweep_hooks.mark_interrupted_runs
+
+
+def test_a_dataset_inserted_by_a_parallel_worker_meanwhile_is_linked_not_an_error(
+    tracker: Tracker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sweep workers logging the same new dataset: MLflow checks which datasets exist, then
+    inserts the missing ones, so the later worker's insert breaks the unique constraint
+    (``datasets.experiment_id, name, digest``) when the other committed in between. As MLflow
+    raises it here, after the rival's insert; the run must get its inputs, not fail."""
+    import sqlalchemy.exc
+    from mlflow.exceptions import MlflowException
+
+    part = {"name": "race/Fold1", "digest": "same-digest", "context": "train", "source": {}}
+    with tracker.run("rival", {}) as rival:
+        tracker.log_inputs(rival, [part])  # the other worker's insert, committed first
+    real = tracker.client.log_inputs
+    calls = []
+
+    def raced(run_id: str, datasets: Any = None, **kwargs: Any) -> None:
+        calls.append(run_id)
+        if len(calls) == 1:
+            cause = sqlalchemy.exc.IntegrityError(
+                "INSERT INTO datasets", {}, Exception("UNIQUE constraint failed: datasets.digest")
+            )
+            raise MlflowException(message=cause) from cause
+        real(run_id, datasets=datasets, **kwargs)
+
+    monkeypatch.setattr(tracker.client, "log_inputs", raced)
+    with tracker.run("late", {}) as late:
+        tracker.log_inputs(late, [part])
+    inputs = tracker.client.get_run(late).inputs.dataset_inputs
+    assert [(i.dataset.name, i.dataset.digest) for i in inputs] == [("race/Fold1", "same-digest")]
+    assert len(calls) == 2

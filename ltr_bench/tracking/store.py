@@ -19,6 +19,8 @@ from ltr_bench.errors import UserError, exception_chain
 from ltr_bench.tracking.names import sanitize_key
 from ltr_bench.tracking.ui_view import experiment_ui_tags
 
+log = logging.getLogger(__package__)
+
 
 def resolve_tracking_uri(uri: str | None, base_dir: str | os.PathLike[str]) -> str | None:
     """Make a relative ``sqlite:///relative.db`` absolute against ``base_dir``; other URIs pass."""
@@ -130,3 +132,26 @@ def open_client(tracking_uri: str) -> Any:
 
     quiet_mlflow()
     return mlflow.MlflowClient(tracking_uri)
+
+
+def log_inputs_past_rival_inserts(
+    client: Any, run_id: str, items: list[Any], tries: int = 3
+) -> None:
+    """``client.log_inputs``, again when a parallel worker inserted the same dataset meanwhile.
+
+    MLflow looks up which datasets of the experiment exist, then inserts the missing ones: two
+    workers logging one new dataset at once both insert it, and the later breaks the datasets'
+    unique constraint. Tried again, the lookup finds the committed row and only links it.
+    """
+    import sqlalchemy.exc
+
+    from ltr_bench.errors import find_in_chain
+
+    for attempt in range(tries):
+        try:
+            client.log_inputs(run_id, datasets=items)
+            return
+        except Exception as e:
+            if attempt == tries - 1 or find_in_chain(e, (sqlalchemy.exc.IntegrityError,)) is None:
+                raise
+            log.info("A parallel worker logged the same dataset; linking it to run %s.", run_id)

@@ -27,7 +27,12 @@ from ltr_bench.tracking.links import format_links
 from ltr_bench.tracking.model_logging import PyfuncModel, log_pyfunc_model
 from ltr_bench.tracking.names import MAX_PARAM_LEN, MAX_TAG_LEN, curve_key, sanitize_key
 from ltr_bench.tracking.signals import RunTerminated, SignalSafe, signals_deferred
-from ltr_bench.tracking.store import ensure_experiment, resolve_tracking_uri, store_lock
+from ltr_bench.tracking.store import (
+    ensure_experiment,
+    log_inputs_past_rival_inserts,
+    resolve_tracking_uri,
+    store_lock,
+)
 from ltr_bench.tracking.tags import command_line, context_tags, invocation_id
 
 log = logging.getLogger(__package__)
@@ -141,7 +146,7 @@ class Tracker:
                 DatasetInput(ds, [InputTag(keys.MLFLOW_DATASET_CONTEXT, str(i["context"]))])
             )
         if items:
-            self.client.log_inputs(run_id, datasets=items)
+            log_inputs_past_rival_inserts(self.client, run_id, items)
 
     def experiment_link(self, search_filter: str, what: str, run_id: str | None = None) -> str:
         """The printed lines that open ``search_filter``'s runs in the UI (see :func:`format_links`)."""
