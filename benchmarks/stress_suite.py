@@ -151,8 +151,15 @@ def run_once(args: argparse.Namespace, index: int, workdir: Path, commit: str) -
 
 
 def start_busy_loop() -> subprocess.Popen:
-    """One process spinning on a core for as long as the runs take."""
-    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    """One process spinning on a core for as long as the runs take; it also ends when this
+    script is killed (it checks its parent now and then), so it never keeps a core busy after."""
+    spin = (
+        "import os\n"
+        "parent = os.getppid()\n"
+        "while os.getppid() == parent:\n"
+        "    for _ in range(1_000_000): pass\n"
+    )
+    return subprocess.Popen([sys.executable, "-c", spin])
 
 
 def report(outcomes: list[Outcome], what: str) -> int:
