@@ -125,38 +125,42 @@ def _ask_checked(
         asked.clear()
         with quiet_optuna():
             trial = study.ask(distributions)
-        asked.append(trial)
-        heartbeat.add(trial_id(trial))
-        trial.set_user_attr(ATTR_WORKER, identity)
-        others = settled_others(study, trial.number, names)  # no half-asked rival
-        # A queued trial numbered before this one holds its place: taken later, it counts only
-        # the trials numbered before it, so this one must count it now.
-        if sum(holds_a_place(t, trial.number) for t in others) >= budget:
-            reject(study, trial, FAIL_SURPLUS, heartbeat)
+        try:  # a signal landing before the trial is handed on fails it (no RUNNING orphan)
+            asked.append(trial)
+            heartbeat.add(trial_id(trial))
+            trial.set_user_attr(ATTR_WORKER, identity)
+            others = settled_others(study, trial.number, names)  # no half-asked rival
+            # A queued trial numbered before this one holds its place: taken later, it counts only
+            # the trials numbered before it, so this one must count it now.
+            if sum(holds_a_place(t, trial.number) for t in others) >= budget:
+                reject(study, trial, FAIL_SURPLUS, heartbeat)
+                asked.clear()
+                return None
+            key = params_key(trial.params, names)
+            rivals = [
+                t
+                for t in others
+                if counts_toward_budget(t) and (t.number < trial.number or t.state.is_finished())
+            ]
+            taken = taken_points(rivals, names) | queued_points(others, names, trial.number)
+            if key is None or key not in taken:
+                return trial
+            size = space.size()
+            enumerable = size is not None and size <= MAX_ENUMERATED_POINTS
+            if attempt == max_retries and not enumerable:
+                log.warning(
+                    "Trial %d repeats evaluated params %s; running it anyway.",
+                    trial.number,
+                    trial.params,
+                )
+                return trial
+            reject(study, trial, FAIL_DUPLICATE, heartbeat)
             asked.clear()
-            return None
-        key = params_key(trial.params, names)
-        rivals = [
-            t
-            for t in others
-            if counts_toward_budget(t) and (t.number < trial.number or t.state.is_finished())
-        ]
-        taken = taken_points(rivals, names) | queued_points(others, names, trial.number)
-        if key is None or key not in taken:
-            return trial
-        size = space.size()
-        enumerable = size is not None and size <= MAX_ENUMERATED_POINTS
-        if attempt == max_retries and not enumerable:
-            log.warning(
-                "Trial %d repeats evaluated params %s; running it anyway.",
-                trial.number,
-                trial.params,
-            )
-            return trial
-        reject(study, trial, FAIL_DUPLICATE, heartbeat)
-        asked.clear()
-        if enumerable and attempt >= max_retries // 2:
-            enqueue_free_point(study, space, trial.number)
+            if enumerable and attempt >= max_retries // 2:
+                enqueue_free_point(study, space, trial.number)
+        except BaseException:
+            fail_all(study, [trial], heartbeat, reason="interrupted")
+            raise
     log.warning(
         "No new parameters after %d proposals; ending study '%s'.",
         max_retries + 1,

@@ -111,14 +111,17 @@ def fill(
         trial = ask_one(study, space, budget, heartbeat, sweeper.max_duplicate_retries)
         if trial is None:
             return None
-        # reproducible: the job's pruner sees the trials numbered before its batch's first
-        before = (pool.keys()[0] if len(pool) else trial).number if sweeper.reproducible else None
-        racing = racing_overrides(opened.url, sweeper.pruner_cfg, before=before)
-        overrides = job_overrides(
-            study.study_name, space, variant, trial.params, trial.number, racing
-        )
-        log.info("Trial %d of study '%s': %s", trial.number, study.study_name, " ".join(overrides))
         try:
+            # reproducible: the job's pruner sees the trials numbered before its batch's first
+            first = pool.keys()[0] if len(pool) else trial
+            before = first.number if sweeper.reproducible else None
+            racing = racing_overrides(opened.url, sweeper.pruner_cfg, before=before)
+            overrides = job_overrides(
+                study.study_name, space, variant, trial.params, trial.number, racing
+            )
+            log.info(
+                "Trial %d of study '%s': %s", trial.number, study.study_name, " ".join(overrides)
+            )
             pool.submit(trial, overrides)
         except Exception as e:  # noqa: BLE001 - a config Hydra cannot compose: fatal, told below
             fail_all(study, [trial], heartbeat, FAIL_CONFIG, error=f"{type(e).__name__}: {e}")
