@@ -74,7 +74,7 @@ class Bundle:
             return str(self.path)
 
     def summary(self) -> str:
-        """``bundle <folder>, 2026-11-24 17:53 UTC, 52 min, commit 1a2b3c4d5e``."""
+        """``bundle <folder>, <start, UTC>, <minutes> min, commit <10 hex digits>``."""
         parts = [f"bundle {self.shown()}", str(self.record["started"])]
         minutes = float(self.record["wall_s"]) / 60
         parts.append(f"{minutes:.0f} min" if minutes >= 1 else f"{minutes * 60:.0f} s")
