@@ -54,6 +54,16 @@ def make_pool(sweeper: OptunaSweeperImpl) -> BatchPool | JobPool:
     return BatchPool(sweeper)
 
 
+def release_workers(executors: set[Any]) -> None:
+    """End the idle workers of ``executors`` once the sweep's every job has returned. Left to
+    themselves they would end only at the sweeper's exit, which then waits for each worker's
+    interpreter to shut down (about 3 s with torch, Lightning and MLflow loaded); an idle worker
+    holds nothing to save."""
+    for executor in executors:
+        executor.shutdown(wait=True, kill_workers=True)
+    executors.clear()
+
+
 def worker_died(error: BaseException) -> bool:
     """Whether an outcome's exception says the job's worker process died (killed, out of memory)."""
     from concurrent.futures.process import BrokenProcessPool
@@ -127,6 +137,7 @@ class JobPool:
             timeout=IDLE_WORKER_TIMEOUT_S,
             env=joblib_worker_env(n_workers),
         )
+        sweeper.job_executors.add(self.executor)
         # future -> (submission number, key)
         self.futures: dict[concurrent.futures.Future, tuple[int, Any]] = {}
         self.n_submitted = 0

@@ -45,6 +45,7 @@ from omegaconf import DictConfig, OmegaConf
 from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
 from ltr_bench.sweeper.asking import TooManyFailures, remaining
+from ltr_bench.sweeper.job_pool import release_workers
 from ltr_bench.sweeper.launching import (
     REEVALUATION_KEY,
     STUDY_NAME_KEY,
@@ -116,6 +117,7 @@ class OptunaSweeperImpl(Sweeper):
         self.config: DictConfig | None = None
         self.launcher = None
         self.job_idx = 0
+        self.job_executors: set[Any] = set()  # joblib executors of the sweep's jobs in flight
         self._validate()
 
     def _validate(self) -> None:
@@ -220,6 +222,7 @@ class OptunaSweeperImpl(Sweeper):
             os.kill(os.getpid(), signal.SIGTERM)
             raise
         write_results(sweep_dir, results)
+        release_workers(self.job_executors)
         return results
 
     def _base_study_name(self, cli_fixed: Sequence[str]) -> str:

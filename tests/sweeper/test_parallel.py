@@ -168,3 +168,27 @@ def test_job_overrides_wrap_the_pruner_for_the_reproducible_mode() -> None:
     )
     assert isinstance(built, EarlierTrialsOnly) and built.before == 6
     assert isinstance(built.pruner, optuna.pruners.MedianPruner)
+
+
+def _own_pid() -> int:
+    import os
+
+    return os.getpid()
+
+
+def test_released_workers_are_gone_when_the_release_returns() -> None:
+    """At a sweep's end its idle joblib workers are ended at once, not left for the exit to wait
+    on each worker's interpreter shutdown; a later pool gets fresh workers."""
+    import psutil
+    from joblib.externals.loky import get_reusable_executor
+
+    from ltr_bench.sweeper.job_pool import release_workers
+
+    executor = get_reusable_executor(max_workers=1)
+    pid = executor.submit(_own_pid).result()
+    assert psutil.pid_exists(pid)
+    executors = {executor}
+    release_workers(executors)
+    assert not executors
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert get_reusable_executor(max_workers=1).submit(_own_pid).result() != pid
