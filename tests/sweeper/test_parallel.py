@@ -17,7 +17,7 @@ import yaml
 from optuna.trial import TrialState
 
 from tests.sweeper.pruners import PRUNE_ODD, pythonpath_with_repo
-from tests.sweeper.toy import calls, load, run_toy
+from tests.sweeper.toy import calls, load, reasons, run_toy
 from tests.waiting import TEST_GUARD_S
 
 pytestmark = pytest.mark.timeout(TEST_GUARD_S)
@@ -192,3 +192,24 @@ def test_released_workers_are_gone_when_the_release_returns() -> None:
     assert not executors
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert get_reusable_executor(max_workers=1).submit(_own_pid).result() != pid
+
+
+def test_a_config_error_of_a_later_trial_in_flight_aborts_the_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a pool's first job is composed in the sweeper; a later trial whose config cannot be
+    composed (a config group option that does not exist) fails in its worker and is as fatal."""
+    monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
+    proc = run_toy(
+        tmp_path,
+        *JOBLIB,
+        "hydra.sweeper.study_name=laterbad",
+        "hydra.sweeper.n_trials=4",
+        "hydra.sweeper.enqueue_trials=[{opt:sgd},{opt:nope}]",
+        "opt=choice(sgd,nope)",
+    )
+    assert proc.returncode != 0 and "nope" in proc.stderr
+    trials = load(_url(tmp_path, "laterbad"), "laterbad")
+    assert [t.params["opt"] for t in trials[:2]] == ["sgd", "nope"]
+    assert reasons(trials)[1] == "config_error"
+    assert 1 not in {c["trial"] for c in calls(tmp_path)}  # no job ran the bad config
