@@ -764,3 +764,12 @@ def test_a_run_in_parts_runs_each_part_once_and_judges_their_union(
         and again.loc["drop", "ours"] == first.loc["drop", "ours"]
     )
     assert len(_experiment_runs(db, "paper_figures_quick", "fig2c")) == 2  # re-used, not re-run
+
+
+def test_the_counts_line_agrees_in_number() -> None:
+    from ltr_bench.experiments.ledger.verdicts import counts_line
+
+    rows = pd.DataFrame({"verdict": ["holds", "holds", "does not hold"]})
+    assert counts_line(rows) == "3 claims: 2 hold, 1 does not hold"
+    rows = pd.DataFrame({"verdict": ["holds", "does not hold", "does not hold"]})
+    assert counts_line(rows) == "3 claims: 1 holds, 2 do not hold"

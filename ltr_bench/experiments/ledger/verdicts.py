@@ -85,5 +85,13 @@ def counts(rows: pd.DataFrame) -> dict[str, int]:
     return {k: int((kinds == k).sum()) for k in KINDS}
 
 
+# The verb of a verdict kind after a count other than one ("3 hold", not "3 holds").
+PLURAL = {HOLDS: "hold", FAILS: "do not hold"}
+
+
 def counts_line(rows: pd.DataFrame) -> str:
-    return f"{len(rows)} claims: " + ", ".join(f"{n} {k}" for k, n in counts(rows).items() if n)
+    """One line of counts per verdict kind, e.g. ``63 claims: 14 hold, 1 does not hold``."""
+    words = {k: k if n == 1 else PLURAL.get(k, k) for k, n in counts(rows).items()}
+    return f"{len(rows)} claims: " + ", ".join(
+        f"{n} {words[k]}" for k, n in counts(rows).items() if n
+    )
