@@ -249,7 +249,9 @@ def run_sweeps(exp: ExperimentRun) -> pd.DataFrame:
         *plain(spec.get("scale_overrides") or []),
         *plain(spec.get("cell_overrides") or []),
     ]
+    extra_refits = {str(k): list(v) for k, v in plain(spec.get("extra_refits") or {}).items()}
     rows: list[dict[str, Any]] = []
+    extra_rows: dict[str, list[dict[str, Any]]] = {label: [] for label in extra_refits}
     failed: list[dict[str, Any]] = []
     bar = exp.progress(len(variants) * len(datasets) * len(models))
     for variant, vspec in variants.items():
@@ -279,9 +281,12 @@ def run_sweeps(exp: ExperimentRun) -> pd.DataFrame:
                     )
                     bar.set_postfix_str(f"{variant} {ds} {label}: refit", refresh=True)
                     _refit(sweep_dir, _refit_user_overrides(own))
-                    found = _refit_rows(
-                        sweep_dir, {"variant": variant, "dataset": ds, "model": label}
-                    )
+                    cell = {"variant": variant, "dataset": ds, "model": label}
+                    found = _refit_rows(sweep_dir, cell)
+                    for name, extra in extra_refits.items():
+                        user = _untracked(_refit_user_overrides(own))
+                        _refit(sweep_dir, [*user, *extra], f"refit-{name}")
+                        extra_rows[name] += _refit_rows(sweep_dir, cell, f"refit-{name}")
                 except RuntimeError as exc:  # one failed cell must not lose a days-long table
                     failed.append(
                         {"variant": variant, "dataset": ds, "model": label, "error": str(exc)}
@@ -309,6 +314,8 @@ def run_sweeps(exp: ExperimentRun) -> pd.DataFrame:
         raise RuntimeError(f"every sweep of {exp.name} failed; see {exp.path('failed.csv')}")
     frame = pd.DataFrame(rows)
     exp.write_csv(frame, "refits.csv")
+    for name, found_extra in extra_rows.items():
+        exp.write_csv(pd.DataFrame(found_extra), f"refits-{name}.csv")
     metrics = [f"test/{m}" for m in plain(spec.metrics)]
     frame["row"], frame["column"] = frame["model"], frame["variant"]
     table = format_table(frame, metrics, index="row", columns=("variant", "dataset"))
@@ -342,33 +349,41 @@ def _refit_user_overrides(own: list[str]) -> list[str]:
     return [o for o in user_overrides(keys) if not override_key(o).startswith("hydra")]
 
 
-def _refit(sweep_dir: Path, user: list[str]) -> None:
+def _untracked(user: list[str]) -> list[str]:
+    """``user`` with ``tracking=none`` instead of its tracking overrides: an extra refit stays out
+    of the MLflow experiment the report reads."""
+    return [*(o for o in user if override_key(o).split(".")[0] != "tracking"), "tracking=none"]
+
+
+def _refit(sweep_dir: Path, user: list[str], subdir: str = "refit") -> None:
     """What ``ltr-bench refit_best=<sweep dir>`` does, in this process: per study an ordinary
     ``final`` run of its best config (composed from :func:`ltr_bench.sweeper.refit.plan_refits`'
-    overrides), tracked under the study's sweep run, output in ``<sweep dir>/refit/<study>``."""
+    overrides), tracked under the study's sweep run, output in ``<sweep dir>/<subdir>/<study>``."""
     from ltr_bench.runner import run as run_config
     from ltr_bench.sweeper.refit import plan_refits
 
-    for refit in plan_refits([f"refit_best={sweep_dir}", *user]) or []:
+    for refit in plan_refits([f"refit_best={sweep_dir}", *user], subdir) or []:
         overrides = [o for o in refit.overrides if not override_key(o).startswith("hydra")]
-        out = refit.output_dir or str(sweep_dir / "refit" / (refit.study_name or "best"))
+        out = refit.output_dir or str(sweep_dir / subdir / (refit.study_name or "best"))
         run_config(compose_run_config(overrides), output_dir=out, verbose=False)
 
 
-def _refit_rows(sweep_dir: Path, base: dict[str, Any]) -> list[dict[str, Any]]:
+def _refit_rows(
+    sweep_dir: Path, base: dict[str, Any], subdir: str = "refit"
+) -> list[dict[str, Any]]:
     from ltr_bench.sweeper.refit import find_refits
 
     rows = []
-    for refit in find_refits(sweep_dir)[0]:  # the latest refit per study and seed
+    for refit in find_refits(sweep_dir, subdir)[0]:  # the latest refit per study and seed
         data = refit.results
         rows += _fold_rows(
             data,
             {
                 **base,
-                "study": refit.path.relative_to(sweep_dir / "refit").parts[0],
+                "study": refit.path.relative_to(sweep_dir / subdir).parts[0],
                 "mlflow_run_id": data.get("mlflow_run_id"),
             },
         )
     if not rows:
-        raise RuntimeError(f"no refit results under {sweep_dir / 'refit'}")
+        raise RuntimeError(f"no refit results under {sweep_dir / subdir}")
     return rows

@@ -32,8 +32,10 @@ class Refit:
     sweep_dir: str | None = None  # the sweep folder whose refit/ holds every refit's results
 
 
-def plan_refits(args: Sequence[str]) -> list[Refit] | None:
-    """The refit jobs for ``refit_best=<results>`` on a command line, or None without it.
+def plan_refits(args: Sequence[str], subdir: str = "refit") -> list[Refit] | None:
+    """The refit jobs for ``refit_best=<results>`` on a command line, or None without it;
+    their folders are in ``<sweep dir>/<subdir>`` (another subdir keeps a refit under other
+    settings apart from the sweep's own refits).
 
     ``<results>`` is the sweeper's ``optimization_results.yaml`` or the sweep folder holding it.
     For each study in it (one, or one per ``study_per`` value such as each outer fold) the
@@ -94,7 +96,9 @@ def plan_refits(args: Sequence[str]) -> list[Refit] | None:
     refits = []
     for st in chosen:
         for seed in [*seeds] if seeds else [None]:
-            refits.append(_refit_of_study(st, path, sweep_fixed, seed_args(seed), seed, sweep_seed))
+            refits.append(
+                _refit_of_study(st, path, sweep_fixed, seed_args(seed), seed, sweep_seed, subdir)
+            )
     return refits
 
 
@@ -105,6 +109,7 @@ def _refit_of_study(
     args: list[str],
     seed: int | None,
     sweep_seed: int | None = None,
+    subdir: str = "refit",
 ) -> Refit:
     """The overrides of one study's refit (see :func:`plan_refits` for their order)."""
     late = st["study_overrides"] + st["best_overrides"]
@@ -121,7 +126,7 @@ def _refit_of_study(
         seed = _single_seed([a for a in out if _key(a) == "seed"][-1:], sweep_seed)
     run_dir = None
     if not any(_key(a) == "hydra.run.dir" for a in out):
-        study_dir = path.parent / "refit" / _folder_name(str(st["study_name"] or "best"))
+        study_dir = path.parent / subdir / _folder_name(str(st["study_name"] or "best"))
         run_dir = str(_reserve(study_dir / (f"seed{seed}" if seed is not None else "run")))
         out.append(f"hydra.run.dir={_value(run_dir)}")
     label = " ".join(st["study_overrides"]) or str(st["study_name"] or "best")
@@ -281,16 +286,16 @@ class RefitResult:
     results: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
 
-def find_refits(sweep_dir: str | Path) -> tuple[list[RefitResult], int]:
+def find_refits(sweep_dir: str | Path, subdir: str = "refit") -> tuple[list[RefitResult], int]:
     """Every refit of a sweep, the latest per study and seed, in the order of the sweep's
     studies and then by seed; and how many older refits of the same study and seed were left out.
 
-    Reads each ``refit/<study>/<run>/results.json`` (and the ``refit/<study>/results.json`` of
-    refits made before runs got their own folders); a file that cannot be read is skipped.
+    Reads each ``<subdir>/<study>/<run>/results.json`` (and the ``<subdir>/<study>/results.json``
+    of refits made before runs got their own folders); a file that cannot be read is skipped.
     """
     import json
 
-    root = Path(sweep_dir) / "refit"
+    root = Path(sweep_dir) / subdir
     results = Path(sweep_dir) / RESULTS_FILE
     labels: dict[Any, str] = {}
     if results.is_file():

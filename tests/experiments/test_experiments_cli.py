@@ -8,6 +8,7 @@ the PNGs, and the MLflow parent run with its artifacts (plus the tracked cell ru
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -220,6 +221,7 @@ def test_table1_sweeps_refits_and_reports_on_a_generated_letor_folder(
             "scale=quick",
             "experiment.datasets=[letor]",
             f'experiment.cell_overrides=["dataset.path={letor_dir}"]',
+            '+experiment.extra_refits={authors:["eval=authors"]}',
             f"hydra.run.dir={tmp_path}/out",
         ],
         tmp_path,
@@ -227,6 +229,12 @@ def test_table1_sweeps_refits_and_reports_on_a_generated_letor_folder(
     out = tmp_path / "out"
     spec = yaml.safe_load((out / "experiment.yaml").read_text())
     refits = pd.read_csv(out / "refits.csv")
+    # the extra refit: the same studies once more under eval=authors, untracked (counted below)
+    authors = pd.read_csv(out / "refits-authors.csv")
+    assert sorted(authors["study"].unique()) == sorted(refits["study"].unique())
+    assert authors["mlflow_run_id"].isna().all()
+    for path in out.glob("sweeps/*/*/*/refit-authors/*/*/results.json"):
+        assert json.loads(path.read_text())["config"]["eval"]["name"] == "authors"
     assert set(refits["variant"]) == set(spec["run_variants"])
     assert set(refits["model"]) == set(spec["models"])
     assert refits["test/ndcg@10"].between(0, 1).all() and refits["test/map"].between(0, 1).all()

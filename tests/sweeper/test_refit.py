@@ -72,6 +72,31 @@ def test_refit_repeats_the_sweep_command_with_the_best_parameters(tmp_path: Path
     assert plan_refits(["seed=1"]) is None
 
 
+def test_a_refit_under_other_settings_has_folders_apart_from_the_sweeps_refits(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    import yaml
+
+    from ltr_bench.sweeper.refit import find_refits
+
+    (tmp_path / "multirun.yaml").write_text(SWEEP_TASK)
+    (tmp_path / "optimization_results.yaml").write_text(yaml.safe_dump(_study("s", None, 0.1)))
+    (own,) = plan_refits(["seed=0", f"refit_best={tmp_path}"])
+    (other,) = plan_refits(["seed=0", "eval=authors", f"refit_best={tmp_path}"], "refit-authors")
+    assert own.output_dir == str(tmp_path / "refit" / "s" / "seed0")
+    assert other.output_dir == str(tmp_path / "refit-authors" / "s" / "seed0")
+    assert "eval=authors" in other.overrides
+    for refit, value in ((own, 0.7), (other, 0.5)):
+        config = {"sweep": {"study_name": "s"}, "seed": 0}
+        (Path(refit.output_dir) / "results.json").write_text(
+            json.dumps({"config": config, "value": value})
+        )
+    assert [r.results["value"] for r in find_refits(tmp_path)[0]] == [0.7]
+    assert [r.results["value"] for r in find_refits(tmp_path, "refit-authors")[0]] == [0.5]
+
+
 def test_refit_of_a_sweep_with_a_study_per_fold(tmp_path: Path) -> None:
     import yaml
 
