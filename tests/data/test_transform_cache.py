@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -105,6 +106,29 @@ def test_preprocessing_state_round_trip_is_bit_exact(transform: str) -> None:
     for split in ("train", "vali", "test"):
         _same(pre.apply(other, split), back.apply(other, split))
     assert back.describe() == pre.describe()
+
+
+def test_a_restored_quantile_transform_builds_its_maps_only_when_applied(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cache hit restores the fitted preprocessing beside data that is preprocessed already;
+    a search trial never applies it, so it must not pay for the per-feature maps."""
+    from ltr_bench.data.transforms import quantile
+
+    built: list[int] = []
+    real = quantile._ColumnMap.__init__
+
+    def counting(self: Any, *args: Any) -> None:
+        built.append(1)
+        real(self, *args)
+
+    pre = Preprocessing(feature_transform="quantile_normal", n_quantiles=30).fit(_data(0))
+    options, arrays = pre.state()
+    monkeypatch.setattr(quantile._ColumnMap, "__init__", counting)
+    back = Preprocessing.from_state(options, arrays)
+    assert built == []
+    _same(pre.apply(_data(3), "test"), back.apply(_data(3), "test"))
+    assert len(built) == 2 * _data(0).n_features  # the fitted one's maps, then the restored one's
 
 
 def test_other_data_or_options_miss(tmp_path: Path) -> None:

@@ -80,10 +80,7 @@ class QuantileNormal:
         q = np.percentile(np.asarray(X, dtype=np.float64), self.references_ * 100, axis=0)
         self.quantiles_ = np.maximum.accumulate(q.reshape(n_q, -1) + 0.0, axis=0)
         self.order_stats_ = knot_order_stats(X, n_q)
-        self._columns = [
-            _ColumnMap(self.quantiles_[:, j], self.references_)
-            for j in range(self.quantiles_.shape[1])
-        ]
+        self._columns = []
         return self
 
     def load_knots(
@@ -95,20 +92,28 @@ class QuantileNormal:
         self.quantiles_ = np.asarray(quantiles, dtype=np.float64)
         self.order_stats_ = order_stats
         self.references_ = np.linspace(0.0, 1.0, self.quantiles_.shape[0])
-        self._columns = [
-            _ColumnMap(self.quantiles_[:, j], self.references_)
-            for j in range(self.quantiles_.shape[1])
-        ]
+        self._columns = []
         return self
+
+    def _column_maps(self) -> list[_ColumnMap]:
+        """One map per feature, built on first use: a transform restored from a cache whose
+        preprocessed data is cached too is often never applied, and the maps cost ~25 ms."""
+        if not self._columns and self.quantiles_ is not None and self.references_ is not None:
+            self._columns = [
+                _ColumnMap(self.quantiles_[:, j], self.references_)
+                for j in range(self.quantiles_.shape[1])
+            ]
+        return self._columns
 
     def transform_array(self, X: np.ndarray) -> np.ndarray:
         """``[N, F]`` -> float32 ``[N, F]``, processed in row blocks (column-contiguous inside)."""
-        if not self._columns:
+        columns = self._column_maps()
+        if not columns:
             raise RuntimeError("QuantileNormal.transform called before fit")
         X = np.asarray(X)
-        if X.ndim != 2 or X.shape[1] != len(self._columns):
+        if X.ndim != 2 or X.shape[1] != len(columns):
             raise UserError(
-                f"quantile transform fitted on {len(self._columns)} features got shape {X.shape}"
+                f"quantile transform fitted on {len(columns)} features got shape {X.shape}"
             )
         out = np.empty(X.shape, dtype=np.float32)
 
@@ -116,7 +121,7 @@ class QuantileNormal:
             block = np.ascontiguousarray(X[b0 : b0 + self.block_rows].T, dtype=np.float32)
             block += np.float32(0.0)  # -0.0 -> +0.0, so bit-pattern keys order like values
             res = np.empty_like(block)
-            for j, col in enumerate(self._columns):
+            for j, col in enumerate(columns):
                 res[j] = col.apply(block[j], self.scale)
             out[b0 : b0 + self.block_rows] = res.T
 
@@ -137,7 +142,7 @@ class QuantileNormal:
         return data.with_features(self.transform_array(data.features))
 
     def describe(self) -> dict[str, Any]:
-        n_fallback = sum(c.table is None for c in self._columns)
+        n_fallback = sum(c.table is None for c in self._column_maps())
         return {
             "name": "quantile_normal",
             "scale": self.scale,
