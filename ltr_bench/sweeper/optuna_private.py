@@ -31,6 +31,7 @@ PRIVATE_NAMES = (
     ("hydra._internal.grammar.utils", "escape_special_characters"),
     ("hydra_plugins.hydra_joblib_launcher._core", "execute_job"),
     ("joblib._parallel_backends.LokyBackend", "_prepare_worker_env"),
+    ("optuna.storages._rdb.storage._VersionManager", "get_head_version"),
 )
 
 
@@ -53,6 +54,30 @@ def stale_trial_ids(rdb: Any, study: Any) -> set[int]:
     """Ids of the study's RUNNING trials whose heartbeat is older than the storage's grace period
     (the query ``optuna.storages.fail_stale_trials`` runs before failing them all)."""
     return set(rdb._get_stale_trial_ids(study_id(study)))
+
+
+def remember_schema_head() -> None:
+    """Have ``RDBStorage()`` look up Optuna's schema head revision once per process.
+
+    Every ``RDBStorage`` checks that the database's schema revision is the installed Optuna's
+    head; alembic finds the head by executing Optuna's migration scripts, about 0.1 s of each open
+    (a racing job opens the storage once per trial). The head is a property of the installed
+    Optuna alone, so it is remembered; the database's own revision is still read on every open.
+    """
+    from optuna.storages._rdb.storage import _VersionManager
+
+    if getattr(_VersionManager.get_head_version, "remembered", False):
+        return
+    looked_up = _VersionManager.get_head_version
+    head: list[str] = []
+
+    def get_head_version(self: Any) -> str:
+        if not head:
+            head.append(looked_up(self))
+        return head[0]
+
+    get_head_version.remembered = True  # type: ignore[attr-defined]
+    _VersionManager.get_head_version = get_head_version  # type: ignore[method-assign]
 
 
 def distribution_contains(distribution: Any, internal_value: float) -> bool:
@@ -87,6 +112,7 @@ __all__ = [
     "PRIVATE_NAMES",
     "joblib_execute_job",
     "joblib_worker_env",
+    "remember_schema_head",
     "distribution_contains",
     "escape_special_characters",
     "job_error",

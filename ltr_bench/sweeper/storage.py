@@ -93,6 +93,9 @@ def open_storage(
     """
     import sqlalchemy.exc
 
+    from ltr_bench.sweeper.optuna_private import remember_schema_head
+
+    remember_schema_head()
     url = with_installed_driver(url)
     db = sqlite_file(url)
     if db is not None and not db.parent.is_dir():

@@ -60,3 +60,26 @@ def test_job_error_is_the_failed_jobs_exception() -> None:
 
 def test_escape_special_characters() -> None:
     assert op.escape_special_characters("a,b") == "a\\,b", "hydra escape_special_characters"
+
+
+def test_the_schema_head_is_looked_up_once_and_a_stale_schema_still_fails(tmp_path) -> None:
+    from optuna.storages._rdb.storage import _VersionManager
+
+    from ltr_bench.sweeper.storage import open_storage
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    open_storage(url, None, None)
+    assert getattr(_VersionManager.get_head_version, "remembered", False)
+    rdb = open_storage(url, None, None)
+    head = rdb._version_manager.get_head_version()
+    assert head == rdb._version_manager.get_current_version(), "the database is at the head"
+    assert rdb._version_manager._create_alembic_script().get_current_head() == head
+    # the database's own revision is still read on every open: an old schema is refused
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(sqlalchemy.text("UPDATE alembic_version SET version_num = 'v3.0.0.a'"))
+    engine.dispose()
+    with pytest.raises(RuntimeError, match="no longer compatible"):
+        optuna.storages.RDBStorage(url)
