@@ -241,6 +241,28 @@ def test_sweep_run_is_found_by_study_tag(tracker: Tracker) -> None:
     assert run.info.status == "FINISHED"  # never left RUNNING
 
 
+def test_a_process_searches_for_a_sweep_run_once_and_checks_it_after(
+    tracker: Tracker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mlflow
+
+    searches: list[str] = []
+    search_runs = mlflow.MlflowClient.search_runs
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        searches.append("search")
+        return search_runs(self, *args, **kwargs)
+
+    monkeypatch.setattr(mlflow.MlflowClient, "search_runs", counted)
+    first = tracker.find_or_create_sweep_run("study-once", {})
+    assert [tracker.find_or_create_sweep_run("study-once", {}) for _ in range(3)] == [first] * 3
+    assert len(searches) == 1
+    # a sweep run deleted meanwhile (e.g. in the UI) fails the check: searched for, made anew
+    tracker.client.delete_run(first)
+    again = tracker.find_or_create_sweep_run("study-once", {})
+    assert again != first and len(searches) == 2
+
+
 def test_pyfunc_model_is_logged_with_its_signature_and_registered(
     tracker: Tracker, tmp_path: Path
 ) -> None:

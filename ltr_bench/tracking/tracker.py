@@ -31,7 +31,6 @@ from ltr_bench.tracking.store import (
     ensure_experiment,
     log_inputs_past_rival_inserts,
     resolve_tracking_uri,
-    store_lock,
 )
 from ltr_bench.tracking.tags import command_line, context_tags, invocation_id
 
@@ -193,20 +192,12 @@ class Tracker:
 
         Created FINISHED (it is a container; trials and the refit nest under it) so that no
         sweep run is ever left RUNNING; its end time moves with every trial (:meth:`extend`), so
-        start to end spans the sweep. ``name``: its name when created here.
+        start to end spans the sweep. ``name``: its name when created here. A process finds it
+        once (:mod:`ltr_bench.tracking.sweep_runs`).
         """
-        # Filter on the role only and match the study name here: names may hold any character.
-        filt = f"tags.`{keys.TAG_ROLE}` = '{keys.ROLE_SWEEP}'"
-        with store_lock(self.tracking_uri):
-            for run in self.client.search_runs([self.experiment_id], filt, max_results=50_000):
-                if run.data.tags.get(keys.TAG_STUDY) == study_name:
-                    return run.info.run_id
-            run_id = self.start_run(
-                name or f"sweep {study_name}",
-                {**tags, keys.TAG_STUDY: study_name, keys.TAG_ROLE: keys.ROLE_SWEEP},
-            )
-            self.end_run(run_id, "FINISHED")
-            return run_id
+        from ltr_bench.tracking.sweep_runs import find_or_create_sweep_run
+
+        return find_or_create_sweep_run(self, study_name, tags, name)
 
     # ------------------------------------------------------------------ logging
     def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
