@@ -444,6 +444,44 @@ def test_verdicts_at_full_and_quick_scale(tmp_path: Path) -> None:
     assert f"## Notes\n\n- `c`: {UNEXPLAINED}\n" in bare
 
 
+def test_a_claims_evidence_is_measured_and_shown_with_its_note(tmp_path: Path) -> None:
+    from ltr_bench.experiments.ledger import (
+        Invocation,
+        RunSpec,
+        Tables,
+        judge,
+        markdown,
+        parse_ledger,
+        validate_ledger,
+    )
+
+    SUMMARY.to_csv(tmp_path / "summary.csv", index=False)
+    check = _ledger()["claims"][0]["check"]
+    evidence = {"label": "above 0.99", "check": {**check, "at_least": 0.99}}
+    data = _ledger(claims=[{**_ledger()["claims"][0], "note": "why", "evidence": evidence}])
+    _, (claim,) = parse_ledger(data)
+    inv = Invocation(RunSpec("r", "fig2c"), status="ran", tables=Tables(tmp_path))
+    row = judge(claim, inv, True, "full")
+    ours_there = judge(
+        parse_ledger(_ledger(claims=[{**data["claims"][0], "check": evidence["check"]}]))[1][0],
+        inv,
+        True,
+        "full",
+    )["ours"]
+    assert row["verdict"] == "holds" and row["evidence"] == f"above 0.99: {ours_there}"
+    assert f"- `c`: why Measured (above 0.99: {ours_there}).\n" in markdown(
+        pd.DataFrame([row]), [], "full", "header"
+    )
+    for bad, message in (
+        ({"check": evidence["check"]}, "`evidence` needs a `label`"),
+        ({"label": "x", "check": {"file": "summary.csv"}}, "`evidence.check` needs a `_target_`"),
+        ({"label": "x", "check": {**check, "at_leest": 1}}, "unexpected keyword argument"),
+    ):
+        broken = _ledger(claims=[{**_ledger()["claims"][0], "evidence": bad}])
+        with pytest.raises(UserError, match=message):
+            validate_ledger(broken, "quick")
+
+
 def test_each_reason_in_the_ledger_names_its_kind() -> None:
     """A note that explains a failure starts with one of the four kinds of reason."""
     import yaml

@@ -21,6 +21,13 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _with_evidence(note: str, evidence: Any) -> str:
+    """A note followed by what its claim's evidence check measured (when it has one)."""
+    if not isinstance(evidence, str) or not evidence:
+        return note
+    return f"{note} Measured ({evidence})."
+
+
 def _source(inv: Invocation) -> str:
     """Where an invocation's tables came from: its bundle, else its MLflow run."""
     if inv.status == "bundle":
@@ -51,7 +58,11 @@ def markdown(rows: pd.DataFrame, invocations: list[Invocation], scale: str, head
             )
             + " |"
         )
-    notes = [(r.id, r.note) for r in rows.itertuples(index=False) if getattr(r, "note", "")]
+    notes = [
+        (r.id, _with_evidence(r.note, getattr(r, "evidence", "")))
+        for r in rows.itertuples(index=False)
+        if getattr(r, "note", "")
+    ]
     notes += [  # every claim that does not hold gets its likeliest reason in its note
         (r.id, UNEXPLAINED)
         for r in rows.itertuples(index=False)

@@ -30,6 +30,7 @@ CLAIM_KEYS = {
     "datasets",
     "not_testable",
     "note",
+    "evidence",
 }
 RUN_KEYS = {"experiment", "overrides", "datasets", "parts"}
 
@@ -83,6 +84,9 @@ class Claim:
     datasets: tuple[str, ...] = ()
     not_testable: str | None = None
     note: str = ""
+    # A second check on the same tables, shown with the note (``label``: what it measures), so a
+    # note's numbers are computed, not copied: e.g. the same configs under another convention.
+    evidence: dict[str, Any] | None = None
 
     @property
     def check_text(self) -> str:
@@ -163,11 +167,16 @@ def parse_ledger(spec: DictConfig | Mapping[str, Any]) -> tuple[dict[str, RunSpe
                     f"{where}: run {c['run']} is not in experiment.runs; choose one of "
                     f"[{', '.join(runs)}]"
                 )
-            if not isinstance(c["check"], Mapping) or not c["check"].get("_target_"):
-                raise UserError(
-                    f"{where}: `check` needs a `_target_` (a function of "
-                    "ltr_bench.experiments.checks) and its arguments"
-                )
+            for key, check in (("check", c["check"]), ("evidence.check", _evidence_check(c))):
+                if check is not None and (
+                    not isinstance(check, Mapping) or not check.get("_target_")
+                ):
+                    raise UserError(
+                        f"{where}: `{key}` needs a `_target_` (a function of "
+                        "ltr_bench.experiments.checks) and its arguments"
+                    )
+            if c.get("evidence") is not None and not str(c["evidence"].get("label") or ""):
+                raise UserError(f"{where}: `evidence` needs a `label` (what its check measures)")
         claims.append(
             Claim(
                 cid,
@@ -179,17 +188,30 @@ def parse_ledger(spec: DictConfig | Mapping[str, Any]) -> tuple[dict[str, RunSpe
                 tuple(str(d) for d in c.get("datasets") or ()),
                 str(c["not_testable"]) if c.get("not_testable") else None,
                 str(c.get("note") or ""),
+                dict(c["evidence"]) if c.get("evidence") else None,
             )
         )
     return runs, claims
 
 
-def check_function(claim: Claim) -> Callable[..., Outcome]:
-    """The claim's check function, its arguments bound against its signature (fails early)."""
+def _evidence_check(claim: Mapping[str, Any]) -> Any:
+    """The ``check`` of a claim's ``evidence`` (None without evidence)."""
+    evidence = claim.get("evidence")
+    if evidence is None:
+        return None
+    if not isinstance(evidence, Mapping):
+        raise UserError(f"claim {claim['id']}: `evidence` needs `label` and `check`")
+    return evidence.get("check")
+
+
+def check_function(claim: Claim, check: Mapping[str, Any] | None = None) -> Callable[..., Outcome]:
+    """The function of the claim's check (or of ``check``, e.g. its evidence's), its arguments
+    bound against its signature (fails early)."""
     from hydra.utils import get_method
 
-    assert claim.check is not None
-    target = str(claim.check["_target_"])
+    check = claim.check if check is None else check
+    assert check is not None
+    target = str(check["_target_"])
     try:
         fn = get_method(target)
     except Exception:  # noqa: BLE001 - Hydra wraps import errors in its own types
@@ -197,7 +219,7 @@ def check_function(claim: Claim) -> Callable[..., Outcome]:
             f"claim {claim.id}: check._target_={target} is not a function; use one "
             "of ltr_bench.experiments.checks (threshold, within_se, above, ...)"
         ) from None
-    args = {k: v for k, v in claim.check.items() if k != "_target_"}
+    args = {k: v for k, v in check.items() if k != "_target_"}
     try:
         inspect.signature(fn).bind({}, **args)
     except TypeError as exc:
@@ -242,6 +264,8 @@ def validate_ledger(
     for claim in claims:
         if claim.check:
             check_function(claim)
+        if claim.evidence:
+            check_function(claim, claim.evidence["check"])
     used = {c.run for c in claims if c.run}
     specs = {
         piece.name: run_spec_config(piece, scale, seed, forwarded)

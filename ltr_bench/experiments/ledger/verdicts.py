@@ -33,6 +33,7 @@ def judge(claim: Claim, inv: Invocation | None, judging: bool, scale: str) -> di
         "run_status": inv.status if inv else "",
         "detail": "",
         "note": claim.note,
+        "evidence": "",
     }
     missing = absent_datasets(claim.datasets) if claim.datasets else []
     if claim.not_testable:
@@ -47,14 +48,11 @@ def judge(claim: Claim, inv: Invocation | None, judging: bool, scale: str) -> di
     if inv is None or inv.tables is None:
         row["verdict"] = f"{NOT_JUDGED}: {inv.reason if inv else 'no run'}"
         return row
-    args = {k: v for k, v in (claim.check or {}).items() if k != "_target_"}
-    try:
-        outcome = check_function(claim)(inv.tables, **args)
-    except CheckError as exc:
-        outcome = Outcome(None, "–", str(exc))
-    except Exception as exc:  # noqa: BLE001 - one bad rule must not lose a days-long ledger
-        outcome = Outcome(None, "–", f"the check failed: {type(exc).__name__}: {exc}")
+    outcome = _outcome(claim, claim.check or {}, inv.tables)
     row["ours"], row["detail"] = outcome.ours, outcome.detail
+    if claim.evidence:
+        measured = _outcome(claim, claim.evidence["check"], inv.tables)
+        row["evidence"] = f"{claim.evidence['label']}: {measured.ours}"
     if outcome.holds is None:
         row["verdict"] = f"{TOO_SMALL if not judging else NOT_JUDGED}: {outcome.detail}"
     elif not judging:
@@ -64,6 +62,17 @@ def judge(claim: Claim, inv: Invocation | None, judging: bool, scale: str) -> di
     else:
         row["verdict"] = HOLDS if outcome.holds else FAILS
     return row
+
+
+def _outcome(claim: Claim, check: dict[str, Any], tables: Any) -> Outcome:
+    """What ``check`` (the claim's own, or its evidence's) finds in ``tables``."""
+    args = {k: v for k, v in check.items() if k != "_target_"}
+    try:
+        return check_function(claim, check)(tables, **args)
+    except CheckError as exc:
+        return Outcome(None, "–", str(exc))
+    except Exception as exc:  # noqa: BLE001 - one bad rule must not lose a days-long ledger
+        return Outcome(None, "–", f"the check failed: {type(exc).__name__}: {exc}")
 
 
 def _bundles(inv: Invocation | None) -> str:
