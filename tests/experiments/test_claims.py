@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -367,19 +368,20 @@ def test_a_ledger_problem_outside_one_claim_is_named() -> None:
         select_claims(ledger.claims, ["zzz"])
 
 
-def test_verdicts_at_full_and_quick_scale(tmp_path: Path) -> None:
-    from ltr_bench.experiments.ledger import (
-        Invocation,
-        RunSpec,
-        Tables,
-        judge,
-        markdown,
-        parse_ledger,
-    )
+@pytest.fixture
+def ran(tmp_path: Path) -> Any:
+    """An invocation of run ``r`` that ran and wrote SUMMARY as its summary.csv."""
+    from ltr_bench.experiments.ledger import Invocation, RunSpec, Tables
 
     SUMMARY.to_csv(tmp_path / "summary.csv", index=False)
+    return Invocation(RunSpec("r", "fig2c"), status="ran", tables=Tables(tmp_path))
+
+
+def test_verdicts_at_full_and_quick_scale(ran: Any) -> None:
+    from ltr_bench.experiments.ledger import Invocation, RunSpec, judge, markdown, parse_ledger
+
     _, (claim,) = parse_ledger(_ledger())
-    inv = Invocation(RunSpec("r", "fig2c"), status="ran", tables=Tables(tmp_path))
+    inv = ran
     assert judge(claim, inv, True, "full")["verdict"] == "holds"
     assert (
         judge(claim, inv, False, "quick")["verdict"]
@@ -444,23 +446,14 @@ def test_verdicts_at_full_and_quick_scale(tmp_path: Path) -> None:
     assert f"## Notes\n\n- `c`: {UNEXPLAINED}\n" in bare
 
 
-def test_a_claims_evidence_is_measured_and_shown_with_its_note(tmp_path: Path) -> None:
-    from ltr_bench.experiments.ledger import (
-        Invocation,
-        RunSpec,
-        Tables,
-        judge,
-        markdown,
-        parse_ledger,
-        validate_ledger,
-    )
+def test_a_claims_evidence_is_measured_and_shown_with_its_note(ran: Any) -> None:
+    from ltr_bench.experiments.ledger import judge, markdown, parse_ledger, validate_ledger
 
-    SUMMARY.to_csv(tmp_path / "summary.csv", index=False)
     check = _ledger()["claims"][0]["check"]
     evidence = {"label": "above 0.99", "check": {**check, "at_least": 0.99}}
     data = _ledger(claims=[{**_ledger()["claims"][0], "note": "why", "evidence": evidence}])
     _, (claim,) = parse_ledger(data)
-    inv = Invocation(RunSpec("r", "fig2c"), status="ran", tables=Tables(tmp_path))
+    inv = ran
     row = judge(claim, inv, True, "full")
     ours_there = judge(
         parse_ledger(_ledger(claims=[{**data["claims"][0], "check": evidence["check"]}]))[1][0],
