@@ -18,10 +18,14 @@ fit its function), then runs each needed invocation once, however many claims re
   ``ltr.experiment_key``, see :func:`~ltr_bench.experiments.common.invocation_key`: experiment,
   scale, seed, resolved spec, results-deciding overrides) is re-used: its CSV artifacts are read
   back, nothing is trained;
-- otherwise ``ltr-bench experiment=<name> scale=<scale> <overrides>`` runs in a subprocess (output
-  in ``runs/<run>/``, log ``runs/<run>.log``; a part in ``runs/<run>.part<k>/``), with the command line's other overrides (threads,
-  tracking, seed) passed on; ``experiment.execute=false`` only re-reads (claims with nothing
-  to read: "not yet run").
+- otherwise ``ltr-bench experiment=<name> scale=<scale> <overrides>`` runs in a subprocess, with
+  the command line's other overrides (threads, tracking, seed) passed on. It works in
+  ``<experiment.work_dir>/<scale>/<run>-<key>/`` (log beside it, ``<run>-<key>.log``; a part is
+  the run ``<run>.part<k>``): the same folder whenever the same invocation runs, so a ledger
+  interrupted mid-run (Ctrl-C, a machine that went away) resumes that run's sweeps where they
+  stopped when started again (the sweeps' Optuna studies live there). With ``work_dir: null``
+  it works in ``runs/<run>/`` of the ledger's own output folder, from scratch each time.
+  ``experiment.execute=false`` only re-reads (claims with nothing to read: "not yet run").
 
 Each invocation that ran, or was re-used from the MLflow store without a bundle, writes its
 bundle (when ``experiment.bundles_dir`` is set): its tables, ``provenance.json`` and, once the
@@ -41,7 +45,7 @@ import pandas as pd
 
 from ltr_bench.experiments.common import ExperimentRun, override_key, plain, user_overrides
 from ltr_bench.experiments.ledger.bundles import PAGE as BUNDLE_PAGE
-from ltr_bench.experiments.ledger.bundles import Bundle, bundles_root, read_bundle
+from ltr_bench.experiments.ledger.bundles import Bundle, configured_folder, read_bundle
 from ltr_bench.experiments.ledger.bundles import write_page as write_bundle_page
 from ltr_bench.experiments.ledger.pages import markdown
 from ltr_bench.experiments.ledger.runs import (
@@ -93,9 +97,10 @@ def run(exp: ExperimentRun) -> pd.DataFrame:
     ledger = validate_ledger(spec, scale, seed, forwarded)
     claims = select_claims(ledger.claims, [str(o) for o in plain(spec.get("only") or [])])
     judging = bool(spec.get("judge", True))
-    bundles = bundles_root(spec.get("bundles_dir"), job_context().cwd)
+    bundles = configured_folder(spec.get("bundles_dir"), job_context().cwd)
+    work = configured_folder(spec.get("work_dir"), job_context().cwd)
     invocations = prepare(
-        exp, ledger, claims, scale, seed, forwarded, bool(spec.get("execute", True)), bundles
+        exp, ledger, claims, scale, seed, forwarded, bool(spec.get("execute", True)), bundles, work
     )
     rows = pd.DataFrame([judge(c, invocations.get(c.run or ""), judging, scale) for c in claims])
     distinct = list({id(p): p for i in invocations.values() for p in (i.parts or [i])}.values())
@@ -141,7 +146,7 @@ __all__ = [
     "Tables",
     "UnionTables",
     "absent_datasets",
-    "bundles_root",
+    "configured_folder",
     "check_function",
     "combine",
     "counts",

@@ -84,9 +84,9 @@ class Bundle:
         return ", ".join(parts)
 
 
-def bundles_root(value: Any, cwd: Path) -> Path | None:
-    """``experiment.bundles_dir`` as a folder (relative: to the directory ltr-bench started in);
-    None when it is null (no bundles read or written)."""
+def configured_folder(value: Any, cwd: Path) -> Path | None:
+    """A folder setting (``experiment.bundles_dir``, ``experiment.work_dir``) as a path (relative:
+    to the directory ltr-bench started in); None when it is null."""
     if value is None or str(value).strip() in ("", "None", "null"):
         return None
     path = Path(str(value)).expanduser()

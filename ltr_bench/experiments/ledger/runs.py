@@ -25,6 +25,7 @@ from ltr_bench.experiments.common import (
 from ltr_bench.experiments.ledger.bundles import (
     data_differences,
     data_fingerprints,
+    folder,
     machine_facts,
     others,
     read_bundle,
@@ -125,7 +126,10 @@ def execute(
         f"hydra.run.dir={out}",
     ]
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as fh:
+    with open(log, "a") as fh:  # an earlier, interrupted attempt's log stays above this one's
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        fh.write(f"=== ltr-bench {' '.join(args)} (started {stamp})\n")
+        fh.flush()
         code = subprocess.call(
             [sys.executable, "-m", "ltr_bench.cli", *args], stdout=fh, stderr=subprocess.STDOUT
         )
@@ -171,6 +175,15 @@ class Context:
     forwarded: list[str]
     run_missing: bool
     bundles: Path | None  # experiment.bundles_dir (None: no bundles read or written)
+    work: Path | None = None  # experiment.work_dir (None: in the ledger's own output folder)
+
+    def run_dir(self, inv: Invocation) -> Path:
+        """Where ``inv`` runs: ``<work_dir>/<scale>/<run>-<key>`` (the same folder each time the
+        same invocation runs, so an interrupted run resumes its finished sweeps), or
+        ``runs/<run>`` in this ledger's output folder."""
+        if self.work is None:
+            return self.exp.out_dir / "runs" / inv.run.name
+        return folder(self.work, self.scale, inv.run.name, inv.key)
 
 
 def prepare(
@@ -182,6 +195,7 @@ def prepare(
     forwarded: list[str],
     run_missing: bool,
     bundles: Path | None = None,
+    work: Path | None = None,
 ) -> dict[str, Invocation]:
     """One :class:`Invocation` per distinct invocation the claims need (a run in parts needs one
     per part): a committed results bundle, absent data, a re-used tracked run, or a new run
@@ -191,7 +205,7 @@ def prepare(
     if bundles is not None:
         for inv in todo:
             inv.bundle = read_bundle(bundles, scale, inv.run.name, inv.key)
-    ctx = Context(exp, ledger, scale, seed, forwarded, run_missing, bundles)
+    ctx = Context(exp, ledger, scale, seed, forwarded, run_missing, bundles, work)
     for i, inv in enumerate(todo, 1):
         _obtain(ctx, inv, f"[{i}/{len(todo)}] {inv.run.command(scale)}")
     return {
@@ -235,8 +249,8 @@ def _obtain(ctx: Context, inv: Invocation, head: str) -> None:
             )
         print(f"{head}: {inv.reason}", flush=True)
         return
-    out = ctx.exp.out_dir / "runs" / inv.run.name
-    log = ctx.exp.out_dir / "runs" / f"{inv.run.name}.log"
+    out = ctx.run_dir(inv)
+    log = out.with_name(f"{out.name}.log")
     print(f"{head}: running (log {log})", flush=True)
     begun = start(_command(inv.run, ctx.scale, ctx.seed, ctx.forwarded))
     try:
