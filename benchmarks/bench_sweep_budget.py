@@ -286,7 +286,25 @@ def bench_pruning(args: argparse.Namespace, root: Path) -> list[dict[str, Any]]:
                 f"2.5x: {'met' if ratio >= 2.2 else 'not met'}), refit test NDCG@10 {diff:+.4f} "
                 f"(within 0.003: {'met' if abs(diff) <= 0.003 else 'not met'})"
             )
+    if "none" in args.pruners:
+        replay_none(root / "none", args.top_k)
     return rows
+
+
+def replay_none(workdir: Path, top_k: int | None) -> None:
+    """The ``none`` sweep replayed under racing rules (``benchmarks/replay_racing.py``): what
+    each rule would have fitted and chosen on the same trials."""
+    from replay_racing import load, report, rules_grid
+
+    studies = load(workdir / "mlflow.db", "ndcg_at_10")
+    print(
+        f"\nThe 'none' sweep's {len(studies)} studies replayed under racing rules "
+        "(benchmarks/replay_racing.py: the same trials; sh<r> = successive halving with reduction "
+        "factor r, z/m = the re-evaluation race; x folds = the fold ratio, a bound on the "
+        "speed-up; same = studies choosing the trial the sweep chose; approx = studies where a "
+        "replayed candidate was never re-evaluated in the record)"
+    )
+    report(studies, rules_grid("0,3,4,8", "-1,2,1", "3"), top_k or 5, 2, 0.9)
 
 
 # ------------------------------------------------------------------------------ table 1
