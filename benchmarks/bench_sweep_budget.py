@@ -17,7 +17,7 @@ difference are against ``--base`` measured in the same run. A variant is
   own ends), ``batch`` (``hydra.sweeper.asynchronous=false``: batches of ``--jobs`` trials, each
   waiting for its slowest), ``batchN`` (batches of N trials for the ``--jobs`` workers),
   ``reproducible`` (``hydra.sweeper.reproducible=true``), ``fullreeval`` (re-evaluations not
-  raced), ``workers`` (``--jobs`` sweeper processes sharing one SQLite study, one trial at a
+  raced), ``rfN`` (the pruner's ``reduction_factor=N``), ``workers`` (``--jobs`` sweeper processes sharing one SQLite study, one trial at a
   time each, then one more run that re-evaluates).
 
 Part ``table1`` -- ``ltr-bench experiment=table1`` on MQ2008, five-fold variant
@@ -85,6 +85,8 @@ def variant(spec: str, jobs: int) -> tuple[str, int | None, list[str]]:
             extra.append("hydra.sweeper.reproducible=true")
         elif flag == "workers":
             mode = "workers"
+        elif flag.startswith("rf"):  # the pruner's reduction factor (successive halving)
+            extra.append(f"hydra.sweeper.pruner.reduction_factor={int(flag[2:])}")
         elif flag not in ("async", "fullreeval"):
             raise SystemExit(f"unknown flag '{flag}' in '{spec}'")
     return mode, batch, extra
@@ -518,7 +520,7 @@ def main() -> None:
         "--pruners",
         type=lambda s: s.split(","),
         default=["none", "successive_halving"],
-        help="variants <pruner>[:flag...], flags async|batch|batchN|reproducible|fullreeval|workers",
+        help="variants <pruner>[:flag...], flags async|batch|batchN|reproducible|fullreeval|rfN|workers",
     )
     ap.add_argument("--base", default="none", help="the variant the speed-ups are against")
     ap.add_argument("--jobs", type=int, default=2)
