@@ -177,6 +177,50 @@ def below(
 
 
 @per_column
+def equivalent(
+    tables: Tables,
+    file: str,
+    column: str,
+    by: str,
+    a: str,
+    others: Sequence[str],
+    test_train_ratio: float,
+    pair_on: str = "fold",
+    rope: float = 0.01,
+    where: Where = None,
+    at_least: float = 0.5,
+) -> Outcome:
+    """``a`` is practically equivalent to each of ``others``: the Bayesian correlated t-test
+    (Corani & Benavoli 2015) on their per-split values, paired by ``pair_on``, puts at least
+    ``at_least`` of the posterior within ``rope`` of no difference. ``test_train_ratio`` is the
+    splits' n_test / n_train (the correlation correction; ``1 / (k - 1)`` for k folds)."""
+    from ltr_bench.stats import bayesian_correlated_ttest
+
+    rows = select(table(tables, file), where)
+    for name in (by, pair_on, column):
+        if name not in rows:
+            raise CheckError(f"no column {name!r} in {file}")
+    wide = rows.pivot_table(index=pair_on, columns=by, values=column, aggfunc="mean")
+    shown, ok = [], True
+    for b in others:
+        if a not in wide or b not in wide or wide[[a, b]].dropna().shape[0] < 2:
+            continue
+        pair = wide[[a, b]].dropna()
+        r = bayesian_correlated_ttest(
+            pair[a], pair[b], test_train_ratio=float(test_train_ratio), rope=float(rope)
+        )
+        ok &= r.p_equivalent >= at_least
+        shown.append(f"{b} {r.p_equivalent:.2f} ({a} − {b} {r.mean_diff:+.4f}, {r.n} splits)")
+    if not shown:
+        return _nothing(file, where, f"paired rows of {by}={a} and {list(others)}")
+    return Outcome(
+        bool(ok),
+        f"P(within ±{rope:g}) against " + "; ".join(shown),
+        f"each at least {at_least:g} (Bayesian correlated t-test)",
+    )
+
+
+@per_column
 def trend(
     tables: Tables,
     file: str,
