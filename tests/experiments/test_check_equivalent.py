@@ -44,9 +44,11 @@ def test_equivalence_is_the_posterior_mass_within_the_rope_per_pair_of_splits() 
     near = checks.equivalent(tables, others=["B"], **args)
     expected = _p_within(BASE - NEAR, 0.25, 0.01)
     assert near.holds is True and 0.5 < expected < 0.999
-    assert f"B {expected:.2f} (A − B {(BASE - NEAR).mean():+.4f}, 6 splits)" in near.ours
+    assert near.ours.startswith(f"B: P(within ±0.01) {expected:.2f}, P(A better) ")
+    assert f"(A − B {(BASE - NEAR).mean():+.4f}, 6 splits)" in near.ours
     both = checks.equivalent(tables, others=["B", "C"], **args)
-    assert both.holds is False and f"C {_p_within(BASE - FAR, 0.25, 0.01):.2f}" in both.ours
+    far = f"C: P(within ±0.01) {_p_within(BASE - FAR, 0.25, 0.01):.2f}, P(A better) 1.00, "
+    assert both.holds is False and far in both.ours
     strict = checks.equivalent(tables, others=["B"], at_least=0.999, **args)
     assert strict.holds is False
 
@@ -58,4 +60,4 @@ def test_equivalence_needs_the_columns_and_paired_rows() -> None:
     with pytest.raises(CheckError, match="no column 'map'"):
         checks.equivalent(tables, column="map", others=["B"], **args)
     listed = checks.equivalent(tables, column=["ndcg", "ndcg"], others=["B"], **args)
-    assert listed.holds is True and listed.ours.startswith("ndcg: P(within ±0.01) against B")
+    assert listed.holds is True and listed.ours.startswith("ndcg: B: P(within ±0.01) ")

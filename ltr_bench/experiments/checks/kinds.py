@@ -210,13 +210,16 @@ def equivalent(
             pair[a], pair[b], test_train_ratio=float(test_train_ratio), rope=float(rope)
         )
         ok &= r.p_equivalent >= at_least
-        shown.append(f"{b} {r.p_equivalent:.2f} ({a} − {b} {r.mean_diff:+.4f}, {r.n} splits)")
+        shown.append(
+            f"{b}: P(within ±{rope:g}) {r.p_equivalent:.2f}, P({a} better) {r.p_a_better:.2f}, "
+            f"P({b} better) {r.p_b_better:.2f} ({a} − {b} {r.mean_diff:+.4f}, {r.n} splits)"
+        )
     if not shown:
         return _nothing(file, where, f"paired rows of {by}={a} and {list(others)}")
     return Outcome(
         bool(ok),
-        f"P(within ±{rope:g}) against " + "; ".join(shown),
-        f"each at least {at_least:g} (Bayesian correlated t-test)",
+        "; ".join(shown),
+        f"P(within ±{rope:g}) at least {at_least:g} against each (Bayesian correlated t-test)",
     )
 
 
