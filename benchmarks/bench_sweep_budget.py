@@ -167,6 +167,7 @@ def run_sweep(workdir: Path, spec: str, args: argparse.Namespace) -> dict[str, A
             test[k].append(mean[k])
     return {
         "variant": spec,
+        "workers": worker_time(workdir / "mlflow.db", args.jobs),
         "sweep_s": sweep_s,
         "refit_s": refit_s,
         "search_s": phases.get("search", float("nan")),
@@ -199,6 +200,37 @@ def work_done(studies: list[dict[str, Any]]) -> dict[str, int]:
         "search_folds": search,
         "reevaluation_folds": sum(int(r["reevaluation_n"]) for r in records),
         "dropped": sum(r.get("dropped_after") is not None for r in records),
+    }
+
+
+def worker_time(store: Path, workers: int) -> dict[str, float]:
+    """Where the workers' time went, from the trial runs of an MLflow store: seconds of fitting
+    (each run's timed read, fit and evaluation), of the rest of the runs, and between runs (a
+    worker waiting for its next job: the sweeper's ask and tell, Hydra's job setup), over the
+    span from the first trial run's start to the last one's end."""
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    spans = con.execute(
+        "select r.start_time, r.end_time from runs r join tags t on t.run_uuid = r.run_uuid "
+        "where t.key = 'ltr.role' and t.value = 'trial' and r.end_time is not null"
+    ).fetchall()
+    (timed,) = con.execute(
+        "select coalesce(sum(m.value), 0) from metrics m join tags t on t.run_uuid = m.run_uuid "
+        "where t.key = 'ltr.role' and t.value = 'trial' "
+        "and m.key in ('time_read_s', 'time_fit_s', 'time_eval_s')"
+    ).fetchone()
+    con.close()
+    if not spans:
+        return {}
+    span = (max(e for _, e in spans) - min(s for s, _ in spans)) / 1000
+    in_runs = sum(e - s for s, e in spans) / 1000
+    return {
+        "jobs": len(spans),
+        "span_s": span,
+        "fitting_s": float(timed),
+        "rest_of_runs_s": in_runs - float(timed),
+        "between_s": workers * span - in_runs,
     }
 
 
@@ -287,6 +319,22 @@ def bench_pruning(args: argparse.Namespace, root: Path) -> list[dict[str, Any]]:
                 f"target: {r['variant']} vs {base['variant']}: {ratio:.2f}x faster (>= 2.2x, stretch "
                 f"2.5x: {'met' if ratio >= 2.2 else 'not met'}), refit test NDCG@10 {diff:+.4f} "
                 f"(within 0.003: {'met' if abs(diff) <= 0.003 else 'not met'})"
+            )
+    print(
+        f"\nWhere the {args.jobs} workers' time went, from the first trial run's start to the last "
+        "one's end (worker-seconds; fitting = the runs' timed read, fit and evaluation; between "
+        "jobs = waiting for the next job: the sweeper's ask and tell, Hydra's job setup)"
+    )
+    print(
+        f"{'variant':<34}{'jobs':>6}{'span':>8}{'fitting':>9}{'rest':>8}{'between':>9}{'per job':>9}"
+    )
+    for r in rows:
+        w = r["workers"]
+        if w:
+            print(
+                f"{r['variant']:<34}{w['jobs']:>6}{w['span_s']:>7.0f}s{w['fitting_s']:>8.0f}s"
+                f"{w['rest_of_runs_s']:>7.0f}s{w['between_s']:>8.0f}s"
+                f"{w['between_s'] / w['jobs']:>8.2f}s"
             )
     if "none" in args.pruners:
         replay_none(root / "none", args.top_k)

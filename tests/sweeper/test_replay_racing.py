@@ -97,3 +97,41 @@ def test_a_recorded_store_is_read_per_study_and_trial(replay: Any, tmp_path: Pat
     assert study.search == {0: [0.5, 0.6, 0.7], 1: [0.5, 0.6, 0.7]}
     assert study.reevaluation == {0: [0.5, 0.6]}
     assert study.pooled(0) == pytest.approx(sum([0.5, 0.6, 0.7, 0.5, 0.6]) / 5)
+
+
+def test_the_budget_bench_splits_the_workers_time_from_the_trial_runs(tmp_path: Path) -> None:
+    """bench_sweep_budget.worker_time on two trial runs of one worker pair: 10 s of span, runs
+    of 4 s and 5 s with 3 s and 2 s timed: 4 s of the runs untimed, 11 s between jobs."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_sweep_budget", REPO / "benchmarks" / "bench_sweep_budget.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    db = tmp_path / "mlflow.db"
+    con = sqlite3.connect(db)
+    con.execute("create table runs (run_uuid text, start_time int, end_time int)")
+    con.execute("create table tags (key text, value text, run_uuid text)")
+    con.execute("create table metrics (key text, value real, step int, run_uuid text)")
+    con.executemany(
+        "insert into runs values (?, ?, ?)",
+        [("a", 0, 4000), ("b", 5000, 10000), ("sweep", 0, 20000)],
+    )
+    con.executemany(
+        "insert into tags values ('ltr.role', ?, ?)",
+        [("trial", "a"), ("trial", "b"), ("sweep", "sweep")],
+    )
+    con.executemany(
+        "insert into metrics values (?, ?, 0, ?)",
+        [("time_fit_s", 2.5, "a"), ("time_eval_s", 0.5, "a"), ("time_fit_s", 2.0, "b")],
+    )
+    con.commit()
+    con.close()
+    split = bench.worker_time(db, workers=2)
+    assert split == pytest.approx(
+        {"jobs": 2, "span_s": 10.0, "fitting_s": 5.0, "rest_of_runs_s": 4.0, "between_s": 11.0}
+    )
