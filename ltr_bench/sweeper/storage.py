@@ -14,7 +14,6 @@ from typing import Literal, cast
 
 import optuna
 
-from ltr_bench import sqlite_journal
 from ltr_bench.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -97,7 +96,6 @@ def open_storage(
     from ltr_bench.sweeper.optuna_private import remember_schema_head
 
     remember_schema_head()
-    sqlite_journal.install()  # a local SQLite study in write-ahead-log mode
     url = with_installed_driver(url)
     db = sqlite_file(url)
     if db is not None and not db.parent.is_dir():

@@ -15,7 +15,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ltr_bench import sqlite_journal
 from ltr_bench.errors import UserError, exception_chain
 from ltr_bench.tracking.names import sanitize_key
 from ltr_bench.tracking.ui_view import experiment_ui_tags
@@ -75,7 +74,6 @@ def ensure_experiment(tracking_uri: str, name: str, artifact_location: str | Non
     from mlflow.exceptions import MlflowException
 
     quiet_mlflow()
-    sqlite_journal.install()  # before MLflow makes its engine
     db = sqlite_path(tracking_uri)
     if db is not None:
         if not db.parent.exists():
@@ -133,7 +131,6 @@ def open_client(tracking_uri: str) -> Any:
     import mlflow
 
     quiet_mlflow()
-    sqlite_journal.install()
     return mlflow.MlflowClient(tracking_uri)
 
 
