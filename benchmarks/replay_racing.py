@@ -36,6 +36,7 @@ import itertools
 import sqlite3
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,6 +113,40 @@ class Outcome:
     unknown: bool = False
 
 
+def simulate(
+    queue: list[int],
+    workers: int,
+    fixed: float,
+    t0: float,
+    begin: Callable[[int], None],
+    fold: Callable[[int], bool],
+    out: Outcome,
+) -> None:
+    """Jobs ``queue`` on ``workers`` simulated workers from time ``t0``: a job starts as a worker
+    frees (``begin(number)``), each fold takes one unit (its first also ``fixed``), and after each
+    ``fold(number)`` says whether the job goes on. Counts jobs and folds, ends at ``makespan``."""
+    events: list[tuple[float, int, int]] = []  # (time a fold ends, tiebreak, job)
+    counter = itertools.count()
+
+    def start(now: float) -> None:
+        number = queue.pop(0)
+        begin(number)
+        out.jobs += 1
+        heapq.heappush(events, (now + fixed + 1.0, next(counter), number))
+
+    for _ in range(min(workers, len(queue))):
+        start(t0)
+    while events:
+        now, _, number = heapq.heappop(events)
+        out.folds += 1
+        if fold(number):
+            heapq.heappush(events, (now + 1.0, next(counter), number))
+            continue
+        out.makespan = max(out.makespan, now)
+        if queue:
+            start(now)
+
+
 def replay_search(
     study: RecordedStudy, rule: Rule, workers: int, fixed: float
 ) -> tuple[Outcome, dict[int, float]]:
@@ -122,41 +157,30 @@ def replay_search(
         else optuna.pruners.NopPruner()
     )
     sim = optuna.create_study(direction="maximize", pruner=pruner)
-    queue = sorted(study.search)
     out, complete = Outcome(), {}
-    events: list[tuple[float, int, int]] = []  # (time a fold ends, tiebreak, trial number)
     handles: dict[int, optuna.Trial] = {}
     done_folds: dict[int, int] = {}
-    counter = itertools.count()
 
-    def start(now: float) -> None:
-        number = queue.pop(0)
+    def begin(number: int) -> None:
         handles[number] = sim.ask()
         done_folds[number] = 0
-        out.jobs += 1
-        heapq.heappush(events, (now + fixed + 1.0, next(counter), number))
 
-    for _ in range(min(workers, len(queue))):
-        start(0.0)
-    while events:
-        now, _, number = heapq.heappop(events)
+    def fold(number: int) -> bool:
         folds = study.search[number]
         done_folds[number] += 1
-        out.folds += 1
         k = done_folds[number]
         trial = handles[number]
         trial.report(statistics.fmean(folds[:k]), k)
         if k == len(folds):
             sim.tell(trial, statistics.fmean(folds))
             complete[number] = statistics.fmean(folds)
-        elif trial.should_prune():
+            return False
+        if trial.should_prune():
             sim.tell(trial, state=optuna.trial.TrialState.PRUNED)
-        else:
-            heapq.heappush(events, (now + 1.0, next(counter), number))
-            continue
-        out.makespan = max(out.makespan, now)
-        if queue:
-            start(now)
+            return False
+        return True
+
+    simulate(sorted(study.search), workers, fixed, 0.0, begin, fold, out)
     return out, complete
 
 
@@ -175,42 +199,33 @@ def replay_reevaluation(
     ran: dict[int, list[float]] = {}
     dropped: set[int] = set()
     finished: set[int] = set()
-    queue = list(top)
-    events: list[tuple[float, int, int]] = []
-    counter = itertools.count()
-    t0 = out.makespan
 
-    def start(now: float) -> None:
-        number = queue.pop(0)
+    def begin(number: int) -> None:
         ran[number] = []
-        out.jobs += 1
-        heapq.heappush(events, (now + fixed + 1.0, next(counter), number))
 
     def candidate(number: int) -> Candidate:
         return Candidate(number, study.search_value(number), len(study.search[number]), ran[number])
 
-    for _ in range(min(workers, len(queue))):
-        start(t0)
-    while events:
-        now, _, number = heapq.heappop(events)
+    def fold(number: int) -> bool:
         ran[number].append(folds_of[number][len(ran[number])])
-        out.folds += 1
         j = len(ran[number])
-        race_on = rule.z >= 0 and j >= rule.min_folds
         if j == n:
             finished.add(number)
-        elif race_on and any(
-            cannot_catch_up(candidate(number), candidate(o), j, n, rule.z, 1.0)
-            for o in ran
-            if o != number and o not in dropped and len(ran[o]) >= j
+            return False
+        if (
+            rule.z >= 0
+            and j >= rule.min_folds
+            and any(
+                cannot_catch_up(candidate(number), candidate(o), j, n, rule.z, 1.0)
+                for o in ran
+                if o != number and o not in dropped and len(ran[o]) >= j
+            )
         ):
             dropped.add(number)
-        else:
-            heapq.heappush(events, (now + 1.0, next(counter), number))
-            continue
-        out.makespan = max(out.makespan, now)
-        if queue:
-            start(now)
+            return False
+        return True
+
+    simulate(list(top), workers, fixed, out.makespan, begin, fold, out)
 
     def pooled_so_far(number: int) -> float:
         return statistics.fmean(study.search[number] + ran[number])
