@@ -203,9 +203,9 @@ def equivalent(
     wide = rows.pivot_table(index=pair_on, columns=by, values=column, aggfunc="mean")
     shown, ok = [], True
     for b in others:
-        if a not in wide or b not in wide or wide[[a, b]].dropna().shape[0] < 2:
+        pair = wide[[a, b]].dropna() if a in wide and b in wide else wide.iloc[:0]
+        if len(pair) < 2:
             continue
-        pair = wide[[a, b]].dropna()
         r = bayesian_correlated_ttest(
             pair[a], pair[b], test_train_ratio=float(test_train_ratio), rope=float(rope)
         )
