@@ -323,18 +323,27 @@ def bench_pruning(args: argparse.Namespace, root: Path) -> list[dict[str, Any]]:
     print(
         f"\nWhere the {args.jobs} workers' time went, from the first trial run's start to the last "
         "one's end (worker-seconds; fitting = the runs' timed read, fit and evaluation; between "
-        "jobs = waiting for the next job: the sweeper's ask and tell, Hydra's job setup)"
+        "jobs = waiting for the next job: the sweeper's ask and tell, Hydra's job setup; fixed = "
+        "rest + between, per job and as a share of the span; fit x = the base's fitting over the "
+        "variant's, the speed-up were a job to cost its fitting only)"
     )
     print(
         f"{'variant':<34}{'jobs':>6}{'span':>8}{'fitting':>9}{'rest':>8}{'between':>9}{'per job':>9}"
+        f"{'fixed/job':>10}{'fixed %':>8}{'fit x':>7}"
     )
+    base_fitting = (base["workers"] or {}).get("fitting_s")
     for r in rows:
         w = r["workers"]
         if w:
+            fixed = w["rest_of_runs_s"] + w["between_s"]
+            fit_x = (
+                base_fitting / w["fitting_s"] if base_fitting and w["fitting_s"] else float("nan")
+            )
             print(
                 f"{r['variant']:<34}{w['jobs']:>6}{w['span_s']:>7.0f}s{w['fitting_s']:>8.0f}s"
                 f"{w['rest_of_runs_s']:>7.0f}s{w['between_s']:>8.0f}s"
-                f"{w['between_s'] / w['jobs']:>8.2f}s"
+                f"{w['between_s'] / w['jobs']:>8.2f}s{fixed / w['jobs']:>9.2f}s"
+                f"{100 * fixed / (args.jobs * w['span_s']):>7.0f}%{fit_x:>6.2f}x"
             )
     if "none" in args.pruners:
         replay_none(root / "none", args.top_k)
