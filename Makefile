@@ -16,6 +16,8 @@ ifndef SEED
 SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 endif
 PYTEST_ORDER = -p randomly --randomly-seed=$(SEED)
+# The 15 slowest tests are listed at the end of each run, so a slow newcomer shows up.
+PYTEST_SLOWEST ?= --durations=15
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS=tests/test_stats.py` (one file only).
 PYTEST_ARGS ?=
 
@@ -37,12 +39,12 @@ lint:
 # `make test`: everything but the heavy end-to-end runs and the slow real-data checks.
 test: lint
 	@echo "Using --randomly-seed=$(SEED) (re-run this order: make test SEED=$(SEED))"
-	$(BIN)/python -m pytest -q $(PYTEST_PAR) $(PYTEST_ORDER) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(PYTEST_PAR) $(PYTEST_ORDER) $(PYTEST_SLOWEST) $(PYTEST_ARGS)
 
 # `make test-all` (CI, and before you push): the heavy end-to-end runs too; only `slow` left out.
 test-all: lint
 	@echo "Using --randomly-seed=$(SEED) (re-run this order: make test-all SEED=$(SEED))"
-	$(BIN)/python -m pytest -q $(PYTEST_PAR) $(PYTEST_ORDER) -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(PYTEST_PAR) $(PYTEST_ORDER) $(PYTEST_SLOWEST) -m "not slow" $(PYTEST_ARGS)
 
 # `make test-heavy`: only the heavy end-to-end runs, in random order (benchmarks/stress_suite.py --heavy).
 test-heavy:
