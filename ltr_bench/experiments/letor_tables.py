@@ -7,8 +7,11 @@
 - :func:`run_sweeps` (Table 1 of both papers): per protocol variant, dataset and model an Optuna
   sweep through the real CLI (``ltr-bench -m search=<model> ...``, one study per outer fold or
   hold-out split), the refit of every study's best config (what ``ltr-bench refit_best=<sweep
-  dir>`` does, run in this process: one tracked ``final`` run per study), then the report (``make_report``) over the variant's MLflow experiment (Table 1, corrected t-test
-  p-values, Friedman/Nemenyi, run times).
+  dir>`` does, run in this process: one tracked ``final`` run per study), then the report
+  (``make_report``) over the variant's MLflow experiment (Table 1, corrected t-test p-values,
+  Friedman/Nemenyi, run times). A row is a model config or a labelled variant of one (a model
+  plus overrides, :mod:`~ltr_bench.experiments.model_variants`); ``refits.csv`` adds each
+  sweep's wall time (``time_sweep_s``).
 
 Datasets are named by their config (``mq2008``, ``mq2007``, ``mslr_web10k``, ``letor``); the data
 root comes from ``$LTR_DATA`` / ``dataset.root`` as for any run. Overrides given on the command
@@ -21,6 +24,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +39,7 @@ from ltr_bench.experiments.common import (
     plain,
     user_overrides,
 )
+from ltr_bench.experiments.model_variants import model_entries
 from ltr_bench.stats import format_mean_se, mean_se
 
 CELL_COLUMNS = ["dataset", "row", "column", "fold"]
@@ -240,7 +245,7 @@ def run_sweeps(exp: ExperimentRun) -> pd.DataFrame:
     """The driver of Table 1: sweep, refit and report per (variant, dataset, model)."""
     spec = exp.spec
     datasets = [str(d) for d in plain(spec.datasets)]
-    models = {str(m): str(m) for m in plain(spec.models)}
+    models = model_entries(spec)  # label -> model config and its overrides
     variants = {v: plain(spec.variants)[v] for v in plain(spec.run_variants)}
     check_datasets(exp, datasets)
     sweep_o = [
@@ -257,19 +262,21 @@ def run_sweeps(exp: ExperimentRun) -> pd.DataFrame:
     for variant, vspec in variants.items():
         mlflow_exp = f"{spec.mlflow_experiment}_{variant}"
         for ds in datasets:
-            for label, model in models.items():
-                fmt = {"model": model, "dataset": ds, "variant": variant}
+            for label, entry in models.items():
+                fmt = {"model": entry.model, "dataset": ds, "variant": variant}
                 own = [
-                    f"model={model}",
+                    f"model={entry.model}",
                     f"dataset={ds}",
                     *(o.format(**fmt) for o in sweep_o),
                     *vspec["overrides"],
+                    *entry.overrides,
                     f"experiment_name={mlflow_exp}",
                 ]
-                sweep_dir = exp.path(f"sweeps/{variant}/{ds}/{model}")
+                sweep_dir = exp.path(f"sweeps/{variant}/{ds}/{label}")
                 try:
                     bar.set_postfix_str(f"{variant} {ds} {label}: sweep", refresh=True)
                     # studies stored with the sweep: a new experiment run starts new studies
+                    began = time.monotonic()
                     _cli(
                         [
                             "-m",
@@ -279,9 +286,10 @@ def run_sweeps(exp: ExperimentRun) -> pd.DataFrame:
                         ],
                         sweep_dir / "sweep.log",
                     )
+                    swept = round(time.monotonic() - began, 1)  # this run's sweep, all folds
                     bar.set_postfix_str(f"{variant} {ds} {label}: refit", refresh=True)
                     _refit(sweep_dir, _refit_user_overrides(own))
-                    cell = {"variant": variant, "dataset": ds, "model": label}
+                    cell = dict(variant=variant, dataset=ds, model=label, time_sweep_s=swept)
                     found = _refit_rows(sweep_dir, cell)
                     for name, extra in extra_refits.items():
                         user = _untracked(_refit_user_overrides(own))

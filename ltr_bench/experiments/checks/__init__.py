@@ -14,12 +14,13 @@ means, ``sqrt(se_a^2 + se_b^2)`` (ECML Sect. 5.1's "0.54 sigma" is that). ``colu
 list: the claim then holds only if it holds for every column.
 
 One module per job: :mod:`.estimates` (selecting rows, mean and standard error, sigma, the
-outcome type) and :mod:`.kinds` (the rules). A claim's ``_target_`` names a rule through this
+outcome type), :mod:`.kinds` (the rules) and :mod:`.best` (a model against the best of a field). A claim's ``_target_`` names a rule through this
 package, e.g. ``ltr_bench.experiments.checks.within_se``.
 """
 
 from __future__ import annotations
 
+from ltr_bench.experiments.checks.best import equivalent_to_best
 from ltr_bench.experiments.checks.estimates import (
     CheckError,
     Outcome,
@@ -58,6 +59,7 @@ __all__ = [
     "below",
     "change",
     "equivalent",
+    "equivalent_to_best",
     "estimate",
     "exceeds",
     "fmt",

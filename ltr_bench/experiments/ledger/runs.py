@@ -204,7 +204,9 @@ def prepare(
     todo, pieces_of = _invocations(ledger, claims, scale, seed, forwarded)
     if bundles is not None:
         for inv in todo:
-            inv.bundle = read_bundle(bundles, scale, inv.run.name, inv.key)
+            inv.bundle = read_bundle(bundles, scale, inv.run.name, inv.key) or _same_key(
+                bundles, scale, inv.key
+            )
     ctx = Context(exp, ledger, scale, seed, forwarded, run_missing, bundles, work)
     for i, inv in enumerate(todo, 1):
         _obtain(ctx, inv, f"[{i}/{len(todo)}] {inv.run.command(scale)}")
@@ -212,6 +214,15 @@ def prepare(
         name: combine(ledger.runs[name], invs) if ledger.runs[name].parts else invs[0]
         for name, invs in pieces_of.items()
     }
+
+
+def _same_key(root: Path, scale: str, key: str) -> Any:
+    """The bundle of this invocation written under another run's name (a part two runs share,
+    e.g. the leaderboard's and Table 1's): the key says what was computed, not the name."""
+    for where in sorted((root / scale).glob(f"*-{key[:12]}")):
+        if where.is_dir():
+            return read_bundle(root, scale, where.name[: -len(key[:12]) - 1], key)
+    return None
 
 
 def _obtain(ctx: Context, inv: Invocation, head: str) -> None:
