@@ -19,16 +19,15 @@ sizes the query batches) -- and write ``conf/loss/<name>.yaml`` with ``name`` an
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Literal, TypeVar
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ltr_bench.confutil import parse_option
 from ltr_bench.errors import UserError
 from ltr_bench.metrics import discounts, gains, ideal_dcg, ranks_padded
 
@@ -51,8 +50,6 @@ __all__ = [
 
 LossKind = Literal["pair", "list"]
 F_ = TypeVar("F_", bound=Callable[..., Tensor])
-# Keys of a loss config node that describe it rather than parametrise the function.
-_META_KEYS = ("name", "_target_", "_partial_", "_recursive_", "_convert_")
 
 
 @dataclass(frozen=True)
@@ -123,50 +120,29 @@ def resolve_loss(
 
     ``value`` is a config node ``{name, _target_, **params}`` -- ``_target_`` is what resolves --
     or, from Python, the short name of a built-in loss (a string or a node without
-    ``_target_``). A loss of another kind than ``kind`` (what the model trains on), a function
-    not marked as a loss, or a parameter the function does not take is a :class:`UserError`
-    of one sentence.
+    ``_target_``), parsed by :func:`ltr_bench.confutil.parse_option`. A loss of another kind than
+    ``kind`` (what the model trains on) or a function not marked as a loss is a
+    :class:`UserError` of one sentence.
     """
-    if isinstance(value, Mapping):
-        params = {k: v for k, v in value.items() if k not in _META_KEYS}
-        name = str(value.get("name", value.get("_target_", ""))).strip()
-        target = value.get("_target_")
-    elif isinstance(value, str):
-        params, name, target = {}, value.strip(), None
-    else:
-        raise UserError(
-            f"{key} must be a loss name or a config node with '_target_', got {value!r}"
-        )
     fits = builtin_losses(kind)
     choose = f"choose a {kind} loss, one of [{', '.join(fits)}], or drop the override"
-    trains = f"this model trains with {kind} losses"
-    if target:
-        from hydra.utils import get_method
-
-        try:
-            fn = get_method(str(target))
-        except Exception as err:  # Hydra wraps import errors in its own types
-            why = " ".join(str(err).split()) or type(err).__name__
-            raise UserError(
-                f"{key}._target_={target} cannot be imported ({why}); {choose}"
-            ) from None
-    elif name.lower() in builtin_losses():
-        fn = builtin_losses()[name.lower()]
-    else:
-        raise UserError(f"{key}={name} is not a loss, and {trains}; {choose}")
-    info = loss_info(fn)
+    option = parse_option(value, key, builtin_losses(), "loss", fix=choose)
+    info = loss_info(option.target)
     if info is None:
         raise UserError(
-            f"{key}._target_={target} is not marked as a loss; decorate it with "
+            f"{key}._target_={_path(option.target)} is not marked as a loss; decorate it with "
             "ltr_bench.losses.pair_loss or ltr_bench.losses.list_loss"
         )
     if info.kind != kind:
-        raise UserError(f"{key}={name} is a {info.kind} loss, but {trains}; {choose}")
-    accepted = inspect.signature(fn).parameters
-    unknown = sorted(p for p in params if p not in accepted)
-    if unknown:
-        raise UserError(f"{key}.{unknown[0]} is not a parameter of the {name!r} loss")
-    return (partial(fn, **params) if params else fn), info
+        raise UserError(
+            f"{key}={option.name} is a {info.kind} loss, but this model trains with {kind} "
+            f"losses; {choose}"
+        )
+    return option.bound(), info
+
+
+def _path(fn: Any) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
 
 
 def weighted_mean(values: Tensor, weight: Tensor | None = None) -> Tensor:

@@ -127,7 +127,6 @@ CHOICE_GROUPS = (
 )
 HYPERPARAMETER_GROUPS = ("model", "loss", "optimizer", "activation")
 TOP_LEVEL_PARAMS = ("seed", "objective")
-META_KEYS = ("_target_", "_recursive_", "_convert_", "_partial_", "name", "accepts")
 MACHINE_KEYS = ("threads", "dataset.root", "dataset.path", "dataset.cache_dir")
 
 RUN_NAME_SEP = " · "

@@ -250,7 +250,7 @@ def test_mq2008_one_fold(tmp_path: Path) -> None:
         (["dataset=mq2008", "dataset.root=/no/such/dir"], "dataset.root"),
         (
             ["loss=none"],
-            "loss=none is not a loss, and this model trains with pair losses; choose a pair loss, one of [",
+            "loss=none is not a known loss; choose a pair loss, one of [",
         ),
         (["seed=-1"], "seed must be a non-negative integer"),
     ],

@@ -56,7 +56,6 @@ class RecordingRanker(Ranker):
 STANDIN = {
     "_target_": f"{__name__}.RecordingRanker",
     "name": "standin",
-    "accepts": {"loss": ["none"], "optimizer": ["none"], "activation": ["none"]},
     "seed": "${seed}",
 }
 
@@ -248,7 +247,7 @@ def test_inner_repeat_seeds() -> None:
 def test_incompatible_groups_are_rejected_with_one_sentence() -> None:
     cfg = OmegaConf.create(
         {
-            "model": {"name": "lambdamart", "accepts": {"loss": ["none"], "optimizer": ["none"]}},
+            "model": {"name": "lambdamart"},
             "loss": {"name": "listnet"},
             "optimizer": {"name": "none"},
             "activation": {"name": "tanh"},
@@ -260,7 +259,16 @@ def test_incompatible_groups_are_rejected_with_one_sentence() -> None:
         "model=lambdamart does not use loss=listnet; choose one of [none] or drop the override"
     )
     cfg.loss.name = "none"
-    check_compatibility(cfg)  # activation is not restricted by this model: fine
+    with pytest.raises(UserError, match=r"^model=lambdamart does not use activation=tanh;"):
+        check_compatibility(cfg)  # a group the model's config does not pass on is none
+    cfg.activation.name = "none"
+    check_compatibility(cfg)
+    cfg.model.activation = "${activation}"  # a model that passes the group on uses it
+    cfg.activation.name = "tanh"
+    check_compatibility(cfg)
+    cfg.model.accepts = {"loss": ["none"]}  # the former name lists are refused in one sentence
+    with pytest.raises(UserError, match=r"^model.accepts is not read \(model=lambdamart\)"):
+        check_compatibility(cfg)
 
 
 # ------------------------------------------------------------------------------ runner: trial

@@ -57,7 +57,7 @@ class AdaRank(Ranker):
             ``None`` disables the cap.
         relevance_threshold: labels >= this count as relevant (MAP, P@k, query filtering).
         chunk_elements: memory budget (array elements) of one padded evaluation block.
-        name, accepts: model-config metadata (kept for tracking, unused in training).
+        name: the model config's name (kept for tracking, unused in training).
         seed: kept for the common interface (AdaRank is deterministic).
     """
 
@@ -71,12 +71,11 @@ class AdaRank(Ranker):
         relevance_threshold: float = 1,
         chunk_elements: int = 1 << 21,
         name: str | None = None,
-        accepts: Any = None,
         seed: int = 0,
     ) -> None:
         from ltr_bench.metrics import parse_metric
 
-        super().__init__(seed=seed, name=name, accepts=accepts)
+        super().__init__(seed=seed, name=name)
         if int(rounds) < 1:
             raise UserError(f"model.rounds must be >= 1, got {rounds}")
         if early_stopping is not None and int(early_stopping) < 0:

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from ltr_bench.confutil import plain
 from ltr_bench.data.queryset import QuerySet
 
 
@@ -28,12 +27,10 @@ class Ranker(ABC):
 
     history: list[dict[str, float]]
 
-    def __init__(self, seed: int = 0, name: str | None = None, accepts: Any = None) -> None:
-        """``name`` and ``accepts`` are the model config's metadata (its option name and the
-        loss/optimizer/activation options it works with), kept for tracking, unused in training."""
+    def __init__(self, seed: int = 0, name: str | None = None) -> None:
+        """``name`` is the model config's option name, kept for tracking, unused in training."""
         self.seed = int(seed)
         self.name = name
-        self.accepts = plain(accepts)
         self.history = []
 
     @classmethod

@@ -35,7 +35,7 @@ class LambdaMART(Ranker):
             ``trainer.accelerator`` after ``ltr_bench.accelerators.resolve`` mapped it to what
             this LightGBM build supports (see :meth:`device_for`).
         extra_params: further LightGBM parameters passed verbatim (e.g. ``subsample``).
-        name, accepts: model-config metadata (kept for tracking, unused in training).
+        name: the model config's name (kept for tracking, unused in training).
         seed: seeds LightGBM; with ``deterministic=True`` the same data gives the same model.
     """
 
@@ -53,10 +53,9 @@ class LambdaMART(Ranker):
         device_type: str = "cpu",
         extra_params: dict[str, Any] | None = None,
         name: str | None = None,
-        accepts: Any = None,
         seed: int = 0,
     ) -> None:
-        super().__init__(seed=seed, name=name, accepts=accepts)
+        super().__init__(seed=seed, name=name)
         if int(n_estimators) < 1:
             raise UserError(f"model.n_estimators must be >= 1, got {n_estimators}")
         if early_stopping_rounds is not None and int(early_stopping_rounds) < 1:

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ltr_bench.confutil import plain
+from ltr_bench.confutil import Option, parse_option
 from ltr_bench.errors import UserError
 
 
@@ -91,28 +91,28 @@ ACTIVATIONS: dict[str, Activation] = {
 NO_ACTIVATION = "none"  # the activation group's option for models without hidden layers
 
 
-def activation_name(spec: str | Mapping[str, Any]) -> str:
-    """The registry name of an activation given as a name or as a config node with ``name``."""
+def activation_name(spec: str | Mapping[str, Any] | Option) -> str:
+    """The registry name of an activation given as a name, a config node with ``name`` or a
+    parsed :class:`~ltr_bench.confutil.Option`."""
+    if isinstance(spec, Option):
+        return spec.name.lower()
     name = spec.get("name") if isinstance(spec, Mapping) else spec
     return str(name).strip().lower()
 
 
-def make_activation(spec: str | Mapping[str, Any], key: str = "model.activation") -> nn.Module:
-    """Build an activation module from a registry name (``"tanh"``) or a config node.
+def parse_activation(spec: Any, key: str = "model.activation") -> Option:
+    """An activation option parsed once (:func:`~ltr_bench.confutil.parse_option`): a registry
+    name (``"tanh"``) or a config node; a node with ``_target_`` (``{name: mish, _target_:
+    torch.nn.Mish}``) builds activations outside the registry."""
+    if isinstance(spec, Option):
+        return spec
+    factories = {name: a.factory for name, a in ACTIVATIONS.items()}
+    return parse_option(spec, key, factories, "activation")
 
-    A node with ``_target_`` (e.g. ``{name: mish, _target_: torch.nn.Mish}``) is instantiated by
-    Hydra, so activations outside the registry can be used in the feature part.
-    """
-    if isinstance(spec, Mapping) and spec.get("_target_"):
-        from hydra.utils import instantiate
 
-        return instantiate({k: v for k, v in spec.items() if k != "name"})
-    name = activation_name(spec)
-    if name not in ACTIVATIONS:
-        raise UserError(
-            f"{key}={name!r} is not a known activation; use one of {sorted(ACTIVATIONS)}"
-        )
-    return ACTIVATIONS[name].factory()
+def make_activation(spec: Any, key: str = "model.activation") -> nn.Module:
+    """A fresh activation module from a name, a config node or a parsed option."""
+    return parse_activation(spec, key).build()
 
 
 def check_antisymmetric(name: str, key: str = "model.output_activation") -> None:
@@ -152,6 +152,11 @@ class FeatureMLP(nn.Module):
             raise UserError(
                 "activation 'none' only fits models without hidden layers; pick a feature "
                 f"activation (e.g. activation=tanh) for model.hidden_sizes={hidden_sizes}"
+            )
+        if not hidden_sizes and activation_name(activation) != NO_ACTIVATION:
+            raise UserError(
+                f"activation={activation_name(activation)} acts on no layer with "
+                "model.hidden_sizes=[]; choose activation=none"
             )
         layers: list[nn.Module] = []
         width = int(n_features)
@@ -197,60 +202,41 @@ OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
     "sgd": torch.optim.SGD,
 }
 DEFAULT_OPTIMIZER: dict[str, Any] = {"name": "adam", "lr": 4e-3}  # as conf/optimizer/adam.yaml
-# Keys of a group option that describe it rather than parametrise the callable.
-_META_KEYS = ("name", "_target_", "_partial_", "_recursive_", "_convert_")
 
 
-def _spec(value: Any, key: str) -> tuple[str, str | None, dict[str, Any]]:
-    """Split a group option (a name, or a node ``{name, _target_?, **params}``) into its parts."""
-    value = plain(value)
-    if isinstance(value, str):
-        return value.strip().lower(), None, {}
-    if isinstance(value, Mapping):
-        params = {k: v for k, v in value.items() if k not in _META_KEYS}
-        name = str(value.get("name", value.get("_target_", ""))).strip().lower()
-        return name, value.get("_target_"), params
-    raise UserError(f"{key} must be a name or a config node with a 'name' key, got {value!r}")
+def parse_optimizer(
+    value: Any, key: str = "optimizer", default: Mapping[str, Any] = DEFAULT_OPTIMIZER
+) -> Option:
+    """The optimizer group's option (a registry name -- adam, adamw, sgd -- or a node ``{name,
+    _target_, lr, ...}``), parsed and checked once, where a ranker reads its config.
 
-
-def optimizer_class(value: Any, key: str = "optimizer") -> tuple[str, type, dict[str, Any]]:
-    """``(name, optimiser class, parameters)`` of an optimizer group option: a registry name
-    (adam, adamw, sgd) or a node ``{name, _target_, lr, ...}`` (``_target_`` resolves)."""
-    name, target, params = _spec(value if value is not None else DEFAULT_OPTIMIZER, key)
-    if target:
-        from hydra.utils import get_class
-
-        try:
-            return name, get_class(target), params
-        except Exception as err:  # Hydra wraps import errors in its own types
-            why = " ".join(str(err).split()) or type(err).__name__
-            raise UserError(f"{key}._target_={target} cannot be imported ({why})") from None
-    if name in OPTIMIZERS:
-        return name, OPTIMIZERS[name], params
-    raise UserError(f"{key}={name!r} is not known; use one of {sorted(OPTIMIZERS)}")
-
-
-def check_optimizer(value: Any, key: str = "optimizer") -> None:
-    """Build the optimizer of a group option once over a dummy parameter, so that a value torch
-    refuses (``optimizer.lr=-1``) is a one-sentence :class:`UserError` naming the key before any
-    data is read or run tracked (not an error inside ``fit``)."""
-    name, cls, params = optimizer_class(value, key)
+    :func:`~ltr_bench.confutil.parse_option` checks the keys (``optimizer.lr='abc'``); torch
+    checks its own values (``lr >= 0``, ``betas`` in [0, 1), ...) in the optimizer's constructor,
+    so the option is built once over a one-element parameter and a refusal becomes one sentence
+    naming the key (``optimizer.lr=-1 is refused by adam ...``) before any data is read or run
+    tracked, not an error inside ``fit``. :meth:`Option.build` then never fails on a value.
+    """
+    option = parse_option(
+        value if value is not None else dict(default), key, OPTIMIZERS, "optimizer"
+    )
     try:
-        cls([torch.nn.Parameter(torch.zeros(1))], **params)
+        option.build([torch.nn.Parameter(torch.zeros(1))])
     except (TypeError, ValueError) as err:
         why = " ".join(str(err).split()) or type(err).__name__
-        named = [k for k, v in params.items() if str(v) in why]
+        named = [k for k, v in option.params.items() if str(v) in why]
         if len(named) == 1:
             k = named[0]
-            raise UserError(f"{key}.{k}={params[k]} is refused by {name} ({why})") from None
-        raise UserError(f"{key}={name} rejects its parameters {params} ({why})") from None
+            raise UserError(
+                f"{key}.{k}={option.params[k]} is refused by {option.name} ({why})"
+            ) from None
+        raise UserError(
+            f"{key}={option.name} rejects its parameters {option.params} ({why})"
+        ) from None
+    return option
 
 
 def build_optimizer(value: Any, param_groups: Any) -> torch.optim.Optimizer:
-    """A torch optimiser over ``param_groups`` (parameters or groups) from an optimizer group
-    option (see :func:`optimizer_class`)."""
-    name, cls, params = optimizer_class(value)
-    try:
-        return cls(param_groups, **params)
-    except (TypeError, ValueError) as err:
-        raise UserError(f"optimizer={name!r} rejects its parameters {params}: {err}") from err
+    """A torch optimiser over ``param_groups`` (parameters or groups) from a parsed optimizer
+    option (or a raw one, parsed here; see :func:`parse_optimizer`)."""
+    option = value if isinstance(value, Option) else parse_optimizer(value)
+    return option.build(param_groups)

@@ -21,20 +21,17 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ltr_bench.confutil import plain
+from ltr_bench.confutil import META_KEYS, plain
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.losses import LossInfo, LossKind, resolve_loss
 from ltr_bench.metrics import parse_metric
 from ltr_bench.models.base import Ranker
 from ltr_bench.models.lightning_fit import BestState, quiet_lightning
-from ltr_bench.models.networks import DEFAULT_OPTIMIZER, FeatureMLP, Scorer, make_activation
+from ltr_bench.models.networks import FeatureMLP, Scorer, make_activation, parse_optimizer
 from ltr_bench.models.ranking_module import RankingModule, staircase_factor
 
 __all__ = ["NeuralRanker", "RankingModule", "ScoringOnly", "SCORER_FILE", "staircase_factor"]
-
-# Keys of a group option that describe it rather than parametrise the callable.
-_META_KEYS = ("name", "_target_", "_partial_", "_recursive_", "_convert_")
 
 
 class NeuralRanker(Ranker):
@@ -62,7 +59,7 @@ class NeuralRanker(Ranker):
             config turns it on.
         score_batch_size: documents per forward pass in :meth:`score`.
         seed: seeds weights, dropout and batch sampling (Lightning ``seed_everything``).
-        name, accepts: model-config metadata (kept, not used for training).
+        name: the model config's name (kept, not used for training).
     """
 
     #: what the class trains on: a loss of this kind (see :mod:`ltr_bench.losses`)
@@ -98,16 +95,15 @@ class NeuralRanker(Ranker):
         score_batch_size: int = 1 << 16,
         seed: int = 0,
         name: str | None = None,
-        accepts: Any = None,
     ) -> None:
-        super().__init__(seed=seed, name=name, accepts=accepts)
+        super().__init__(seed=seed, name=name)
         self.hidden_sizes = [int(h) for h in plain(hidden_sizes or [])]
         self.activation = plain(activation)
         self.dropout, self.bias = float(dropout), bool(bias)
         self.output_activation = str(plain(output_activation)).strip().lower()
         self.output_bias = bool(output_bias)
         self.loss = plain(loss) if loss is not None else self.default_loss
-        self.optimizer = plain(optimizer) if optimizer is not None else dict(DEFAULT_OPTIMIZER)
+        self.optimizer = parse_optimizer(optimizer)  # checked here, once
         self.lr_decay_to = None if lr_decay_to is None else float(lr_decay_to)
         self.lr_decay_every = int(lr_decay_every)
         self.epochs = int(epochs)
@@ -143,13 +139,13 @@ class NeuralRanker(Ranker):
                 f"model.early_stopping_patience must be >= 0 or null, got {self.early_stopping_patience}"
             )
         make_activation(self.output_activation, key="model.output_activation")
-        self.resolve_loss()
+        self._loss = resolve_loss(self.loss, self.loss_kind)
         FeatureMLP(1, self.hidden_sizes, self.activation, self.dropout, self.bias)
 
     def resolve_loss(self) -> tuple[Any, LossInfo]:
         """This ranker's loss function (parameters bound) and its kind and cost; a loss of
-        another kind than :attr:`loss_kind` is a one-sentence :class:`UserError`."""
-        return resolve_loss(self.loss, self.loss_kind)
+        another kind than :attr:`loss_kind` was a one-sentence :class:`UserError` at construction."""
+        return self._loss
 
     def build_scorer(self, n_features: int) -> Scorer:
         """A freshly initialised scorer ``g`` for ``n_features`` inputs."""
@@ -219,7 +215,7 @@ class NeuralRanker(Ranker):
             "enable_model_summary": False,
             "log_every_n_steps": 50,
         }
-        kwargs.update({k: v for k, v in self.trainer_kwargs.items() if k not in _META_KEYS})
+        kwargs.update({k: v for k, v in self.trainer_kwargs.items() if k not in META_KEYS})
         progress = self.enable_progress_bar
         if progress is None:
             progress = bool(self.trainer_kwargs.get("enable_progress_bar", False))

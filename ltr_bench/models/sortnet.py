@@ -31,13 +31,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from ltr_bench.confutil import plain
 from ltr_bench.data.padding import pad_index, sorted_chunks
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.models.base import Ranker
 from ltr_bench.models.cmpnn import CmpNN
-from ltr_bench.models.networks import build_optimizer, optimizer_class
+from ltr_bench.models.networks import parse_optimizer
 
 __all__ = ["SortNet", "CmpNN", "DEFAULT_OPTIMIZER", "CMPNN_FILE"]
 
@@ -66,7 +65,7 @@ class SortNet(Ranker):
             iteration on the validation queries (training queries without vali).
         warm_start: train ``C^{i+1}`` starting from ``C^i`` (True) or from a fresh random net.
         chunk_elements: memory budget (tensor elements) of one chunk of all-pairs comparisons.
-        name, accepts: model-config metadata (kept for tracking, unused in training).
+        name: the model config's name (kept for tracking, unused in training).
         seed: seeds initialisation, pair sampling and batching.
 
     ``history`` has one record per iteration i: ``train_<rank_quality>`` and
@@ -92,12 +91,11 @@ class SortNet(Ranker):
         warm_start: bool = True,
         chunk_elements: int = 4_000_000,
         name: str | None = None,
-        accepts: Any = None,
         seed: int = 0,
     ) -> None:
-        super().__init__(seed=seed, name=name, accepts=accepts)
-        self.optimizer = plain(optimizer) if optimizer is not None else dict(DEFAULT_OPTIMIZER)
-        optimizer_class(self.optimizer)  # a one-sentence error now, not after loading data
+        super().__init__(seed=seed, name=name)
+        # checked here, once: a one-sentence error now, not after loading data
+        self.optimizer = parse_optimizer(optimizer, default=DEFAULT_OPTIMIZER)
         for key, value in (
             ("max_iter", max_iter),
             ("epochs_per_iter", epochs_per_iter),
@@ -223,7 +221,7 @@ class SortNet(Ranker):
         """Train on ``TP`` for ``epochs_per_iter`` epochs; keep the epoch best on ``VP``."""
         n_t = x_train.shape[0]
         left, right = torch.from_numpy(tp // n_t), torch.from_numpy(tp % n_t)
-        opt = build_optimizer(self.optimizer, net.parameters())
+        opt = self.optimizer.build(net.parameters())
         best_loss, best_state, loss_t = np.inf, None, np.nan
         for _ in range(self.epochs_per_iter):
             perm = torch.from_numpy(rng.permutation(len(tp)))

@@ -24,7 +24,6 @@ table and ``results.json``), :mod:`~ltr_bench.runner.tags` (tags and dataset inp
 from ltr_bench.runner.checks import (
     check_compatibility,
     check_distributed,
-    check_numeric_arguments,
     check_top_level,
 )
 from ltr_bench.runner.context import (
@@ -67,7 +66,6 @@ __all__ = [
     "build_ranker",
     "check_compatibility",
     "check_distributed",
-    "check_numeric_arguments",
     "check_top_level",
     "common_tags",
     "configure_threads",

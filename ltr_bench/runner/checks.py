@@ -1,33 +1,42 @@
 """Config checks a run makes before it reads any data: one clear sentence per mistake.
 
-Model/group compatibility (``model.accepts``), the top-level keys the runner owns (``seed``,
-``threads``, ``objective``), text given where a number is expected, and DDP inside a multirun.
+Model/group compatibility (a group the model does not use is ``none``), the top-level keys the
+runner owns (``seed``, ``threads``, ``objective``), and DDP inside a multirun. The values of the
+loss, optimizer and activation groups are checked where the ranker parses them
+(:mod:`ltr_bench.confutil`), not here.
 """
 
 from __future__ import annotations
 
 import os
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from ltr_bench.errors import UserError
 
 COMPAT_GROUPS = ("loss", "optimizer", "activation")
+NO_OPTION = "none"  # the option of a group for models that do not use it
 SPLITS = ("vali", "test")
 
 
 def check_compatibility(cfg: DictConfig) -> None:
     """Reject group options (and a search space) the model cannot use, before anything is read.
 
-    Each model config lists ``model.accepts.<group>``: the option names of loss, optimizer and
-    activation it works with; a search config (``search=<name>``) names its model in
-    ``search_space.model``. Raises a one-sentence :class:`UserError` naming the fix.
+    A model uses a group (loss, optimizer, activation) when its config passes the group on
+    (``model.loss: ${loss}``); a model that does not runs with the group's ``none`` option, and
+    which options of a group it does use fit is for the option itself to say where the ranker
+    parses it (a loss's kind; :mod:`ltr_bench.confutil`). A search config (``search=<name>``)
+    names its model in ``search_space.model``. Raises a one-sentence :class:`UserError`.
     """
     model = cfg.get("model")
     if model is None:
         raise UserError("no model is configured; choose one with model=<name>")
-    accepts = model.get("accepts") or {}
     model_name = model.get("name", "?")
+    if "accepts" in model:
+        raise UserError(
+            f"model.accepts is not read (model={model_name}): a model uses the loss, optimizer "
+            "and activation groups its config passes on (model.loss: ${loss}); delete the key"
+        )
     space = cfg.get("search_space")
     if space is not None and space.get("model") not in (None, model_name):
         raise UserError(
@@ -35,14 +44,13 @@ def check_compatibility(cfg: DictConfig) -> None:
             f"model={model_name}; choose search={model_name} (or search={model_name}_grid)"
         )
     for group in COMPAT_GROUPS:
-        if group not in cfg or group not in accepts:
+        if group not in cfg or group in model:
             continue
         chosen = cfg[group].get("name") if isinstance(cfg[group], DictConfig) else cfg[group]
-        allowed = [str(a) for a in accepts[group]]
-        if str(chosen) not in allowed:
+        if str(chosen) != NO_OPTION:
             raise UserError(
                 f"model={model_name} does not use {group}={chosen}; choose one of "
-                f"[{', '.join(allowed)}] or drop the override"
+                f"[{NO_OPTION}] or drop the override"
             )
 
 
@@ -66,45 +74,6 @@ def check_top_level(cfg: DictConfig) -> None:
         parse_metric(str(obj.get("metric", "ndcg@10")))
     except (UserError, ValueError) as exc:
         raise UserError(f"objective.metric: {exc}") from None
-
-
-def check_numeric_arguments(cfg: DictConfig, group: str = "optimizer") -> None:
-    """Reject a text value (``optimizer.lr=abc``) where the group's ``_target_`` takes a number.
-
-    Only a text value triggers the check (and the import of the target), so it costs nothing for
-    numbers; the sentence names the key instead of the constructor's TypeError.
-    """
-    node = cfg.get(group)
-    if not isinstance(node, DictConfig) or not node.get("_target_"):
-        return
-    texts = {
-        str(k): v for k, v in node.items() if k not in ("_target_", "name") and isinstance(v, str)
-    }
-    if not texts:
-        return
-    import inspect
-
-    from hydra.utils import get_class
-
-    try:
-        defaults = inspect.signature(get_class(str(node._target_))).parameters
-    except (ImportError, ValueError, TypeError, AttributeError):
-        return  # a bad _target_ is reported where it is instantiated
-    for key, value in texts.items():
-        default = defaults[key].default if key in defaults else None
-        if isinstance(default, (int, float)) and not isinstance(default, bool):
-            raise UserError(
-                f"{group}.{key}={value!r} is not a number; give a number such as {group}.{key}={default}"
-            )
-
-
-def check_optimizer_arguments(cfg: DictConfig) -> None:
-    """Reject optimizer values torch refuses (``optimizer.lr=-1``) before anything is tracked."""
-    node = cfg.get("optimizer")
-    if isinstance(node, DictConfig) and node.get("_target_"):
-        from ltr_bench.models.networks import check_optimizer
-
-        check_optimizer(OmegaConf.to_container(node, resolve=True))
 
 
 def check_distributed(cfg: DictConfig) -> None:

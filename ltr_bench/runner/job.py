@@ -14,8 +14,6 @@ from ltr_bench.protocols import Protocol
 from ltr_bench.runner.checks import (
     check_compatibility,
     check_distributed,
-    check_numeric_arguments,
-    check_optimizer_arguments,
     check_top_level,
 )
 from ltr_bench.runner.context import configure_threads, job_context, seed_everything
@@ -37,8 +35,6 @@ def run(
     verbose = verbose and is_rank_zero()  # DDP: the other ranks print nothing (and write nothing)
     check_compatibility(cfg)
     check_top_level(cfg)
-    check_numeric_arguments(cfg)
-    check_optimizer_arguments(cfg)
     check_distributed(cfg)
     resolve_accelerator(cfg)  # a GPU request is granted, refused or said to be ignored: no data yet
     protocol: Protocol = instantiate(cfg.protocol)

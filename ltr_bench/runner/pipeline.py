@@ -10,21 +10,20 @@ from typing import Any, cast
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from ltr_bench.confutil import NAME_KEY
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.data.transforms import binarize_labels
 from ltr_bench.errors import UserError
 from ltr_bench.protocols import Protocol
 from ltr_bench.runner.results import TrialFailed, metric_options
 
-MODEL_META_KEYS = ("name", "accepts")  # config metadata, not constructor arguments
-
 
 def model_spec(cfg: DictConfig) -> dict[str, Any]:
-    """``cfg.model`` resolved, without its metadata keys: the ranker's constructor arguments."""
+    """``cfg.model`` resolved, without its name: the ranker's constructor arguments (and
+    Hydra's keys)."""
     spec = OmegaConf.to_container(cfg.model, resolve=True)
     assert isinstance(spec, dict)
-    for k in MODEL_META_KEYS:
-        spec.pop(k, None)
+    spec.pop(NAME_KEY, None)
     return cast(dict[str, Any], spec)
 
 

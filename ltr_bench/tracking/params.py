@@ -17,6 +17,7 @@ from typing import Any, cast
 from omegaconf import DictConfig, OmegaConf
 
 from ltr_bench import tracking_keys as keys
+from ltr_bench.confutil import META_KEYS
 from ltr_bench.tracking.names import MAX_PARAM_LEN, sanitize_key
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]  # ltr_bench/
@@ -55,7 +56,7 @@ def run_params(cfg: DictConfig, choices: Mapping[str, str] | None = None) -> dic
       chosen option's file (``dataset.fold=1``): the option's name stands for the rest.
 
     Each value once: a value that only refers to another key (``model.loss: ${loss}``,
-    ``model.seed: ${seed}``) is left out, and so are config metadata (``_target_``, ``accepts``)
+    ``model.seed: ${seed}``) is left out, and so are config metadata (``_target_``, ``name``)
     and machine facts (``keys.MACHINE_KEYS``, logged by :func:`machine_tags`).
     """
     raw = OmegaConf.to_container(cfg, resolve=False)
@@ -93,7 +94,7 @@ def _walk_params(
         return
     if isinstance(node, dict) and node:
         for k, v in node.items():
-            if k in keys.META_KEYS and (depth == 0 or k.startswith("_")):
+            if k in META_KEYS and (depth == 0 or k.startswith("_")):
                 continue
             ref = (
                 reference.get(k, _MISSING)

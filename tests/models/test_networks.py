@@ -35,12 +35,19 @@ def test_make_activation_from_config_node() -> None:
     assert isinstance(make_activation({"name": "tanh"}), torch.nn.Tanh)
 
 
+def test_an_activation_fits_hidden_layers_only() -> None:
+    with pytest.raises(UserError, match=r"^activation=tanh acts on no layer with model.hidden"):
+        FeatureMLP(5, [], "tanh")  # RankSVM with activation=tanh: the group would be unused
+    with pytest.raises(UserError, match=r"^activation 'none' only fits models without hidden"):
+        FeatureMLP(5, [3], {"name": "none"})
+
+
 def test_feature_mlp_shapes_and_linear_scorer() -> None:
     mlp = FeatureMLP(5, [4, 3], "relu", dropout=0.5, bias=False)
     assert mlp.out_features == 3 and all(
         getattr(m, "bias", None) is None for m in mlp.modules() if isinstance(m, torch.nn.Linear)
     )
-    linear = Scorer(FeatureMLP(5, []), output_bias=False)  # RankSVM: g(x) = w . x
+    linear = Scorer(FeatureMLP(5, [], "none"), output_bias=False)  # RankSVM: g(x) = w . x
     x = torch.randn(7, 5)
     torch.testing.assert_close(linear(x), x @ linear.output.weight[0])
 

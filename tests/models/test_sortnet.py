@@ -139,6 +139,8 @@ def test_optimizer_comes_from_the_optimizer_group_node():
     sgd = {"name": "sgd", "_target_": "torch.optim.SGD", "lr": 0.1, "momentum": 0.5}
     opt = build_optimizer(SortNet(optimizer=sgd).optimizer, CmpNN(3, 4).parameters())
     assert isinstance(opt, torch.optim.SGD) and opt.defaults["momentum"] == 0.5
-    assert SortNet().optimizer == {"name": "adam", "lr": 3e-3, "weight_decay": 0.0}
+    default = SortNet().optimizer
+    assert (default.name, default.target) == ("adam", torch.optim.Adam)
+    assert default.params == {"lr": 3e-3, "weight_decay": 0.0}
     with pytest.raises(UserError, match="hidden_activation"):
         CmpNN(4, 4, "softplus")
