@@ -26,7 +26,7 @@ PYTEST_ARGS ?=
 setup:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
-	$(BIN)/python -m pip install $(TORCH_CONSTRAINT) -e ".[dev]"
+	$(BIN)/python -m pip install $(TORCH_CONSTRAINT) -e ".[dev,gbdt]"
 
 # The guardrails first, so a wrong import or a type error fails fast: ruff (lint and format),
 # mypy on ltr_bench, and the layering contracts (pyproject.toml [tool.importlinter]).
