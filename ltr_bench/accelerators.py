@@ -49,26 +49,36 @@ def available() -> dict[str, int]:
     return out
 
 
+DEVICES_HINT = "a count >= 1, -1 (all), auto, or device indices such as [0,1]"
+
+
 def _wanted_devices(devices: Any) -> tuple[int, str]:
     """How many devices ``trainer.devices`` needs (a list or "0,1": the highest index + 1;
-    -1/auto: 1), and how to name them in a message."""
+    -1/auto: 1), and how to name them in a message; a :class:`UserError` for a value Lightning
+    refuses (``trainer.devices=0``)."""
     text = str(devices).strip().replace(" ", "")
-    if isinstance(devices, (list, tuple)) or "," in text:
+    if isinstance(devices, (list, tuple)) or "," in text or text.startswith("["):
         items = devices if isinstance(devices, (list, tuple)) else text.strip("[]").split(",")
-        ids = [int(i) for i in items if str(i).strip().lstrip("-").isdigit()]
-        return (max(ids) + 1 if ids else 1), f"devices {ids}"
-    if text.lstrip("-").isdigit() and int(text) > 0:
+        items = [str(i).strip() for i in items if str(i).strip()]
+        if items and all(i.isdigit() for i in items):
+            ids = [int(i) for i in items]
+            return max(ids) + 1, f"devices {ids}"
+    elif text.lower() == "auto" or text == "-1":
+        return 1, "one device"
+    elif text.isdigit() and int(text) > 0 and not isinstance(devices, bool):
         return int(text), f"{text} device{'s' if int(text) != 1 else ''}"
-    return 1, "one device"
+    raise UserError(f"trainer.devices={devices} is not a device request; give {DEVICES_HINT}")
 
 
 def check_request(accelerator: str, devices: Any = 1) -> str:
     """The Lightning accelerator ``accelerator`` names on this machine (``gpu`` -> ``cuda`` or
-    ``mps``); a :class:`UserError` when the machine lacks it or has fewer devices.
+    ``mps``); a :class:`UserError` when the machine lacks it or has fewer devices, or when
+    ``devices`` is no device request at all (``0``).
 
     ``cpu`` and ``auto`` are always granted and touch nothing of CUDA.
     """
     name = str(accelerator).lower()
+    n, what = _wanted_devices(devices)
     if name in ("cpu", "auto"):
         return name
     known = sorted({*_registry(), "gpu", "auto"})
@@ -88,7 +98,6 @@ def check_request(accelerator: str, devices: Any = 1) -> str:
             f"{'a GPU' if name in GPU_REQUESTS else name}, but this machine has none "
             f"(available: {have_text}); use trainer=cpu or trainer.accelerator=cpu"
         )
-    n, what = _wanted_devices(devices)
     if n > have[target]:
         raise UserError(
             f"trainer.devices={devices} asks for {what} of {target}, but this machine has "

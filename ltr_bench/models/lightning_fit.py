@@ -1,5 +1,6 @@
 """What :meth:`NeuralRanker.fit <ltr_bench.models.neural.NeuralRanker.fit>` puts around
-Lightning's ``Trainer``: a callback that keeps the best epoch's weights, and quiet start-up."""
+Lightning's ``Trainer``: a callback that keeps the best epoch's weights, quiet start-up, and the
+check of ``trainer.precision`` against the values Lightning takes."""
 
 from __future__ import annotations
 
@@ -8,9 +9,32 @@ import logging
 import math
 import warnings
 from collections.abc import Iterator
+from typing import Any, get_args
 
 import lightning as L
 from torch import Tensor, nn
+
+from ltr_bench.errors import UserError
+
+
+def precisions() -> tuple[Any, ...]:
+    """The ``precision`` values Lightning's ``Trainer`` takes (its own list)."""
+    from lightning.fabric.plugins.precision import precision as p
+
+    return (
+        get_args(p._PRECISION_INPUT_STR)
+        + get_args(p._PRECISION_INPUT_STR_ALIAS)
+        + get_args(p._PRECISION_INPUT_INT)
+    )
+
+
+def check_precision(value: Any) -> None:
+    """A :class:`UserError` naming the allowed values unless Lightning takes ``value`` (None:
+    Lightning's default), before any data is read rather than inside ``fit``."""
+    allowed = precisions()
+    if value is not None and value not in allowed:
+        names = ", ".join(dict.fromkeys(str(v) for v in allowed))
+        raise UserError(f"trainer.precision={value} is not a precision; choose one of [{names}]")
 
 
 class BestState(L.Callback):

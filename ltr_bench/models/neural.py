@@ -27,7 +27,7 @@ from ltr_bench.errors import UserError
 from ltr_bench.losses import LossInfo, LossKind, resolve_loss
 from ltr_bench.metrics import parse_metric
 from ltr_bench.models.base import Ranker
-from ltr_bench.models.lightning_fit import BestState, quiet_lightning
+from ltr_bench.models.lightning_fit import BestState, check_precision, quiet_lightning
 from ltr_bench.models.networks import FeatureMLP, Scorer, make_activation, parse_optimizer
 from ltr_bench.models.ranking_module import RankingModule, staircase_factor
 
@@ -138,6 +138,7 @@ class NeuralRanker(Ranker):
             raise UserError(
                 f"model.early_stopping_patience must be >= 0 or null, got {self.early_stopping_patience}"
             )
+        check_precision(self.trainer_kwargs.get("precision"))
         make_activation(self.output_activation, key="model.output_activation")
         self._loss = resolve_loss(self.loss, self.loss_kind)
         FeatureMLP(1, self.hidden_sizes, self.activation, self.dropout, self.bias)
