@@ -101,13 +101,22 @@ def loss_info(fn: Any) -> LossInfo | None:
     return info if isinstance(info, LossInfo) else None
 
 
+#: modules whose named losses are the built-in options (imported on first use: the others import
+#: this module for its decorators)
+BUILTIN_MODULES = ("ltr_bench.losses", "ltr_bench.listwise_losses")
+
+
 def builtin_losses(kind: LossKind | None = None) -> dict[str, Callable[..., Tensor]]:
-    """The losses of this module by short name (``{"l2": l2_pair_loss, ...}``), of one kind."""
+    """The losses of :data:`BUILTIN_MODULES` by short name (``{"l2": l2_pair_loss, ...}``), of
+    one kind."""
+    import importlib
+
     out = {}
-    for value in globals().values():
-        info = loss_info(value)
-        if info is not None and info.name and (kind is None or info.kind == kind):
-            out[info.name] = value
+    for module in BUILTIN_MODULES:
+        for value in vars(importlib.import_module(module)).values():
+            info = loss_info(value)
+            if info is not None and info.name and (kind is None or info.kind == kind):
+                out[info.name] = value
     return dict(sorted(out.items()))
 
 

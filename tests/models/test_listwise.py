@@ -12,7 +12,8 @@ from tests.models.neural_toy import TINY, ndcg10, random_ndcg10, toy_splits
 def test_list_models_reject_pair_losses_and_vice_versa() -> None:
     with pytest.raises(
         UserError,
-        match=r"loss=l2 is a pair loss, .*; choose a list loss, one of \[lambda, listnet\]",
+        match=r"loss=l2 is a pair loss, .*; choose a list loss, one of \[approx_ndcg, lambda, "
+        r"lambdaloss, listmle, listnet, neural_ndcg\]",
     ):
         ListNet(loss="l2")
     with pytest.raises(

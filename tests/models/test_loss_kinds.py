@@ -38,8 +38,12 @@ def not_marked(scores: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
 def test_kinds_and_costs_are_carried_by_the_functions() -> None:
     assert loss_info(top1_hinge_loss).kind == "list" and loss_info(top1_hinge_loss).cost_power == 1
     assert {n: loss_info(f).cost_power for n, f in builtin_losses("list").items()} == {
+        "approx_ndcg": 2,
         "lambda": 2,
+        "lambdaloss": 2,
+        "listmle": 1,
         "listnet": 1,
+        "neural_ndcg": 2,
     }
     assert list(builtin_losses("pair")) == ["hinge", "l2", "logistic"]
     assert loss_info(pair_loss(lambda r, label_hi=None, weight=None: r.mean())).kind == "pair"
