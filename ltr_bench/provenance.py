@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -148,7 +149,8 @@ def start(command: str) -> Start:
 
 
 def write_page(path: Path | str, title: str, body: str, provenance: Provenance) -> Path:
-    """Write ``# title``, the provenance table and ``body`` (Markdown) to ``path``."""
+    """Write ``# title``, the provenance table and ``body`` (Markdown, without this machine's
+    absolute paths: :func:`machine_paths_out`) to ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = f"{GENERATED_MARK}\n# {title}\n\n{provenance.markdown()}\n{body.rstrip()}\n"
@@ -161,10 +163,30 @@ def run_to_page(command: list[str], page: Path, title: str, intro: str = "") -> 
 
     The page is written only when the command exits 0, so a failed measurement never replaces
     a good page. Returns the command's exit code."""
+def machine_paths_out(text: str) -> str:
+    """``text`` without this machine's absolute paths: the data root set in ``$LTR_DATA``, the
+    working directory (``.``), the temporary folder (``$TMPDIR``) and the home folder (``~``)
+    are named, so a page reads the same wherever it was written."""
+    import tempfile
+
+    names = {
+        os.environ.get("LTR_DATA", ""): "$LTR_DATA",
+        str(Path.cwd()): ".",
+        tempfile.gettempdir(): "$TMPDIR",
+        str(Path.home()): "~",
+    }
+    for folder, name in sorted(names.items(), key=lambda kv: -len(kv[0])):
+        spellings = {folder.rstrip("/"), os.path.realpath(folder) if folder else ""}
+        for spelled in sorted(s for s in spellings if len(s) > 1):  # never "" or "/"
+            text = re.sub(re.escape(spelled) + r"(?=/|\b|$)", name, text)
+    return text
+
+
     begun = start(shlex.join(command))
     proc = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
     )
+    body = machine_paths_out(body)
     assert proc.stdout is not None
     lines = []
     for line in proc.stdout:

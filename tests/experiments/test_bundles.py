@@ -311,3 +311,32 @@ def test_data_fingerprints_are_the_files_sha256_and_differences_are_named(
     assert data_differences(recorded, prints) == []
     recorded["mq2008"]["sha256"]["Fold1/train.txt"] = "0" * 64
     assert data_differences(recorded, prints) == ["MQ2008/Fold1/train.txt"]
+
+
+COMMITTED = Path(__file__).resolve().parents[2] / "docs" / "results" / "bundles"
+
+
+def _committed_files() -> list[tuple[str, str, str]]:
+    """(scale, bundle folder, file) for every file a committed bundle's provenance.json hashes."""
+    out = []
+    for prov in sorted(COMMITTED.glob(f"*/*/{PROVENANCE}")):
+        record = json.loads(prov.read_text())
+        out += [(prov.parent.parent.name, prov.parent.name, name) for name in record["files"]]
+    return out
+
+
+@pytest.mark.parametrize(("scale", "bundle", "name"), _committed_files())
+def test_every_file_a_committed_bundle_hashes_is_verified(
+    tmp_path: Path, scale: str, bundle: str, name: str
+) -> None:
+    """The displayed tables (table1.csv, table2.csv ...) as much as the rows the claims read
+    (refits.csv): an edit of any file provenance.json hashes stops the ledger, naming it."""
+    where = tmp_path / scale / bundle
+    shutil.copytree(COMMITTED / scale / bundle, where)
+    record = json.loads((where / PROVENANCE).read_text())
+    assert read_bundle(tmp_path, scale, record["name"], record["key"]) is not None
+    text = (where / name).read_text()
+    (where / name).write_text(text.replace("0", "1", 1) if "0" in text else text + "\n")
+    with pytest.raises(UserError, match="the table differs from its sha256") as err:
+        read_bundle(tmp_path, scale, record["name"], record["key"])
+    assert str(err.value).startswith(f"results bundle {where / name}: ")

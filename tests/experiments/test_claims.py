@@ -645,7 +645,7 @@ def test_the_ledger_runs_each_experiment_once_and_reuses_tracked_runs(
     assert verdicts["small-noise"].startswith(
         "too small to judge: no rows in summary.csv"
     )  # no 0.25
-    assert verdicts["mq2007"] == f"not testable here: MQ2007 absent from {tmp_path / 'no_data'}"
+    assert verdicts["mq2007"] == "not testable here: MQ2007 absent from $LTR_DATA"  # not its path
     noise = table.set_index("id").loc["noise"]
     assert re.fullmatch(r"0\.\d+\(\d+\)", noise["ours"])  # the measured NDCG@20 at sigma 0.75
     runs = _experiment_runs(db, "paper_figures_quick", "fig2c")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -37,10 +38,9 @@ from ltr_bench.provenance import Provenance, command_line, start
 
 
 def absent_datasets(names: tuple[str, ...] | list[str]) -> list[str]:
-    """``"<dataset> absent from <root>"`` for each named dataset whose folder is missing."""
+    """``"<dataset> absent from <root>"`` for each named dataset whose folder is missing; the root
+    is named as the user set it (:func:`data_root_named`), never by this machine's path."""
     from hydra.utils import instantiate
-
-    from ltr_bench.data.datasets import resolve_data_root
 
     out = []
     for ds in names:
@@ -54,10 +54,18 @@ def absent_datasets(names: tuple[str, ...] | list[str]) -> list[str]:
             if path or not folder:
                 out.append(f"{ds}: {exc}")
             else:
-                out.append(
-                    f"{folder} absent from {resolve_data_root(OmegaConf.select(cfg, 'dataset.root'))}"
-                )
+                out.append(f"{folder} absent from {data_root_named()}")
     return out
+
+
+def data_root_named() -> str:
+    """Where the ledger looks for the data, as a reader can follow it on any machine:
+    ``$LTR_DATA`` when it is set, else the checkout's default ``../shared/data/letor``."""
+    from ltr_bench.data.datasets import DATA_ENV
+
+    if os.environ.get(DATA_ENV, "").strip():
+        return f"${DATA_ENV}"
+    return f"../shared/data/letor beside the checkout ({DATA_ENV} unset)"
 
 
 def _user_error(exc: BaseException) -> UserError:
