@@ -15,9 +15,10 @@ from omegaconf import OmegaConf
 from ltr_bench import tracking_keys as keys
 from ltr_bench.tracking.names import sanitize_key
 from ltr_bench.tracking.params import flatten_config
+from ltr_bench.tracking.run_tracker import NullTracker, RunTracker
 from ltr_bench.tracking.signals import RunTerminated
 from ltr_bench.tracking.store import ensure_experiment, resolve_tracking_uri
-from ltr_bench.tracking.tracker import NullTracker, Tracker
+from ltr_bench.tracking.tracker import Tracker
 from tests.waiting import HANG_GUARD_S
 
 
@@ -73,7 +74,7 @@ def test_sanitize_key_matches_tracking_keys() -> None:
 def _create(uri: str, q: mp.Queue[str]) -> None:
     try:
         q.put(ensure_experiment(uri, "race"))
-    except Exception as exc:  # reported to the parent
+    except Exception as exc:  # noqa: BLE001 - any failure is reported to the parent
         q.put(f"ERROR {exc!r}")
 
 
@@ -298,6 +299,8 @@ def test_pyfunc_model_is_logged_with_its_signature_and_registered(
 def test_disabled_tracking_is_a_no_op(tmp_path: Path) -> None:
     t = Tracker.from_config({"enabled": False}, tmp_path)
     assert isinstance(t, NullTracker) and not t.enabled
+    # an implementation of the protocol, not a Tracker with every method overridden
+    assert isinstance(t, RunTracker) and not isinstance(t, Tracker)
     with t.run("x", {}) as rid:
         t.log_metrics(rid, {"a": 1.0})
         assert t.lightning_logger(rid) is None

@@ -29,7 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from ltr_bench import tracking_keys as keys
 from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
-from ltr_bench.tracking import Tracker, flatten_config
+from ltr_bench.tracking import RunTracker, Tracker, flatten_config
 
 TAG_EXPERIMENT = keys.TAG_EXPERIMENT  # names live in tracking_keys
 TAG_SCALE = keys.TAG_SCALE
@@ -137,7 +137,7 @@ class ExperimentRun:
     cfg: DictConfig
     spec: DictConfig
     out_dir: Path
-    tracker: Tracker
+    tracker: RunTracker
     run_id: str
     files: list[Path] = field(default_factory=list)
 

@@ -30,14 +30,14 @@ from ltr_bench.runner.results import (
     summary_metrics,
 )
 from ltr_bench.runner.tags import dataset_inputs
-from ltr_bench.tracking import Tracker, run_params
+from ltr_bench.tracking import RunTracker, run_params
 
 
 def run_inner_cv(
     cfg: DictConfig,
     protocol: Protocol,
     dataset: Dataset,
-    tracker: Tracker,
+    tracker: RunTracker,
     tags: dict[str, Any],
     ctx: JobContext,
     verbose: bool,
@@ -84,7 +84,7 @@ class _InnerLoop:
     cfg: DictConfig
     protocol: Protocol
     dataset: Dataset
-    tracker: Tracker
+    tracker: RunTracker
     run_id: str
     reevaluation: bool
     reporter: Any

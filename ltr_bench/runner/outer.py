@@ -32,7 +32,7 @@ from ltr_bench.runner.results import (
 from ltr_bench.runner.tags import dataset_inputs, split_fingerprint
 from ltr_bench.tracking import (
     MODEL_NAME,
-    Tracker,
+    RunTracker,
     data_tags,
     filter_eq,
     invocation_id,
@@ -44,7 +44,7 @@ def run_final(
     cfg: DictConfig,
     protocol: Protocol,
     dataset: Dataset,
-    tracker: Tracker,
+    tracker: RunTracker,
     tags: dict[str, Any],
     ctx: JobContext,
     verbose: bool,
@@ -118,7 +118,7 @@ def run_final(
     return result
 
 
-def _print_where(tracker: Tracker, run_id: str, folds: list[FoldResult]) -> None:
+def _print_where(tracker: RunTracker, run_id: str, folds: list[FoldResult]) -> None:
     """Where the run is tracked: its MLflow run, the fold models and the links to the UI
     (nothing when tracking is off)."""
     lines = [tracker.describe_run(run_id)]
@@ -139,7 +139,7 @@ def run_fold(
     protocol: Protocol,
     dataset: Dataset,
     position: int,
-    tracker: Tracker,
+    tracker: RunTracker,
     tags: dict[str, Any],
     parent_id: str,
     params: Mapping[str, str],
@@ -227,7 +227,7 @@ def run_fold(
 
 
 def _log_fold_artifacts(
-    tracker: Tracker, run_id: str, evals: Mapping[str, Any], history: list[Mapping[str, Any]]
+    tracker: RunTracker, run_id: str, evals: Mapping[str, Any], history: list[Mapping[str, Any]]
 ) -> None:
     """Per-query metrics CSV and the learning-curve PNG of one fold run."""
     import pandas as pd

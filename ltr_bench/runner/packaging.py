@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 
 from ltr_bench.runner.pipeline import Prepared, model_spec
 from ltr_bench.runner.results import metric_options
-from ltr_bench.tracking import Tracker
+from ltr_bench.tracking import RunTracker
 
 
 def scoring_pipeline(
@@ -33,7 +33,7 @@ def scoring_pipeline(
     )
 
 
-def log_model(tracker: Tracker, run_id: str, pipeline: Any) -> bool:
+def log_model(tracker: RunTracker, run_id: str, pipeline: Any) -> bool:
     """Save ``pipeline`` and log it as the run's MLflow model (a ranker without
     ``save_params`` logs a warning instead); True when a model was logged."""
     import logging

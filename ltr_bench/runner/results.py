@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ltr_bench import machine
 from ltr_bench import tracking_keys as keys
-from ltr_bench.tracking import Tracker
+from ltr_bench.tracking import RunTracker
 
 
 class TrialFailed(RuntimeError):
@@ -178,7 +178,7 @@ def short_summary(metrics: Mapping[str, Mapping[str, float]], cfg: DictConfig) -
     return ", ".join(parts)
 
 
-def results_json(cfg: DictConfig, result: RunResult, tracker: Tracker) -> str:
+def results_json(cfg: DictConfig, result: RunResult, tracker: RunTracker) -> str:
     """``results.json``: the result, where it is tracked, and the resolved config."""
     out = result.to_json()
     out["mlflow"] = {

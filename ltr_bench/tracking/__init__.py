@@ -9,8 +9,10 @@ Run hierarchy (roles from :mod:`ltr_bench.tracking_keys`):
 
 One module per job:
 
-- ``tracker``: :class:`Tracker` (runs, params, metrics, artifacts of one experiment) and
-  :class:`NullTracker` (tracking off or not DDP rank 0);
+- ``run_tracker``: :class:`RunTracker`, what a tracker is (the protocol code that logs takes),
+  and :class:`NullTracker`, the one that records nothing (tracking off, or not DDP rank 0);
+- ``tracker``: :class:`Tracker` (runs, params, metrics, artifacts of one experiment in an MLflow
+  store);
 - ``signals``: a run ends KILLED on Ctrl-C / SIGTERM, and no signal lands inside a store call;
 - ``store``: the tracking URI, creating the store and experiment under a lock, opening a client;
 - ``search``: reading runs back (the report, drivers reusing finished runs), artifacts;
@@ -19,6 +21,7 @@ One module per job:
 - ``names``: how a name becomes an MLflow key, MLflow's length limits;
 - ``links`` / ``ui_view``: the printed links into the UI, and the saved view they open;
 - ``model_logging``: a saved model as an MLflow ``pyfunc`` model, the registry;
+- ``sweep_runs``: a study's ``sweep`` run, searched for once per process;
 - ``sweep_hooks``: the sweeper's ``sweep.on_study_end`` / ``sweep.on_interrupted`` hooks;
 - ``lightning_logger``: per-epoch metrics from Lightning into a run the Tracker owns.
 
@@ -31,6 +34,7 @@ from __future__ import annotations
 from ltr_bench.tracking.links import filter_eq
 from ltr_bench.tracking.model_logging import MODEL_NAME, PyfuncModel
 from ltr_bench.tracking.params import flatten_config, run_params
+from ltr_bench.tracking.run_tracker import NullTracker, RunTracker
 from ltr_bench.tracking.search import (
     download_run_artifact,
     find_experiment,
@@ -39,13 +43,14 @@ from ltr_bench.tracking.search import (
 )
 from ltr_bench.tracking.signals import RunTerminated, install_signal_handlers
 from ltr_bench.tracking.tags import data_tags, git_commit, invocation_id, machine_tags
-from ltr_bench.tracking.tracker import NullTracker, Tracker, is_rank_zero
+from ltr_bench.tracking.tracker import Tracker, is_rank_zero
 
 __all__ = [
     "MODEL_NAME",
     "NullTracker",
     "PyfuncModel",
     "RunTerminated",
+    "RunTracker",
     "Tracker",
     "data_tags",
     "download_run_artifact",

@@ -45,7 +45,7 @@ def log_study_to_mlflow(
         return
     base_dir = OmegaConf.select(config, "hydra.runtime.cwd", default=None) or os.getcwd()
     tracker = Tracker.from_config(tracking, base_dir)
-    if not tracker.enabled:
+    if not isinstance(tracker, Tracker):  # tracking is off
         return
     tags = {
         keys.TAG_MODEL: OmegaConf.select(config, "model.name", default=None),
@@ -189,7 +189,7 @@ def mark_interrupted_runs(
         return []
     base_dir = OmegaConf.select(config, "hydra.runtime.cwd", default=None) or os.getcwd()
     tracker = Tracker.from_config(tracking, base_dir)
-    if not tracker.enabled:
+    if not isinstance(tracker, Tracker):  # tracking is off
         return []
     numbers = {int(n) for n in trials}
     runs = [

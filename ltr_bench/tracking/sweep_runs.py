@@ -10,19 +10,29 @@ meanwhile fails the check and the search runs again).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ltr_bench import tracking_keys as keys
 from ltr_bench.tracking.store import store_lock
 
-if TYPE_CHECKING:
-    from ltr_bench.tracking.tracker import Tracker
+
+class SweepRunStore(Protocol):
+    """What finding a sweep run needs of a tracker: its store, experiment and client (a
+    :class:`~ltr_bench.tracking.tracker.Tracker`; this module does not import it back)."""
+
+    tracking_uri: str
+    experiment_id: str
+    client: Any
+
+    def start_run(self, name: str, tags: Mapping[str, Any]) -> str: ...
+    def end_run(self, run_id: str, status: str = "FINISHED") -> None: ...
+
 
 _FOUND: dict[tuple[str | None, str | None, str], str] = {}
 
 
 def find_or_create_sweep_run(
-    tracker: Tracker, study_name: str, tags: Mapping[str, Any], name: str | None = None
+    tracker: SweepRunStore, study_name: str, tags: Mapping[str, Any], name: str | None = None
 ) -> str:
     """See :meth:`ltr_bench.tracking.tracker.Tracker.find_or_create_sweep_run`."""
     key = (tracker.tracking_uri, tracker.experiment_id, study_name)
@@ -45,7 +55,7 @@ def find_or_create_sweep_run(
     return run_id
 
 
-def _is_sweep_run(tracker: Tracker, run_id: str, study_name: str) -> bool:
+def _is_sweep_run(tracker: SweepRunStore, run_id: str, study_name: str) -> bool:
     """Whether ``run_id`` is still the active sweep run of ``study_name`` in the experiment."""
     from mlflow.exceptions import MlflowException
 

@@ -1,10 +1,12 @@
-"""The Tracker: the runs of one experiment in one MLflow store, and its no-op twin.
+"""The Tracker: the runs of one experiment in one MLflow store.
 
 One :class:`Tracker` per job talks to MLflow through an explicit ``MlflowClient`` and run ids
 (no global "active run"), so parent and child runs can be open at the same time and a run is
 always ended by the ``with tracker.run(...)`` block that opened it: FINISHED on success, FAILED
 on an error, KILLED on Ctrl-C / SIGTERM (see :mod:`ltr_bench.tracking.signals`).
-:class:`NullTracker` stands in when tracking is off or the process is not DDP rank 0.
+:func:`Tracker.from_config` gives a :class:`~ltr_bench.tracking.run_tracker.NullTracker` instead
+when tracking is off or the process is not DDP rank 0; code that logs takes either as a
+:class:`~ltr_bench.tracking.run_tracker.RunTracker`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ltr_bench.tracking.lightning_logger import run_logger
 from ltr_bench.tracking.links import format_links
 from ltr_bench.tracking.model_logging import PyfuncModel, log_pyfunc_model
 from ltr_bench.tracking.names import MAX_PARAM_LEN, MAX_TAG_LEN, curve_key, sanitize_key
+from ltr_bench.tracking.run_tracker import NullTracker, RunTracker
 from ltr_bench.tracking.signals import RunTerminated, SignalSafe, signals_deferred
 from ltr_bench.tracking.store import (
     ensure_experiment,
@@ -44,10 +47,6 @@ class Tracker:
 
     enabled = True
     system_metrics_interval_s: float | None = None  # tracking.system_metrics: None = off
-    # None on a NullTracker (no store)
-    tracking_uri: str | None
-    experiment_name: str | None
-    experiment_id: str | None
 
     def __init__(
         self,
@@ -75,7 +74,7 @@ class Tracker:
     @staticmethod
     def from_config(
         tracking: DictConfig | Mapping[str, Any], base_dir: str | os.PathLike[str]
-    ) -> Tracker:
+    ) -> RunTracker:
         """A Tracker for the ``tracking`` config group, or a no-op one when disabled / not rank 0."""
         if not tracking.get("enabled", True) or not is_rank_zero():
             return NullTracker()
@@ -149,7 +148,6 @@ class Tracker:
 
     def experiment_link(self, search_filter: str, what: str, run_id: str | None = None) -> str:
         """The printed lines that open ``search_filter``'s runs in the UI (see :func:`format_links`)."""
-        assert self.experiment_id is not None  # set by __init__ (NullTracker overrides this)
         return format_links(self.tracking_uri, self.experiment_id, search_filter, what, run_id)
 
     def describe_run(self, run_id: str) -> str:
@@ -182,7 +180,7 @@ class Tracker:
             with signals_deferred():
                 try:
                     self.end_run(run_id, status)
-                except Exception as exc:  # never mask the original error
+                except Exception as exc:  # noqa: BLE001 - never mask the run's own error
                     log.warning("could not end MLflow run %s as %s: %s", run_id, status, exc)
 
     def find_or_create_sweep_run(
@@ -288,7 +286,6 @@ class Tracker:
         logged (a warning; the run keeps its results)."""
         if not self.log_model_enabled:
             return None
-        assert self.experiment_id is not None  # set by __init__ (NullTracker overrides this)
         try:
             return log_pyfunc_model(
                 self.client, self.experiment_id, run_id, model, self.register_model
@@ -304,78 +301,6 @@ class Tracker:
             tracking_uri=self.tracking_uri,
             run_id=run_id,
         )
-
-
-class NullTracker(Tracker):
-    """Tracking switched off (tracking=none, or a DDP rank other than 0): every call is a no-op."""
-
-    enabled = False
-
-    def __init__(self) -> None:  # noqa: D107 - nothing to set up
-        self.tracking_uri = None
-        self.experiment_name = None
-        self.experiment_id = None
-        self.log_model_enabled = False
-        self.log_artifacts_enabled = False
-        self.register_model = None
-
-    def start_run(
-        self,
-        name: str,
-        tags: Mapping[str, Any],
-        parent_id: str | None = None,
-        description: str | None = None,
-    ) -> str:
-        return ""
-
-    def end_run(self, run_id: str, status: str = "FINISHED") -> None:
-        pass
-
-    def find_or_create_sweep_run(
-        self, study_name: str, tags: Mapping[str, Any], name: str | None = None
-    ) -> str:
-        return ""
-
-    def rename(self, run_id: str, name: str) -> None:
-        pass
-
-    def extend(self, run_id: str) -> None:
-        pass
-
-    def log_inputs(self, run_id: str, inputs: Sequence[Mapping[str, Any]]) -> None:
-        pass
-
-    def experiment_link(self, search_filter: str, what: str, run_id: str | None = None) -> str:
-        return ""
-
-    def describe_run(self, run_id: str) -> str:
-        return ""
-
-    def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
-        pass
-
-    def set_tags(self, run_id: str, tags: Mapping[str, Any]) -> None:
-        pass
-
-    def log_metrics(
-        self, run_id: str, metrics: Mapping[str, float | None], step: int | None = None
-    ) -> None:
-        pass
-
-    def log_history(self, run_id: str, history: Sequence[Mapping[str, Any]]) -> None:
-        pass
-
-    def log_artifact(self, run_id: str, path: Any, artifact_path: str | None = None) -> None:
-        pass
-
-    def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
-        pass
-
-    def log_model(self, run_id: str, model: PyfuncModel) -> str | None:
-        return None
-
-    def lightning_logger(self, run_id: str) -> Any:
-        return None
 
 
 def is_rank_zero() -> bool:
