@@ -19,11 +19,11 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-from ltr_bench.data.queryset import QuerySet  # noqa: E402
-from ltr_bench.metrics import evaluate, ndcg_at_k, ndcg_padded  # noqa: E402
+from ltr_bench.data.queryset import QuerySet
+from ltr_bench.metrics import evaluate, ndcg_at_k, ndcg_padded
 
 
 def make_data(n_queries: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

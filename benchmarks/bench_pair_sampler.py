@@ -15,11 +15,11 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-from ltr_bench.data.batching import PairSampler  # noqa: E402
-from ltr_bench.data.queryset import QuerySet  # noqa: E402
+from ltr_bench.data.batching import PairSampler
+from ltr_bench.data.queryset import QuerySet
 
 N_DOCS = 200_000
 N_PAIRS = 100_000

@@ -50,6 +50,7 @@ smoke size, ``scale=quick``). Every size is an option.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import statistics
@@ -234,45 +235,10 @@ def worker_time(store: Path, workers: int) -> dict[str, float]:
     }
 
 
-def study_phase_times(log: str) -> dict[str, dict[str, float]]:
-    """Seconds a sweep log's studies spent searching and re-evaluating, per study name.
-
-    Read from the sweeper's timestamped lines: a study searches from ``Study '<name>' in <storage>``
-    to its first ``Re-evaluating trial(s)`` line (or ``Best trial``) and re-evaluates from there to
-    ``Best trial``."""
-    import datetime as dt
-    import re
-
-    stamp = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[HYDRA\] (.*)$")
-    studies: dict[str, dict[str, float]] = {}
-    study, phase, since = None, None, 0.0
-    for line in log.splitlines():
-        m = stamp.match(line)
-        if not m:
-            continue
-        t = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
-        text = m.group(2)
-        opened = re.match(r"Study '([^']*)' in ", text)
-        starts = (
-            "search"
-            if opened
-            else "reevaluation"
-            if text.startswith("Re-evaluating trial(s)") and phase == "search"
-            else None
-        )
-        if phase and (starts or text.startswith("Best trial")):
-            studies[study][phase] += t - since
-            phase = None
-        if opened:
-            study = opened.group(1)
-            studies.setdefault(study, {"search": 0.0, "reevaluation": 0.0})
-        if starts:
-            phase, since = starts, t
-    return studies
-
-
 def phase_times(log: str) -> dict[str, float]:
     """Seconds of a sweep log spent searching and re-evaluating, summed over its studies."""
+    from table1_timing import study_phase_times  # a sibling: this script's folder is on sys.path
+
     studies = study_phase_times(log).values()
     return {k: sum(s[k] for s in studies) for k in ("search", "reevaluation")}
 
@@ -535,7 +501,7 @@ def bench_preprocessing(args: argparse.Namespace, root: Path) -> None:
                 ],
             )
         )
-    import lightning  # noqa: F401 - its ~5 s import is not part of any timed trial
+    importlib.import_module("lightning")  # its ~5 s import is not part of any timed trial
 
     print("\ntime per sweep trial (5 inner folds; read = splitting + preprocessing)")
     print(f"{'data':<38}{'cache':>7}{'total':>9}{'read':>9}{'fit':>9}{'objective':>11}")

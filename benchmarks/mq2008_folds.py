@@ -87,7 +87,10 @@ def main() -> None:
         for seed in args.seeds:
             rows = np.array(run_model(model, args.override, seed))
             ndcg, ap, secs = rows[:, 0], rows[:, 1], rows[:, 2]
-            fmt = lambda v: " ".join(f"{x:.4f}" for x in v)  # noqa: E731
+
+            def fmt(v: np.ndarray) -> str:
+                return " ".join(f"{x:.4f}" for x in v)
+
             print(
                 f"{model:14s} {seed:4d}  {fmt(ndcg):38s} {mean_se(ndcg):15s} "
                 f"{fmt(ap):38s} {mean_se(ap):15s} {secs.sum():.1f}",

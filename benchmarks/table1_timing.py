@@ -14,11 +14,44 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from bench_sweep_budget import study_phase_times  # noqa: E402
+
+def study_phase_times(log: str) -> dict[str, dict[str, float]]:
+    """Seconds a sweep log's studies spent searching and re-evaluating, per study name.
+
+    Read from the sweeper's timestamped lines: a study searches from ``Study '<name>' in <storage>``
+    to its first ``Re-evaluating trial(s)`` line (or ``Best trial``) and re-evaluates from there to
+    ``Best trial``."""
+    import datetime as dt
+    import re
+
+    stamp = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[HYDRA\] (.*)$")
+    studies: dict[str, dict[str, float]] = {}
+    study, phase, since = None, None, 0.0
+    for line in log.splitlines():
+        m = stamp.match(line)
+        if not m:
+            continue
+        t = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        text = m.group(2)
+        opened = re.match(r"Study '([^']*)' in ", text)
+        starts = (
+            "search"
+            if opened
+            else "reevaluation"
+            if text.startswith("Re-evaluating trial(s)") and phase == "search"
+            else None
+        )
+        if phase and (starts or text.startswith("Best trial")):
+            studies[study][phase] += t - since
+            phase = None
+        if opened:
+            study = opened.group(1)
+            studies.setdefault(study, {"search": 0.0, "reevaluation": 0.0})
+        if starts:
+            phase, since = starts, t
+    return studies
 
 
 def _config_matches(config: dict, study: str) -> bool:

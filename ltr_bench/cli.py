@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except RunTerminated:
         print("ltr-bench: terminated; the MLflow runs are marked KILLED", file=sys.stderr)
         sys.exit(143)
-    except Exception as exc:  # noqa: BLE001 - sorted into user errors and bugs below
+    except Exception as exc:  # sorted into user errors and bugs below; a bug is re-raised
         message = describe_user_error(exc)
         if message is not None:
             _fail(message)

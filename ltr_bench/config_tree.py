@@ -1,10 +1,12 @@
 """Where the ``conf/`` tree is: the one place that knows, so that nothing imports the CLI for it.
 
-``conf/`` sits at the repository's top level and is installed as the package ``ltr_bench.conf``
-(pyproject.toml maps it), so Hydra reads it as a package resource (``pkg://ltr_bench.conf``) in
-an editable install, from a wheel, and from any working directory. The console scripts hand it to
-Hydra; the experiment drivers compose run configs from it. A user's own config folder joins it
-through Hydra's ``--config-dir`` / ``hydra.searchpath`` (docs/guides/own-model.md).
+``conf/`` sits at the repository's top level; ``ltr_bench/conf`` is a symlink to it (not a
+``package-dir`` mapping in pyproject.toml, which would hide the sweeper plugin from Hydra in an
+editable install), so the wheel carries the tree as the package ``ltr_bench.conf`` and Hydra reads
+it as a package resource (``pkg://ltr_bench.conf``) in an editable install, from a wheel, and from
+any working directory. The console scripts hand it to Hydra; the experiment drivers compose run
+configs from it. A user's own config folder joins it through Hydra's ``--config-dir`` /
+``hydra.searchpath`` (docs/guides/own-model.md).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ tab. Protocol and sweep runs only contain those runs and are not sampled twice.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -36,13 +37,11 @@ def interval_from_config(tracking: Mapping[str, Any]) -> float | None:
         raise UserError(
             f"tracking.system_metrics_interval_s must be a number of seconds > 0, got {interval!r}"
         )
-    try:
-        import psutil  # noqa: F401  (MLflow's monitor needs it)
-    except ImportError as exc:
+    if importlib.util.find_spec("psutil") is None:  # MLflow's monitor needs it
         raise UserError(
             "tracking.system_metrics=true needs psutil; install it (pip install psutil) or set "
             "tracking.system_metrics=false"
-        ) from exc
+        )
     return seconds
 
 
@@ -71,7 +70,7 @@ def _start(tracking_uri: str | None, run_id: str, interval_s: float) -> Any:
             run_id, sampling_interval=interval_s, tracking_uri=tracking_uri
         )
         monitor.start()
-    except Exception as exc:  # the run's numbers matter more than its CPU curve
+    except Exception as exc:  # noqa: BLE001 - the run's numbers matter more than its CPU curve
         log.warning("system metrics are not logged for run %s: %s", run_id, exc)
         return None
     return monitor
@@ -84,5 +83,5 @@ def _finish(monitor: Any) -> None:
         monitor.collect_metrics()
         monitor.publish_metrics(monitor.aggregate_metrics())
         monitor.mlflow_logger.flush()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - nor more than the curve's last sample
         log.warning("the last system-metrics sample was not logged: %s", exc)

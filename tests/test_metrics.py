@@ -256,7 +256,10 @@ def _swap_delta(scores, labels, mask, i, j):
     ranked_after = [lb[d] for d in new_order]
     best = sorted(lb, reverse=True)
     idcg = sum((2**x - 1) / math.log2(r + 2) for r, x in enumerate(best))
-    dcg = lambda xs: sum((2**x - 1) / math.log2(r + 2) for r, x in enumerate(xs))  # noqa: E731
+
+    def dcg(xs: list) -> float:
+        return sum((2**x - 1) / math.log2(r + 2) for r, x in enumerate(xs))
+
     return abs(dcg(ranked_after) - dcg(ranked_before)) / idcg
 
 

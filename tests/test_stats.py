@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from itertools import product
 
 import numpy as np
 import pandas as pd
@@ -15,14 +16,21 @@ from scipy import stats as sst
 from ltr_bench.stats import (
     MISSING,
     average_ranks,
+    bayesian_correlated_ttest,
     cd_groups,
     corrected_resampled_ttest,
     critical_difference,
     format_mean_se,
     friedman_nemenyi,
+    holm,
     mean_se,
     nemenyi_q_alpha,
+    paired_randomization_test,
+    paired_ttest,
+    pairwise_bayesian_ttests,
     pairwise_corrected_ttests,
+    per_query_comparison,
+    win_tie_loss,
 )
 
 # ----------------------------------------------------------------------------- format_mean_se
@@ -294,17 +302,6 @@ def test_cd_groups():
 
 # ----------------------------------------------------------------------------- Bayesian / per-query
 
-from itertools import product  # noqa: E402
-
-from ltr_bench.stats import (  # noqa: E402
-    bayesian_correlated_ttest,
-    holm,
-    paired_randomization_test,
-    paired_ttest,
-    pairwise_bayesian_ttests,
-    per_query_comparison,
-    win_tie_loss,
-)
 
 fold_scores = st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=3, max_size=15)
 

@@ -17,10 +17,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
 
-from ltr_bench.stats import pairwise_bayesian_ttests, per_query_comparison, win_tie_loss  # noqa: E402
+from ltr_bench.stats import pairwise_bayesian_ttests, per_query_comparison, win_tie_loss
 
 COLOURS = {"p_a_better": "#2b8cbe", "p_equivalent": "#bdbdbd", "p_b_better": "#e6550d"}
 DEFAULT_ROPE = 0.01

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ltr_bench import tracking_keys as tk
 from ltr_bench.errors import UserError
-from ltr_bench.report.options import DEFAULT_URI, build_parser  # noqa: F401  (re-exported)
+from ltr_bench.report.options import build_parser
 
 ROLE_REPORT = tk.ROLE_REPORT
 

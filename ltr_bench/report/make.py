@@ -163,7 +163,8 @@ def per_query_values(
                 path = download_run_artifact(
                     tracking_uri, run_id, PER_QUERY_FILE, downloads / run_id
                 )
-            except Exception as exc:  # an older run without per-query values: left out, noted
+            # an older run without per-query values is left out (and noted)
+            except Exception as exc:  # noqa: BLE001 - MLflow's error types vary
                 columns[model] = exc
                 continue
             values = pd.read_csv(path)

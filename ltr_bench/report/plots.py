@@ -13,12 +13,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.colors import LinearSegmentedColormap, TwoSlopeNorm  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.colors import LinearSegmentedColormap, TwoSlopeNorm
 
-from ltr_bench.stats import FriedmanResult  # noqa: E402
+from ltr_bench.stats import FriedmanResult
 
 P_FLOOR = 1e-4  # smallest p-value on the colour scale
 ARROW_ROW = "←"  # the row model is significantly better

@@ -28,7 +28,10 @@ def generated_letor(root: Path, n_queries: int = 10, n_features: int = 6, seed: 
     for fold in range(1, 6):
         order = [(fold - 1 + i) % 5 for i in range(5)]
         train = [parts[i] for i in order[:3]]
-        cat = lambda ps, j: np.concatenate([p[j] for p in ps])  # noqa: E731
+
+        def cat(ps: list, j: int) -> np.ndarray:
+            return np.concatenate([p[j] for p in ps])
+
         write_letor(root / f"Fold{fold}" / "train.txt", cat(train, 0), cat(train, 1), cat(train, 2))
         write_letor(root / f"Fold{fold}" / "vali.txt", *parts[order[3]])
         write_letor(root / f"Fold{fold}" / "test.txt", *parts[order[4]])

@@ -7,14 +7,20 @@ accepts it for list models and rejects it, in one sentence, for pair models.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
+from hydra.utils import get_method
+from omegaconf import OmegaConf
 from torch import Tensor
 
 from ltr_bench.errors import UserError
 from ltr_bench.losses import builtin_losses, list_loss, loss_info, pair_loss
 from ltr_bench.models import DirectRanker, ListNet
 
+CONF = Path(__file__).resolve().parents[2] / "conf"
+PAIR_LOSSES = ", ".join(builtin_losses("pair"))  # the sentences list the registry's names
 CALLS: list[tuple[int, ...]] = []
 HERE = __name__  # tests.models.test_loss_kinds
 
@@ -37,18 +43,23 @@ def not_marked(scores: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
 
 def test_kinds_and_costs_are_carried_by_the_functions() -> None:
     assert loss_info(top1_hinge_loss).kind == "list" and loss_info(top1_hinge_loss).cost_power == 1
-    assert {n: loss_info(f).cost_power for n, f in builtin_losses("list").items()} == {
-        "approx_ndcg": 2,
-        "lambda": 2,
-        "lambdaloss": 2,
-        "listmle": 1,
-        "listnet": 1,
-        "neural_ndcg": 2,
-    }
-    assert list(builtin_losses("pair")) == ["hinge", "l2", "logistic"]
+    pair, lists = builtin_losses("pair"), builtin_losses("list")
+    assert sorted([*pair, *lists]) == sorted(builtin_losses()) and not set(pair) & set(lists)
+    assert all(loss_info(f).cost_power == 0 for f in pair.values())
+    assert all(loss_info(f).cost_power >= 1 for f in lists.values())
+    assert (loss_info(lists["listnet"]).cost_power, loss_info(lists["lambda"]).cost_power) == (1, 2)
     assert loss_info(pair_loss(lambda r, label_hi=None, weight=None: r.mean())).kind == "pair"
     with pytest.raises(ValueError):
         list_loss(cost_power=0)
+
+
+def test_the_registry_is_what_conf_loss_offers() -> None:
+    """Every conf/loss option but none names a built-in loss by its short name and _target_."""
+    options = {p.stem: OmegaConf.load(p) for p in (CONF / "loss").glob("*.yaml")}
+    assert options.pop("none").keys() == {"name"}
+    assert sorted(options) == sorted(builtin_losses())
+    for name, node in options.items():
+        assert node.name == name and get_method(node._target_) is builtin_losses()[name]
 
 
 def test_a_new_list_loss_is_used_through_config_only(tmp_path, cli) -> None:
@@ -82,7 +93,7 @@ def test_wrong_kind_or_unmarked_function_is_one_sentence() -> None:
     with pytest.raises(
         UserError,
         match=r"^loss=mine is a list loss, but this model trains with pair "
-        r"losses; choose a pair loss, one of \[hinge, l2, logistic\], or drop",
+        rf"losses; choose a pair loss, one of \[{PAIR_LOSSES}\], or drop",
     ):
         DirectRanker(loss={"name": "mine", "_target_": f"{HERE}.top1_hinge_loss"})
     with pytest.raises(UserError, match="is not marked as a loss; decorate it with"):
@@ -100,7 +111,7 @@ def test_cli_rejects_a_wrong_combination_before_any_run(tmp_path, cli) -> None:
         (
             ["model=ranknet", "loss=listnet"],
             "loss=listnet is a list loss, but this model trains with pair losses; choose a pair loss, "
-            "one of [hinge, l2, logistic], or drop the override",
+            f"one of [{PAIR_LOSSES}], or drop the override",
         ),
     ):
         result = cli(*args, cwd=tmp_path)

@@ -10,11 +10,10 @@ import numpy as np
 import pytest
 
 from ltr_bench.errors import UserError
+from ltr_bench.models import XGBoostRanker  # imports its library lazily: the skip below decides
 from tests.models import gbdt_checks as checks
 
 xgb = pytest.importorskip("xgboost", reason="the gbdt extra is not installed")
-
-from ltr_bench.models import XGBoostRanker  # noqa: E402 - after the skip
 
 
 @pytest.fixture(scope="module")
