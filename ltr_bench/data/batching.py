@@ -262,6 +262,11 @@ class QueryBatches:
     step over all ranks: batches hold ``ceil(batch_queries / world_size)`` queries and each rank
     takes every ``world_size``-th batch, the list wrapped around so that all ranks take the same
     number of steps (about as many as one process takes). ``max_cells`` stays a per-rank bound.
+
+    Padding happens on ``device``: the query offsets go there once, each epoch sends its query
+    order there in one copy (``Q`` integers), and every batch is then cut and padded there with
+    no host-to-device copy and no synchronisation (the widths are known on the host). Without
+    ``shuffle`` the padded batches are the same every epoch and are kept after the first.
     """
 
     def __init__(
@@ -289,6 +294,8 @@ class QueryBatches:
         self.device = torch.device(device)
         self.epoch = 0
         self._n_batches = len(self._chunks(None))
+        self._on_device: dict[str, Tensor] = {}
+        self._kept: list[ListBatch] | None = None
 
     def _chunks(self, rng: np.random.Generator | None) -> list[np.ndarray]:
         per_rank = -(-self.batch_queries // self.world_size)
@@ -306,6 +313,10 @@ class QueryBatches:
         return max(1, math.ceil(self._n_batches / self.world_size)) if self._n_batches else 0
 
     def __iter__(self) -> Iterator[ListBatch]:
+        if self._kept is not None:
+            self.epoch += 1
+            yield from self._kept
+            return
         rng = (
             np.random.default_rng(derive_seed(self.seed, self.epoch, bits=63))
             if self.shuffle
@@ -316,8 +327,38 @@ class QueryBatches:
         if not chunks:
             return
         picks = [(self.rank + i * self.world_size) % len(chunks) for i in range(len(self))]
-        for i in picks:
-            yield self.pad(chunks[i])
+        plan = [chunks[i] for i in picks]
+        if self.shuffle:
+            yield from self._padded(plan)
+        else:
+            self._kept = list(self._padded(plan))
+            yield from self._kept
+
+    def _padded(self, plan: list[np.ndarray]) -> Iterator[ListBatch]:
+        """The batches of ``plan`` (query positions per batch), padded on the device.
+
+        The same rows and mask as :func:`~ltr_bench.data.padding.pad_index` (``fill=0``).
+        """
+        t = self._tables()
+        order = torch.as_tensor(np.concatenate(plan), device=self.device)  # one copy per epoch
+        widths = [int(self._lengths[q].max()) for q in plan]
+        for q, width in zip(order.split([len(q) for q in plan]), widths):
+            col = t["col"][:width]
+            mask = col[None, :] < t["length"][q][:, None]
+            rows = torch.where(mask, t["start"][q][:, None] + col[None, :], 0)
+            yield ListBatch(rows, mask)
+
+    def _tables(self) -> dict[str, Tensor]:
+        """Query starts and lengths and a column index on the device (copied there once)."""
+        if not self._on_device:
+            longest = int(self._lengths.max()) if len(self._lengths) else 0
+            for name, array in (
+                ("start", self._offsets[:-1]),
+                ("length", self._lengths),
+                ("col", np.arange(longest, dtype=np.int64)),
+            ):
+                self._on_device[name] = torch.as_tensor(array, device=self.device)
+        return self._on_device
 
     def pad(self, queries: np.ndarray) -> ListBatch:
         """Row indices ``[B, L]`` and mask of the given query positions."""
