@@ -31,13 +31,14 @@ def position_discounts(width: int, device: torch.device, dtype: torch.dtype) -> 
 def ideal_dcg(labels: Tensor, mask: Tensor, k: int | None = None) -> Tensor:
     """``[Q]`` IDCG@k: the DCG@k of each query's labels sorted in descending order.
 
-    Integer labels take a sort-free path: per-grade counts place each grade on a run of ideal
-    ranks, whose discounts are a difference of discount prefix sums.
+    Integer labels on the CPU take a sort-free path: per-grade counts place each grade on a run
+    of ideal ranks, whose discounts are a difference of discount prefix sums. Elsewhere (a GPU)
+    the sort below needs no wait for the device, which reading the highest grade would.
     """
     mask = mask.to(torch.bool)
     width = labels.shape[1]
     kk = width if k is None else min(k, width)
-    if not labels.is_floating_point() and labels.numel():
+    if not labels.is_floating_point() and labels.numel() and labels.device.type == "cpu":
         lab = labels.masked_fill(~mask, 0)
         n_grades = int(lab.max()) + 1
         if int(lab.min()) >= 0 and n_grades <= 64:
