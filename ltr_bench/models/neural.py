@@ -27,6 +27,13 @@ from ltr_bench.errors import UserError
 from ltr_bench.losses import LossInfo, LossKind, resolve_loss
 from ltr_bench.metrics import parse_metric
 from ltr_bench.models.base import Ranker
+from ltr_bench.models.device import (
+    check_compile,
+    compile_in_place,
+    fit_device,
+    place,
+    scoring_device,
+)
 from ltr_bench.models.lightning_fit import BestState, check_precision, quiet_lightning
 from ltr_bench.models.networks import FeatureMLP, Scorer, make_activation, parse_optimizer
 from ltr_bench.models.ranking_module import RankingModule, staircase_factor
@@ -57,7 +64,10 @@ class NeuralRanker(Ranker):
             precision, ...), e.g. ``conf/trainer/cpu.yaml``.
         enable_progress_bar: overrides the trainer's setting; default off unless the trainer
             config turns it on.
-        score_batch_size: documents per forward pass in :meth:`score`.
+        score_batch_size: documents per forward pass in :meth:`score`, which runs on the device
+            the ranker was trained on (see :mod:`ltr_bench.models.device`).
+        compile: ``torch.compile`` the scorer (opt-in; the first steps pay the compilation, the
+            ranking is the eager one's up to float rounding). Needs a C++ compiler on ``PATH``.
         seed: seeds weights, dropout and batch sampling (Lightning ``seed_everything``).
         name: the model config's name (kept, not used for training).
     """
@@ -93,6 +103,7 @@ class NeuralRanker(Ranker):
         trainer: Mapping[str, Any] | None = None,
         enable_progress_bar: bool | None = None,
         score_batch_size: int = 1 << 16,
+        compile: bool = False,
         seed: int = 0,
         name: str | None = None,
     ) -> None:
@@ -119,7 +130,10 @@ class NeuralRanker(Ranker):
         self.trainer_kwargs = dict(plain(trainer) or {})
         self.enable_progress_bar = enable_progress_bar
         self.score_batch_size = int(score_batch_size)
+        self.compile = bool(compile)
         self.module_: RankingModule | None = None
+        #: the device of the last fit (Lightning returns the module on the CPU; scoring goes back)
+        self.fit_device_: torch.device | None = None
         self.best_epoch_: int | None = None
         self._check_config()
 
@@ -139,6 +153,7 @@ class NeuralRanker(Ranker):
                 f"model.early_stopping_patience must be >= 0 or null, got {self.early_stopping_patience}"
             )
         check_precision(self.trainer_kwargs.get("precision"))
+        check_compile(self.compile)
         make_activation(self.output_activation, key="model.output_activation")
         self._loss = resolve_loss(self.loss, self.loss_kind)
         FeatureMLP(1, self.hidden_sizes, self.activation, self.dropout, self.bias)
@@ -187,6 +202,8 @@ class NeuralRanker(Ranker):
             vali = None
         L.seed_everything(self.seed, workers=False, verbose=False)
         module = self.build_module(self.build_scorer(train.n_features), train, vali)
+        if self.compile:
+            compile_in_place(module.scorer)
         best = BestState(module.vali_key, restore=self.restore_best)
         callbacks: list[L.Callback] = [best]
         if vali is not None and self.early_stopping_patience is not None:
@@ -201,7 +218,8 @@ class NeuralRanker(Ranker):
         with tempfile.TemporaryDirectory(prefix="ltr_bench_") as root, quiet_lightning():
             trainer = L.Trainer(**self._trainer_kwargs(callbacks, logger, vali is not None, root))
             trainer.fit(module)
-        module._tensors.clear()
+        module.release_fit_tensors()
+        self.fit_device_ = fit_device(trainer)
         self.module_ = module
         self.history = list(module.history)
         self.best_epoch_ = best.best_epoch
@@ -252,11 +270,13 @@ class NeuralRanker(Ranker):
             raise UserError(
                 f"the data has {x.shape[-1]} features but the model was trained on {expected}"
             )
+        place(self.scorer_, scoring_device(self.fit_device_))
         device = next(self.scorer_.parameters()).device
         return torch.as_tensor(np.ascontiguousarray(x, dtype=np.float32), device=device)
 
     def score(self, data: QuerySet | np.ndarray) -> np.ndarray:
-        """``g(x) = w . nn(x)`` per document: one batched forward pass per document, eval mode.
+        """``g(x) = w . nn(x)`` per document, in eval mode, in batches of ``score_batch_size``
+        documents on the device of the fit (the features go there in one copy).
 
         Ranking by these scores is ranking by the trained ranking function (output activations are
         monotone, so they are left out; this also avoids ties from a saturated sigmoid).

@@ -1,12 +1,15 @@
 """The LightningModule side of the neural rankers: training batches drawn on the device,
 validation on padded query batches, the optimiser and its staircase learning-rate schedule.
 
-Training data live on the module's device as one tensor; batches are index tensors drawn there (no
-DataLoader, no worker processes, no host round trip per step). Under DDP each rank draws its own
-share of every step's batch (seeded with its rank; ``batch_size`` counts a step over all ranks, so
-a config trains the same on any number of devices) and evaluates the whole validation set in full
-precision, so every rank sees the same, complete validation metric (Lightning does not shard
-iterables that are not DataLoaders).
+A fold's tensors (features, labels, pair tables, query offsets) go to the module's device once per
+fit, when the fit starts; batches are index tensors drawn and padded there (no DataLoader, no
+worker processes, no host-to-device copy per step), and the step loop never waits for the device:
+the training loss is summed on the device and read once per epoch.
+
+Under DDP each rank draws its own share of every step's batch (seeded with its rank;
+``batch_size`` counts a step over all ranks, so a config trains the same on any number of
+devices) and evaluates the whole validation set in full precision, so every rank sees the same,
+complete validation metric (Lightning does not shard iterables that are not DataLoaders).
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ class RankingModule(L.LightningModule):
         self._epoch_start = time.perf_counter()
         self._train_seconds = math.nan
         self._vali_values: list[Tensor] = []
+        self._vali_batches: QueryBatches | None = None
         self._last_vali = math.nan
 
     # ------------------------------------------------------------------ data on the device
@@ -109,6 +113,20 @@ class RankingModule(L.LightningModule):
             )  # a copy: data may be read-only
             self._tensors[name] = t
         return t
+
+    def on_fit_start(self) -> None:
+        """The fold's features and labels go to the device once, before the first step."""
+        for name in ("train_x", "train_y", "vali_x", "vali_y"):
+            if name.startswith("train") or self.vali_set is not None:
+                self.data(name)
+
+    def release_fit_tensors(self) -> None:
+        """Free what the fit kept on the device (data, validation batches, pair tables)."""
+        self._tensors.clear()
+        self._vali_batches = None
+        sampler = getattr(self, "sampler", None)
+        if sampler is not None and hasattr(sampler, "to"):
+            sampler.to("cpu")
 
     def _rank_world(self) -> tuple[int, int]:
         trainer = self._trainer
@@ -146,8 +164,15 @@ class RankingModule(L.LightningModule):
         self._n_steps += 1
         return loss
 
+    def _wait_for_device(self) -> None:
+        """Let a GPU finish the epoch's queued work before the clock is read (once per epoch),
+        so epoch times are the device's, not the time it took to queue the steps."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
     def on_train_epoch_end(self) -> None:
         mean = (self._loss_sum / max(self._n_steps, 1)) if self._loss_sum is not None else None
+        self._wait_for_device()
         seconds = time.perf_counter() - self._epoch_start
         if math.isnan(self._train_seconds):
             self._train_seconds = seconds
@@ -167,19 +192,23 @@ class RankingModule(L.LightningModule):
 
     # ------------------------------------------------------------------ validation
     def val_dataloader(self) -> Iterable[Any]:
+        """The validation queries in padded batches, made on the device once per fit."""
         if self.vali_set is None:
             return []
-        return QueryBatches(
-            self.vali_set,
-            batch_queries=1 << 30,
-            max_cells=self.vali_batch_cells,
-            shuffle=False,
-            device=self.device,
-        )
+        if self._vali_batches is None or self._vali_batches.device != self.device:
+            self._vali_batches = QueryBatches(
+                self.vali_set,
+                batch_queries=1 << 30,
+                max_cells=self.vali_batch_cells,
+                shuffle=False,
+                device=self.device,
+            )
+        return self._vali_batches
 
     def on_validation_epoch_start(self) -> None:
         self._vali_values = []
         if math.isnan(self._train_seconds):  # validation ends the epoch's training part
+            self._wait_for_device()
             self._train_seconds = time.perf_counter() - self._epoch_start
 
     def validation_step(self, batch: Any, batch_idx: int) -> None:

@@ -1,0 +1,83 @@
+"""Where a neural ranker computes: the device of its fit, scoring there afterwards, and the
+opt-in ``torch.compile`` of its scorer.
+
+Lightning moves a module back to the CPU when a fit ends; :func:`scoring_device` and
+:func:`place` bring the scorer back to the device it was trained on, so ``score()`` runs there in
+large batches (one host-to-device copy of the features, one copy of the scores back). A CPU fit
+stays on the CPU and touches nothing of CUDA.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+import torch
+from torch import nn
+
+from ltr_bench.errors import UserError
+
+#: C++ compilers torch.compile's CPU backend can use (it also needs C for the GPU's launchers)
+CXX_COMPILERS = ("c++", "g++", "clang++")
+
+
+def compile_unavailable() -> str | None:
+    """Why ``torch.compile`` cannot run in this process (None when it can).
+
+    Inductor builds C++ kernels on the CPU (and small C launchers for Triton on a GPU), so it
+    needs a compiler on ``PATH``; Dynamo itself is missing on some Python versions.
+    """
+    dynamo_ok = getattr(getattr(torch, "_dynamo", None), "is_dynamo_supported", lambda: True)
+    if not dynamo_ok():
+        return f"torch.compile does not support this Python with torch {torch.__version__}"
+    names = [os.environ.get("CXX", ""), *CXX_COMPILERS]
+    if not any(n and shutil.which(n) for n in names):
+        return (
+            f"torch.compile needs a C++ compiler and none of {', '.join(CXX_COMPILERS)} "
+            "(or $CXX) is on PATH"
+        )
+    return None
+
+
+def check_compile(enabled: bool) -> None:
+    """A one-sentence :class:`UserError` when ``model.compile=true`` cannot work here."""
+    reason = compile_unavailable() if enabled else None
+    if reason is not None:
+        raise UserError(
+            f"model.compile=true cannot work here: {reason}; install a compiler "
+            "(e.g. apt-get install g++) or set model.compile=false"
+        )
+
+
+def compile_in_place(module: nn.Module) -> nn.Module:
+    """``module.compile()``: its forward runs compiled (built at the first call, per input
+    shape and device); its parameters and ``state_dict`` keys are untouched, so saving,
+    loading and the best-epoch copy work as without it."""
+    module.compile()
+    return module
+
+
+def fit_device(trainer: Any) -> torch.device:
+    """The device a Lightning ``Trainer`` trained on (its strategy's root device)."""
+    return torch.device(trainer.strategy.root_device)
+
+
+def scoring_device(trained_on: torch.device | None) -> torch.device:
+    """Where to score: the device of the fit when this process can still use it, else the CPU.
+
+    Asks CUDA only when the fit ran on CUDA (a CPU run never initialises it)."""
+    if trained_on is None or trained_on.type == "cpu":
+        return torch.device("cpu")
+    if trained_on.type == "cuda" and not torch.cuda.is_available():
+        return torch.device("cpu")
+    return trained_on
+
+
+def place(module: nn.Module, device: torch.device) -> nn.Module:
+    """Move ``module`` to ``device`` unless it is there already (a no-op on the CPU after a CPU
+    fit)."""
+    first = next(module.parameters(), None)
+    if first is not None and first.device != device:
+        module.to(device)
+    return module
