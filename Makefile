@@ -21,7 +21,7 @@ PYTEST_SLOWEST ?= --durations=15
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS=tests/test_stats.py` (one file only).
 PYTEST_ARGS ?=
 
-.PHONY: setup lint test test-all test-heavy test-slow bench docs docs-screenshots results results-models results-claims results-leaderboard results-leaderboard-compute clean
+.PHONY: setup lint test test-all test-heavy test-slow bench docs docs-screenshots results results-models results-claims results-leaderboard results-leaderboard-compute gpu-check gpu-wheels clean
 
 setup:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -104,6 +104,20 @@ PARTS ?= null
 results-leaderboard-compute:
 	$(BIN)/ltr-bench experiment=leaderboard threads=1 'experiment.parts=$(PARTS)' \
 	  ++experiment.results_page=docs/results/leaderboard-mq2008.md
+
+# The GPU check (benchmarks/gpu_check.py): on a machine with a CUDA GPU, the neural rankers'
+# device path measured in full (at most ~8 min on one H100) and docs/results/gpu-check.md
+# written; QUICK=1 runs the same script on the CPU with small data (under 2 min; CI runs it).
+# GPU_CHECK_PAGE writes the page elsewhere. On a GPU machine without a venv it runs python3.
+GPU_PY := $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
+GPU_CHECK_PAGE ?= docs/results/gpu-check.md
+gpu-check:
+	$(GPU_PY) benchmarks/gpu_check.py $(if $(QUICK),--quick) --page $(GPU_CHECK_PAGE)
+
+# The wheels a GPU machine without a package registry needs for `make gpu-check`, fetched here
+# into .whl/ (listed in .git/info/exclude; carried with the working tree).
+gpu-wheels:
+	$(BIN)/python benchmarks/gpu_wheels.py
 
 clean:
 	rm -rf $(VENV) multirun/*/ outputs/ mlflow.db .ltr_cache site

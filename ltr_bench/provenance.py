@@ -38,6 +38,17 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+def gpu_model() -> str | None:
+    """The machine's GPUs as ``<count> x <model> (<GiB> GiB)`` from ``nvidia-smi`` (None without
+    one); read in another process, so writing a page never initialises CUDA here."""
+    from ltr_bench.machine import _gpus_from_nvidia_smi
+
+    gpus = _gpus_from_nvidia_smi()
+    if not gpus:
+        return None
+    return f"{gpus['gpu_count']} x {gpus['gpu_model']} ({gpus['gpu_memory_gib']} GiB)"
+
+
 def load_average() -> float | None:
     """The 1-minute load average (None where the OS has none): how busy the cores were."""
     try:
@@ -92,6 +103,7 @@ class Provenance:
     load_after: float | None
     started: datetime
     wall_s: float
+    gpu: str | None = None
 
     @classmethod
     def collect(cls, command: str, started: datetime, load_before: float | None) -> Provenance:
@@ -110,7 +122,8 @@ class Provenance:
             ("git commit", f"`{self.commit}`"),
             (
                 "machine",
-                f"{self.cores} cores, {self.cpu}, {platform.system()} {platform.release()}",
+                f"{self.cores} cores, {self.cpu}, {platform.system()} {platform.release()}"
+                + (f", {self.gpu}" if self.gpu else ""),
             ),
             ("load average", f"{load(self.load_before)} at start, {load(self.load_after)} at end"),
             ("date", self.started.strftime("%Y-%m-%d %H:%M UTC")),
@@ -140,6 +153,7 @@ class Start:
             load_after=load_average(),
             started=self.started,
             wall_s=(now - self.started).total_seconds(),
+            gpu=gpu_model(),
         )
 
 
