@@ -68,7 +68,7 @@ class Size:
     sweep_epochs: int  # epochs per sweep run
 
 
-FULL = Size(2_270_000, 5.0, 8.0, 10, 9_600, 5, trials=8, workers=2, sweep_docs=3000, sweep_epochs=3)
+FULL = Size(2_270_000, 3.0, 5.0, 10, 9_600, 5, trials=8, workers=2, sweep_docs=3000, sweep_epochs=3)
 QUICK = Size(4_000, 1.0, 1.0, 3, 1_200, 1, trials=8, workers=2, sweep_docs=400, sweep_epochs=1)
 #: the MQ2008-sized fits are skipped when the check has run this long (it must fit 8 minutes)
 MQ_DEADLINE_S = 390.0
