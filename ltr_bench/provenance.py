@@ -162,21 +162,6 @@ def start(command: str) -> Start:
     return Start(command, git_commit(), datetime.now(UTC), load_average())
 
 
-def write_page(path: Path | str, title: str, body: str, provenance: Provenance) -> Path:
-    """Write ``# title``, the provenance table and ``body`` (Markdown, without this machine's
-    absolute paths: :func:`machine_paths_out`) to ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = f"{GENERATED_MARK}\n# {title}\n\n{provenance.markdown()}\n{body.rstrip()}\n"
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def run_to_page(command: list[str], page: Path, title: str, intro: str = "") -> int:
-    """Run ``command``, echo its output, and write it as a page with its provenance.
-
-    The page is written only when the command exits 0, so a failed measurement never replaces
-    a good page. Returns the command's exit code."""
 def machine_paths_out(text: str) -> str:
     """``text`` without this machine's absolute paths: the data root set in ``$LTR_DATA``, the
     working directory (``.``), the temporary folder (``$TMPDIR``) and the home folder (``~``)
@@ -196,11 +181,26 @@ def machine_paths_out(text: str) -> str:
     return text
 
 
+def write_page(path: Path | str, title: str, body: str, provenance: Provenance) -> Path:
+    """Write ``# title``, the provenance table and ``body`` (Markdown, without this machine's
+    absolute paths: :func:`machine_paths_out`) to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = machine_paths_out(body)
+    text = f"{GENERATED_MARK}\n# {title}\n\n{provenance.markdown()}\n{body.rstrip()}\n"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def run_to_page(command: list[str], page: Path, title: str, intro: str = "") -> int:
+    """Run ``command``, echo its output, and write it as a page with its provenance.
+
+    The page is written only when the command exits 0, so a failed measurement never replaces
+    a good page. Returns the command's exit code."""
     begun = start(shlex.join(command))
     proc = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
     )
-    body = machine_paths_out(body)
     assert proc.stdout is not None
     lines = []
     for line in proc.stdout:
