@@ -35,8 +35,10 @@ def _write_bundles(root: Path, tables: Path) -> dict[int, list[str]]:
             continue
         levels = {m: 0.75 if m == "lambdamart" else 0.72 for m in labels[k]}
         fake_rows(levels, seed=k).to_csv(tables / f"refits{k}.csv", index=False)
+        # parts 1 and 2 are Table 1's own invocations: their bundles carry Table 1's run name
+        name = f"table1_mq2008_folds.part{k}" if k <= 2 else piece.name
         record = {
-            "name": piece.name,
+            "name": name,
             "experiment": "table1",
             "scale": "full",
             "seed": 0,
@@ -93,5 +95,12 @@ def test_the_page_comes_from_bundles_and_names_the_missing_part_with_its_command
     assert "| ListNet* + LambdaLoss | " in text.split("against each model (test NDCG@10)")[1]
     assert f"not yet run: part {MISSING}/10 (leaderboard_mq2008.part{MISSING})" in text
     assert not (tmp_path / "out" / "runs").exists()  # nothing ran
-    part1 = next((tmp_path / "bundles" / "full").glob("leaderboard_mq2008.part1-*"))
+    # found by its invocation key under Table 1's name, and given the claim's page
+    part1 = next((tmp_path / "bundles" / "full").glob("table1_mq2008_folds.part1-*"))
+    assert (
+        f"| 1 | RankNet* (DirectRanker), AdaRank, LambdaMART (LightGBM) | bundle | "
+        f"bundle bundles/full/{part1.name}, " in text
+    )
     assert "ext-leaderboard-mq2008-ranknet-star-rope" in (part1 / "claims.md").read_text()
+    part3 = next((tmp_path / "bundles" / "full").glob("leaderboard_mq2008.part3-*"))
+    assert (part3 / "claims.md").is_file()
