@@ -5,6 +5,7 @@ Groups: ``hydra/sweeper`` -> ``ltr_optuna``; ``hydra/sweeper/sampler`` -> ``tpe`
 ``successive_halving``, ``hyperband``. The surface follows hydra-optuna-sweeper (``params``, ``sampler``,
 ``direction``, ``n_trials``, ``n_jobs``, ``storage``, ``study_name``, ``max_failure_rate``) and adds
 the keys this project needs for resumable, shareable sweeps (see ``LtrOptunaSweeperConf``).
+:class:`Settings` is the same keys as the sweeper uses them: plain data, each checked once.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
+
+from ltr_bench.confutil import plain
+from ltr_bench.errors import UserError
 
 SWEEPER_TARGET = "hydra_plugins.ltr_bench_sweeper.LtrOptunaSweeper"
 
@@ -49,7 +53,7 @@ class GridSamplerConf:
     walks it in a shuffled order (useful when ``n_trials`` is smaller than the grid).
     """
 
-    _target_: str = "ltr_bench.sweeper.grid.GridSearchSampler"
+    _target_: str = "ltr_bench.sweeper.search.grid.GridSearchSampler"
     seed: int | None = None
 
 
@@ -110,14 +114,14 @@ class ReevaluateConf:
     The ``top_k`` best trials run once more with ``++sweep.reevaluation=true`` plus ``overrides``;
     the app scores the same config on fresh splits/seeds (ltr_bench: ``protocol.reevaluation_repeats``
     new inner-CV repeats) and the sweeper selects the trial with the best value pooled over the
-    search's and the re-evaluation's folds (see :mod:`ltr_bench.sweeper.reevaluation`). With a
-    ``pruner`` the re-evaluations race fold by fold (:mod:`ltr_bench.sweeper.reevaluation_racing`).
+    search's and the re-evaluation's folds (see :mod:`ltr_bench.sweeper.reevaluation.pooling`). With a
+    ``pruner`` the re-evaluations race fold by fold (:mod:`ltr_bench.sweeper.reevaluation.racing`).
     """
 
     top_k: int = 0
     overrides: list[str] = field(default_factory=list)
     # null: every re-evaluation runs all its folds; a pruner config (``_target_``) races them, e.g.
-    # {_target_: ltr_bench.sweeper.reevaluation_racing.PairedRacePruner, z: 2.0, min_folds: 3}
+    # {_target_: ltr_bench.sweeper.reevaluation.racing.PairedRacePruner, z: 2.0, min_folds: 3}
     # (the search=<model> TPE configs): a candidate that cannot catch up is dropped.
     pruner: Any = None
 
@@ -154,12 +158,12 @@ class LtrOptunaSweeperConf:
       with the best value pooled over search and re-evaluation; a less lucky, more reliable choice
       when the objective is noisy. Stored in the study, so resuming does not repeat them.
       ``reevaluate.pruner`` (a pruner config, null = off) races them fold by fold and drops a
-      candidate that cannot catch up (:mod:`ltr_bench.sweeper.reevaluation_racing`).
+      candidate that cannot catch up (:mod:`ltr_bench.sweeper.reevaluation.racing`).
     Every job gets the overrides ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>``.
     pruner: ``hydra/sweeper/pruner=none|median|successive_halving|hyperband`` (Optuna's pruners,
       options as keys, e.g. ``hydra.sweeper.pruner.n_startup_trials=8``); with one, search jobs
       also get ``++sweep.storage=<url>`` and ``++sweep.pruner={...}`` so that they can report
-      their running objective and stop early (:mod:`ltr_bench.sweeper.pruning`).
+      their running objective and stop early (:mod:`ltr_bench.sweeper.search.pruning`).
     progress: one updating line per study (trials done, pruned, failed, best with its SE,
       elapsed, ETA): a tqdm bar on a terminal, plain log lines otherwise.
     heartbeat_interval / grace_period: seconds; a trial of another host whose heartbeat is older
@@ -210,6 +214,108 @@ class LtrOptunaSweeperConf:
     enqueue_trials: list[Any] = field(default_factory=list)
     reevaluate: ReevaluateConf = field(default_factory=ReevaluateConf)
     params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Settings:
+    """The ``hydra.sweeper`` keys as the sweeper uses them (meanings: :class:`LtrOptunaSweeperConf`):
+    plain data, each checked here once, a bad value one sentence naming its key."""
+
+    sampler: Any
+    direction: str = "maximize"
+    n_trials: int | None = None
+    n_jobs: int = 1
+    storage: str | None = None
+    storage_dir: str = "multirun/optuna"
+    study_name: str | None = None
+    study_per: Any = ()
+    max_failure_rate: float = 0.5
+    fatal_errors: Any = ()
+    max_duplicate_retries: int = 10
+    heartbeat_interval: int = 30
+    grace_period: Any = None  # None: 2 x heartbeat_interval
+    orphan_grace_period: float = 30.0
+    enqueue_defaults: bool = False
+    enqueue_trials: Any = ()
+    reevaluate: Any = None
+    params: Any = None
+    pruner: Any = None
+    progress: bool = True
+    asynchronous: bool = True
+    reproducible: bool = False
+    top_k: Any = field(init=False)  # reevaluate.top_k
+    reevaluate_overrides: list[str] = field(init=False)  # reevaluate.overrides
+    race: dict[str, Any] = field(init=False)  # reevaluate.pruner
+    fatal_classes: tuple[type[BaseException], ...] = field(init=False, default=())
+
+    def __post_init__(self) -> None:
+        self.direction = str(self.direction).lower()
+        self.n_jobs = int(self.n_jobs)
+        self.study_per = list(self.study_per or [])
+        self.max_failure_rate = float(self.max_failure_rate)
+        self.fatal_errors = list(self.fatal_errors or [])
+        self.max_duplicate_retries = int(self.max_duplicate_retries)
+        self.heartbeat_interval = int(self.heartbeat_interval)
+        gp = self.grace_period
+        self.grace_period = int(gp) if gp is not None else 2 * self.heartbeat_interval
+        self.orphan_grace_period = float(self.orphan_grace_period)
+        self.enqueue_defaults = bool(self.enqueue_defaults)
+        self.enqueue_trials = list(plain(self.enqueue_trials) or [])
+        reevaluate = plain(self.reevaluate) or {}
+        self.top_k = reevaluate.get("top_k", 0)
+        self.reevaluate_overrides = [str(o) for o in reevaluate.get("overrides") or []]
+        self.race = plain(reevaluate.get("pruner")) or {}
+        self.params = plain(self.params) or {}
+        self.pruner = plain(self.pruner) or {}
+        self.progress = bool(self.progress)
+        self.asynchronous = bool(self.asynchronous)
+        self.reproducible = bool(self.reproducible)
+        self._check()
+
+    def _check(self) -> None:
+        if self.direction not in ("maximize", "minimize"):
+            raise UserError(
+                f"hydra.sweeper.direction must be maximize or minimize, not '{self.direction}'."
+            )
+        if self.n_jobs < 1:
+            raise UserError(f"hydra.sweeper.n_jobs must be >= 1, not {self.n_jobs}.")
+        if self.n_trials is not None and int(self.n_trials) < 1:
+            raise UserError(f"hydra.sweeper.n_trials must be >= 1 or null, not {self.n_trials}.")
+        if not 0.0 <= self.max_failure_rate <= 1.0:
+            raise UserError(
+                f"hydra.sweeper.max_failure_rate must be in [0, 1], not {self.max_failure_rate}."
+            )
+        for i, point in enumerate(self.enqueue_trials):
+            if not isinstance(point, dict) or not point:
+                raise UserError(
+                    f"hydra.sweeper.enqueue_trials[{i}] must be a mapping parameter -> value, got {point!r}."
+                )
+        top_k = self.top_k
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+            raise UserError(
+                f"hydra.sweeper.reevaluate.top_k must be an integer >= 0, not {top_k!r}."
+            )
+        if self.heartbeat_interval < 1:
+            raise UserError(
+                f"hydra.sweeper.heartbeat_interval must be >= 1 s, not {self.heartbeat_interval}."
+            )
+
+    def resolve_fatal_errors(self) -> None:
+        """``fatal_errors``' dotted names as exception classes (``fatal_classes``)."""
+        from hydra.utils import get_class
+
+        classes = []
+        for dotted in self.fatal_errors:
+            try:
+                cls = get_class(dotted)
+            except (ImportError, ValueError) as e:  # no such module or class
+                raise UserError(f"hydra.sweeper.fatal_errors: cannot import '{dotted}'.") from e
+            if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+                raise UserError(
+                    f"hydra.sweeper.fatal_errors: '{dotted}' is not an exception class."
+                )
+            classes.append(cls)
+        self.fatal_classes = tuple(classes)
 
 
 def register_configs() -> None:

@@ -1,23 +1,36 @@
-"""Launching jobs through the Hydra launcher: their overrides, SIGTERM, and one batch of them.
+"""How the sweeper's jobs run: their overrides, SIGTERM, and the two pools they run in.
 
-Search trials and re-evaluations launch the same way, through a pool of
-:mod:`~ltr_bench.sweeper.job_pool` (a batch of the launcher, or jobs in flight in joblib's workers).
+Both pools have one interface: :meth:`submit` a job under a key (its trial, or its re-evaluation
+lock), :meth:`wait` for outcomes, :meth:`abort` on Ctrl-C/SIGTERM. An outcome is the job's
+``JobReturn``, or the exception that kept the job from returning one (a config Hydra could not
+compose, a worker process that died).
+
+:class:`BatchPool` (any launcher): the submitted jobs run as one batch of the launcher once the
+sweeper waits; every outcome comes back when the batch's slowest job ends. :class:`JobPool`
+(``hydra/launcher=joblib`` with ``n_jobs > 1``, unless ``asynchronous=false`` or
+``reproducible=true``): each job starts as it is submitted and :meth:`JobPool.wait` returns as
+soon as one ends, so the sweeper tells its trial and starts the next at once. Its jobs run in
+joblib's reusable loky workers (the executor ``joblib.Parallel`` uses, with the thread caps joblib
+gives them), each through the launcher's own job function: the same config, job number, logging
+and orphan guard as in a batch.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import logging
 import signal
 import threading
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
-if TYPE_CHECKING:
-    from ltr_bench.sweeper.sweeper import OptunaSweeperImpl
+from ltr_bench.sweeper.job import STUDY_NAME_KEY, TRIAL_NUMBER_KEY
+from ltr_bench.sweeper.search.space import format_value
 
-TRIAL_NUMBER_KEY = "sweep.trial_number"
-REEVALUATION_KEY = "sweep.reevaluation"
-STUDY_NAME_KEY = "sweep.study_name"
+log = logging.getLogger(__name__)
+
+IDLE_WORKER_TIMEOUT_S = 300  # joblib's default: idle workers end after this long
 
 
 class Terminated(KeyboardInterrupt):
@@ -29,8 +42,8 @@ def sigterm_raises_interrupt() -> Iterator[None]:
     """Make SIGTERM raise in the main thread, so that running trials are marked before exiting.
 
     An app's own SIGTERM handler is kept (``ltr-bench`` raises ``RunTerminated``, ends its MLflow
-    runs KILLED and exits 143); without one, SIGTERM raises :class:`Terminated`, and
-    :meth:`OptunaSweeperImpl.sweep` ends the process by SIGTERM once the trials are marked.
+    runs KILLED and exits 143); without one, SIGTERM raises :class:`Terminated`, and the sweeper
+    ends the process by SIGTERM once the trials are marked.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -60,8 +73,6 @@ def job_overrides(
 ) -> list[str]:
     """A job's overrides: the trial's parameters, the study's own overrides, ``extra``, and
     the trial number and study name the job is told."""
-    from ltr_bench.sweeper.search_space import format_value
-
     return [
         *space.job_overrides(params),
         *variant,
@@ -71,17 +82,184 @@ def job_overrides(
     ]
 
 
-def launch(sweeper: OptunaSweeperImpl, jobs: list[list[str]]) -> Sequence[Any]:
-    """Run ``jobs`` as one batch of the sweeper's launcher; their ``JobReturn`` s.
+def runs_jobs_elsewhere(launcher: Any) -> bool:
+    """Whether ``launcher`` is Hydra's joblib launcher (jobs in worker processes)."""
+    try:
+        from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
+    except ImportError:  # the launcher plugin is not installed
+        return False
+    return isinstance(launcher, JoblibLauncher)
 
-    A batch of several jobs is composed first, so that one bad config cannot waste the others'
-    runs; a composition error (or any error of the launcher itself) propagates, and so do Ctrl-C
-    and SIGTERM.
-    """
-    assert sweeper.launcher is not None
-    if len(jobs) > 1:
-        sweeper.validate_batch_is_legal(jobs)
-    with sigterm_raises_interrupt():
-        returns = sweeper.launcher.launch(jobs, initial_job_idx=sweeper.job_idx)
-    sweeper.job_idx += len(jobs)
-    return returns
+
+def release_workers(executors: set[Any]) -> None:
+    """End the idle workers of ``executors`` once the sweep's every job has returned. Left to
+    themselves they would end only at the sweeper's exit, which then waits for each worker's
+    interpreter to shut down (about 3 s with torch, Lightning and MLflow loaded)."""
+    for executor in executors:
+        executor.shutdown(wait=True, kill_workers=True)
+    executors.clear()
+
+
+def worker_died(error: BaseException) -> bool:
+    """Whether an outcome's exception says the job's worker process died (killed, out of memory)."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    return isinstance(error, BrokenProcessPool)
+
+
+class Jobs:
+    """The sweep's Hydra launcher and what all its studies' jobs share: the job numbers (they go
+    on from study to study), the joblib executors to release at the end, and Hydra's check of a
+    batch (``Sweeper.validate_batch_is_legal``: the jobs' configs compose)."""
+
+    def __init__(
+        self, launcher: Any, validate: Callable[[Any], None], n_jobs: int, in_flight: bool
+    ) -> None:
+        self.launcher = launcher
+        self.validate = validate
+        self.n_jobs = n_jobs
+        self.in_flight = in_flight and n_jobs > 1 and runs_jobs_elsewhere(launcher)
+        self.job_idx = 0
+        self.executors: set[Any] = set()  # joblib executors of the sweep's jobs in flight
+
+    def pool(self) -> BatchPool | JobPool:
+        """A pool for a phase of a study (see the module docstring)."""
+        return JobPool(self) if self.in_flight else BatchPool(self)
+
+    def launch(self, jobs: list[list[str]]) -> Sequence[Any]:
+        """Run ``jobs`` as one batch of the launcher; their ``JobReturn`` s. A batch of several
+        jobs is composed first, so that one bad config cannot waste the others' runs; an error
+        of the launcher itself propagates, and so do Ctrl-C and SIGTERM."""
+        if len(jobs) > 1:
+            self.validate(jobs)
+        with sigterm_raises_interrupt():
+            returns = self.launcher.launch(jobs, initial_job_idx=self.job_idx)
+        self.job_idx += len(jobs)
+        return returns
+
+
+class BatchPool:
+    """Jobs collected into one batch of the launcher, run when :meth:`wait` is called."""
+
+    in_flight = False  # submitted jobs wait for wait()
+
+    def __init__(self, jobs: Jobs) -> None:
+        self.jobs = jobs
+        self.pending: list[tuple[Any, list[str]]] = []
+
+    def __len__(self) -> int:
+        return len(self.pending)
+
+    def keys(self) -> list[Any]:
+        return [key for key, _ in self.pending]
+
+    def submit(self, key: Any, overrides: list[str]) -> None:
+        self.pending.append((key, overrides))
+
+    def wait(self) -> list[tuple[Any, Any]]:
+        """Launch the pending jobs as one batch; ``(key, outcome)`` for each, in submission order.
+        An error of the launch itself (e.g. a config Hydra cannot compose) is every job's outcome;
+        Ctrl-C and SIGTERM propagate with the jobs still pending (see :meth:`abort`)."""
+        jobs = [overrides for _, overrides in self.pending]
+        try:
+            returns = self.jobs.launch(jobs)
+        except Exception as e:  # noqa: BLE001 - any launch error is each job's outcome: its trial fails with it
+            outcomes: list[Any] = [e] * len(jobs)
+        else:
+            outcomes = list(returns)
+        done = [(key, outcome) for (key, _), outcome in zip(self.pending, outcomes)]
+        self.pending = []
+        return done
+
+    def abort(self) -> list[Any]:
+        """The keys of the jobs that did not report back (their batch was interrupted)."""
+        keys = self.keys()
+        self.pending = []
+        return keys
+
+
+class JobPool:
+    """Jobs in flight in joblib's loky worker processes (``hydra.launcher.n_jobs`` of them, as
+    joblib's ``effective_n_jobs`` counts); :meth:`wait` returns as soon as any ends."""
+
+    in_flight = True  # a submitted job starts at once
+
+    def __init__(self, jobs: Jobs) -> None:
+        import joblib
+        from hydra.core.utils import setup_globals
+        from joblib.externals.loky import get_reusable_executor
+
+        from ltr_bench.sweeper.optuna_private import joblib_worker_env
+
+        self.jobs = jobs
+        n_workers = joblib.effective_n_jobs(jobs.launcher.joblib.get("n_jobs", -1))
+        setup_globals()  # what the launcher does before a batch: Hydra's resolvers
+        self.executor = get_reusable_executor(
+            max_workers=n_workers,
+            timeout=IDLE_WORKER_TIMEOUT_S,
+            env=joblib_worker_env(n_workers),
+        )
+        jobs.executors.add(self.executor)
+        # future -> (submission number, key)
+        self.futures: dict[concurrent.futures.Future, tuple[int, Any]] = {}
+        self.n_submitted = 0
+
+    def __len__(self) -> int:
+        return len(self.futures)
+
+    def keys(self) -> list[Any]:
+        return [key for _, key in sorted(self.futures.values(), key=lambda pair: pair[0])]
+
+    def submit(self, key: Any, overrides: list[str]) -> None:
+        """Start the job in a worker with the next job number. The pool's first job is composed
+        here too, so that a config error of the sweep raises before any worker is busy; later
+        jobs differ in the searched values only, and the worker composes each (a config error
+        there is the job's outcome, as fatal). Composing every job here cost the workers' cores
+        about 0.3 s per trial."""
+        from hydra.core.singleton import Singleton
+
+        from ltr_bench.sweeper.optuna_private import joblib_execute_job
+
+        launcher = self.jobs.launcher
+        if self.n_submitted == 0:
+            self.jobs.validate([overrides])
+        future = self.executor.submit(
+            joblib_execute_job(),
+            self.jobs.job_idx,
+            list(overrides),
+            launcher.hydra_context,
+            launcher.config,
+            launcher.task_function,
+            Singleton.get_state(),
+        )
+        self.jobs.job_idx += 1
+        self.futures[future] = (self.n_submitted, key)
+        self.n_submitted += 1
+
+    def wait(self, poll_s: float = 1.0) -> list[tuple[Any, Any]]:
+        """``(key, outcome)`` of the jobs that ended, once at least one has (submission order).
+        Polls so that a signal handler's exception (Ctrl-C, SIGTERM) is raised promptly."""
+        done: set[concurrent.futures.Future] = set()
+        while not done:
+            done, _ = concurrent.futures.wait(
+                list(self.futures), timeout=poll_s, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+        ended = []
+        for future in done:
+            number, key = self.futures.pop(future)
+            error = future.exception()
+            ended.append((number, key, error if error is not None else future.result()))
+        ended.sort(key=lambda item: item[0])
+        return [(key, outcome) for _, key, outcome in ended]
+
+    def abort(self) -> list[Any]:
+        """Stop the running jobs as ``joblib.Parallel`` does on an interrupt (their workers are
+        ended); the keys of the jobs that did not report back."""
+        keys = self.keys()
+        self.futures.clear()
+        if keys:
+            try:
+                self.executor.shutdown(wait=True, kill_workers=True)
+            except Exception as e:  # noqa: BLE001 - the sweep is ending anyway: warn, never mask its error
+                log.warning("Could not stop the joblib workers: %s", e)
+        return keys

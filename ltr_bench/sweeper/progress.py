@@ -15,6 +15,11 @@ import sys
 import time
 from typing import Any, TextIO
 
+from optuna.trial import TrialState
+
+from ltr_bench.sweeper.job import ATTR_SE
+from ltr_bench.sweeper.trials import is_counted_failure
+
 log = logging.getLogger(__name__)
 
 
@@ -32,18 +37,10 @@ def format_duration(seconds: float | None) -> str:
 
 def study_counts(study: Any, maximize: bool) -> dict[str, Any]:
     """Finished, complete, pruned and counted-failed trials and the best value with its SE."""
-    from optuna.trial import TrialState
-
-    from ltr_bench.sweeper.objective import ATTR_SE
-    from ltr_bench.sweeper.trials import ATTR_FAIL, COUNTED_FAIL_REASONS
-
     trials = study.get_trials(deepcopy=False)
     complete = [t for t in trials if t.state == TrialState.COMPLETE and t.value is not None]
     pruned = sum(t.state == TrialState.PRUNED for t in trials)
-    failed = sum(
-        t.state == TrialState.FAIL and t.user_attrs.get(ATTR_FAIL) in COUNTED_FAIL_REASONS
-        for t in trials
-    )
+    failed = sum(is_counted_failure(t) for t in trials)
     best = None
     if complete:
         best = (max if maximize else min)(complete, key=lambda t: t.value)
@@ -139,6 +136,3 @@ def _is_terminal(stream: Any) -> bool:
 
 def _short(name: str, width: int = 40) -> str:
     return name if len(name) <= width else "..." + name[-(width - 3) :]
-
-
-__all__ = ["StudyProgress", "study_counts", "format_duration"]

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from ltr_bench.errors import UserError
-from ltr_bench.sweeper.summary import RESULTS_FILE
+from ltr_bench.sweeper.storage import file_stem
 
 REFIT_KEY = "refit_best"
+RESULTS_FILE = "optimization_results.yaml"  # the sweeper's summary of every study in a sweep dir
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def _refit_of_study(
         seed = _single_seed([a for a in out if _key(a) == "seed"][-1:], sweep_seed)
     run_dir = None
     if not any(_key(a) == "hydra.run.dir" for a in out):
-        study_dir = path.parent / subdir / _folder_name(str(st["study_name"] or "best"))
+        study_dir = path.parent / subdir / file_stem(str(st["study_name"] or "best"))
         run_dir = str(_reserve(study_dir / (f"seed{seed}" if seed is not None else "run")))
         out.append(f"hydra.run.dir={_value(run_dir)}")
     label = " ".join(st["study_overrides"]) or str(st["study_name"] or "best")
@@ -352,13 +353,6 @@ def _dedupe_last_wins(args: list[str]) -> list[str]:
 def _value(value: Any) -> str:
     """``value`` in Hydra's override grammar, parsing back to exactly ``value`` (one function for
     the sweeper's job overrides and the refit's; imported lazily: it needs Optuna)."""
-    from ltr_bench.sweeper.search_space import format_value
+    from ltr_bench.sweeper.search.space import format_value
 
     return format_value(value)
-
-
-def _folder_name(study_name: str) -> str:
-    """The study's file-name-safe stem, as for its default SQLite file."""
-    from ltr_bench.sweeper.storage import file_stem
-
-    return file_stem(study_name)

@@ -1,4 +1,7 @@
-"""Where a study lives: default study names, the default SQLite path, opening RDB storages."""
+"""Where a study lives: default study names, the default SQLite path, opening RDB storages.
+
+Light to import (Optuna is loaded when a storage is opened): a job opens its trial's storage.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +13,12 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, cast
-
-import optuna
+from typing import TYPE_CHECKING, Literal, cast
 
 from ltr_bench.errors import UserError
+
+if TYPE_CHECKING:
+    import optuna
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +61,14 @@ def sqlite_file(url: str) -> Path | None:
 
 def redact(url: str) -> str:
     """The URL with any password hidden, for logs and result files."""
-    try:
-        from sqlalchemy.engine import make_url
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
 
+    try:
         parsed = make_url(url)
-        return url if parsed.password is None else parsed.render_as_string(hide_password=True)
-    except Exception:
+    except (ArgumentError, ValueError):  # not a URL, or a bad port: nothing to hide
         return url
+    return url if parsed.password is None else parsed.render_as_string(hide_password=True)
 
 
 def with_installed_driver(url: str) -> str:
@@ -91,6 +96,7 @@ def open_storage(
     start together on a fresh database race to create Optuna's tables; the losers see "relation
     ... already exists" (PostgreSQL's DuplicateTable) and retry once the winner is done.
     """
+    import optuna
     import sqlalchemy.exc
 
     from ltr_bench.sweeper.optuna_private import remember_schema_head
@@ -157,6 +163,7 @@ def open_study(
     storage: optuna.storages.RDBStorage, study_name: str, direction: str
 ) -> optuna.Study:
     """Create the study or load it; a stored study with another direction is a UserError."""
+    import optuna
     import sqlalchemy.exc
 
     for attempt in range(5):

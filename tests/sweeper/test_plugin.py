@@ -27,7 +27,7 @@ def test_plugin_is_discovered_from_the_namespace_package() -> None:
     [
         ([], "optuna.samplers.TPESampler"),
         (["hydra/sweeper/sampler=random"], "optuna.samplers.RandomSampler"),
-        (["hydra/sweeper/sampler=grid"], "ltr_bench.sweeper.grid.GridSearchSampler"),
+        (["hydra/sweeper/sampler=grid"], "ltr_bench.sweeper.search.grid.GridSearchSampler"),
     ],
 )
 def test_config_surface(sampler: list[str], target: str) -> None:

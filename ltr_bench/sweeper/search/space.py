@@ -32,6 +32,7 @@ from hydra.core.override_parser.types import (
     RangeSweep,
     Transformer,
 )
+from hydra.errors import HydraException
 from optuna.distributions import (
     BaseDistribution,
     CategoricalDistribution,
@@ -54,7 +55,7 @@ def parse_override(text: str) -> Override:
     """Parse one override string with Hydra's grammar; a syntax error becomes a UserError."""
     try:
         return _parser().parse_override(text)
-    except Exception as e:  # hydra raises OverrideParseException / HydraException
+    except HydraException as e:  # OverrideParseException and the grammar functions' errors
         raise UserError(f"Cannot parse the sweep override '{text}': {e}") from e
 
 
@@ -89,7 +90,7 @@ def _parses_to(text: str, value: Any, context: str = "top") -> bool:
     template, read = _CONTEXTS[context]
     try:
         parsed = read(_parser().parse_override("k=" + template.format(text)).value())
-    except Exception:
+    except HydraException:  # the text does not parse in this place
         return False
     return type(parsed) is type(value) and parsed == value
 

@@ -1,5 +1,6 @@
-"""Setting a study up before its first trial: storage, study, sampler, pruner, budget, enqueued
-points -- and the one lookup of the chosen sampler (its name, its class, whether it is a grid).
+"""One study being swept (:class:`StudyState`, what the search, the re-evaluation and the summary
+are handed) and how it is set up before its first trial: storage, study, interrupted trials,
+enqueued points, sampler, pruner and budget.
 """
 
 from __future__ import annotations
@@ -9,31 +10,57 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import optuna
 from omegaconf import DictConfig, OmegaConf
 
 from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
+from ltr_bench.sweeper.config import Settings
+from ltr_bench.sweeper.job import make_pruner
+from ltr_bench.sweeper.launching import Jobs
+from ltr_bench.sweeper.liveness import (
+    Heartbeat,
+    fail_interrupted_trials,
+    report_interrupted,
+    worker_identity,
+)
+from ltr_bench.sweeper.reevaluation.locks import open_locks
+from ltr_bench.sweeper.search.grid import GridSearchSampler
+from ltr_bench.sweeper.search.space import SearchSpace
+from ltr_bench.sweeper.storage import default_storage_url, open_storage, open_study, redact
+from ltr_bench.sweeper.trials import needs_enqueueing
 
-if TYPE_CHECKING:
-    from ltr_bench.sweeper.sweeper import OptunaSweeperImpl
-
-log = logging.getLogger("ltr_bench.sweeper.sweeper")
+log = logging.getLogger(__name__)
 
 DEFAULT_N_TRIALS = 20
 
 
 @dataclass
-class OpenStudy:
-    """A study ready for its search: where it is stored and what it may spend."""
+class StudyState:
+    """A study ready for its search: its settings, where it is stored, what it may spend."""
 
-    study: Any
-    rdb: Any  # the optuna.storages.RDBStorage the study lives in
+    settings: Settings
+    config: DictConfig  # the sweep's config (the app's hooks sweep.on_*, hydra.runtime)
+    jobs: Jobs  # the launcher, the job numbers, the pools jobs run in
+    study: optuna.Study
+    rdb: optuna.storages.RDBStorage  # the storage the study lives in
     url: str
-    locks: Any  # the companion study of re-evaluation locks, or None without re-evaluation
+    locks: optuna.Study | None  # the companion study of re-evaluation locks, None without
+    heartbeat: Heartbeat  # beats for this process's running trials and locks
+    space: SearchSpace
+    variant: list[str]  # the study's own overrides (one value of each study_per key)
     budget: int
     n_existing: int  # trials stored before this process started
+
+    def recover(self, locks_too: bool = False) -> None:
+        """Fail the trials (and locks) whose sweeper is gone; hand them to the app's hook."""
+        found = fail_interrupted_trials(self.study, self.rdb, self.settings.grace_period)
+        if locks_too and self.locks is not None:
+            found += fail_interrupted_trials(self.locks, self.rdb, self.settings.grace_period)
+        if found:
+            report_interrupted(self.config, self.study, self.locks)
 
 
 def sampler_config(sampler_cfg: Any) -> dict[str, Any]:
@@ -46,34 +73,12 @@ def sampler_config(sampler_cfg: Any) -> dict[str, Any]:
     return cfg
 
 
-def is_grid_sampler(cls: type) -> bool:
-    """Whether a sampler class walks a grid (ours or Optuna's): it is built from the grid values."""
-    import optuna
-
-    from ltr_bench.sweeper.grid import GridSearchSampler
-
-    return issubclass(cls, (GridSearchSampler, optuna.samplers.GridSampler))
-
-
-def sampler_choice(config: DictConfig, sampler_cfg: Any) -> str:
-    """The sampler's name in study names: the chosen ``hydra/sweeper/sampler`` option, else
-    the class name of its ``_target_``."""
-    choice = OmegaConf.select(config, "hydra.runtime.choices", default={}).get(
-        "hydra/sweeper/sampler"
-    )
-    if choice:
-        return str(choice)
-    return str(sampler_cfg.get("_target_", "sampler")).rsplit(".", 1)[-1].lower()
-
-
 def make_sampler(sampler_cfg: Any, space: Any, n_existing: int, n_jobs: int, shared: bool) -> Any:
     """The study's sampler; ``shared``: the storage was named (other workers may use it)."""
     from hydra.utils import get_class, instantiate
 
-    from ltr_bench.sweeper.trials import worker_identity
-
     cfg = sampler_config(sampler_cfg)  # a copy: the seed is changed below
-    if is_grid_sampler(get_class(cfg["_target_"])):
+    if issubclass(get_class(cfg["_target_"]), (GridSearchSampler, optuna.samplers.GridSampler)):
         return instantiate(cfg, search_space=space.grid_values())
     if "constant_liar" in cfg and cfg["constant_liar"] is None:
         # parallel proposals (a batch of n_jobs, or workers sharing a storage) would otherwise
@@ -89,8 +94,6 @@ def make_sampler(sampler_cfg: Any, space: Any, n_existing: int, n_jobs: int, sha
 
 def budget_of(sampler: Any, n_trials: int | None) -> int:
     """``n_trials``, capped by a grid's size; a grid's size or 20 when unset."""
-    from ltr_bench.sweeper.grid import GridSearchSampler
-
     if isinstance(sampler, GridSearchSampler):
         size = sampler.grid_size
         if n_trials is not None and int(n_trials) > size:
@@ -133,59 +136,54 @@ def default_point(config: DictConfig, space: Any) -> dict[str, Any]:
     return point
 
 
-def storage_url(sweeper: OptunaSweeperImpl, study_name: str) -> str:
+def storage_url(settings: Settings, config: DictConfig, study_name: str) -> str:
     """``hydra.sweeper.storage``, else a SQLite file named after the study under ``storage_dir``."""
-    from ltr_bench.sweeper.storage import default_storage_url
-
-    assert sweeper.config is not None
-    if sweeper.storage:
-        return str(sweeper.storage)
-    base = OmegaConf.select(sweeper.config, "hydra.runtime.cwd", default=None) or Path.cwd()
-    return default_storage_url(sweeper.storage_dir, study_name, base)
+    if settings.storage:
+        return str(settings.storage)
+    base = OmegaConf.select(config, "hydra.runtime.cwd", default=None) or Path.cwd()
+    return default_storage_url(settings.storage_dir, study_name, base)
 
 
-def open_study_for_search(sweeper: OptunaSweeperImpl, study_name: str, space: Any) -> OpenStudy:
+def open_study_state(
+    settings: Settings,
+    config: DictConfig,
+    jobs: Jobs,
+    study_name: str,
+    space: SearchSpace,
+    variant: list[str],
+) -> StudyState:
     """Create or load the study, fail its interrupted trials (and locks), enqueue the configured
-    points, and give it the configured sampler and pruner."""
-    from ltr_bench.sweeper import reevaluation_locks as locks_
-    from ltr_bench.sweeper.hooks import report_interrupted
-    from ltr_bench.sweeper.pruning import make_pruner
-    from ltr_bench.sweeper.storage import open_storage, open_study, redact
-    from ltr_bench.sweeper.trials import fail_interrupted_trials, needs_enqueueing
-
-    assert sweeper.config is not None
-    url = storage_url(sweeper, study_name)
-    rdb = open_storage(url, sweeper.heartbeat_interval, sweeper.grace_period)
-    study = open_study(rdb, study_name, sweeper.direction)
-    fail_interrupted_trials(study, rdb, sweeper.grace_period)
+    points, and give it the configured sampler and pruner; its heartbeat thread runs until
+    ``state.heartbeat.close()``."""
+    s = settings
+    url = storage_url(s, config, study_name)
+    rdb = open_storage(url, s.heartbeat_interval, s.grace_period)
+    study = open_study(rdb, study_name, s.direction)
+    fail_interrupted_trials(study, rdb, s.grace_period)
     locks = None
-    if sweeper.reevaluate_top_k > 0:
-        locks = locks_.open_locks(rdb, study)
-        fail_interrupted_trials(locks, rdb, sweeper.grace_period)
-    report_interrupted(sweeper.config, study, locks)
-    n_existing = len(
-        study.get_trials(deepcopy=False)
-    )  # before enqueueing: a fresh study keeps its seed
-    points = points_to_enqueue(
-        sweeper.config, space, sweeper.enqueue_defaults, sweeper.enqueue_trials
-    )
-    for point in points:
+    if s.top_k > 0:
+        locks = open_locks(rdb, study)
+        fail_interrupted_trials(locks, rdb, s.grace_period)
+    report_interrupted(config, study, locks)
+    n_existing = len(study.get_trials(deepcopy=False))  # before enqueueing: keeps a fresh seed
+    for point in points_to_enqueue(config, space, s.enqueue_defaults, s.enqueue_trials):
         if needs_enqueueing(study.get_trials(deepcopy=False), point):
             study.enqueue_trial(point)
-    study.sampler = make_sampler(
-        sweeper.sampler_cfg, space, n_existing, sweeper.n_jobs, sweeper.storage is not None
-    )
-    study.pruner = make_pruner(sweeper.pruner_cfg)
+    study.sampler = make_sampler(s.sampler, space, n_existing, s.n_jobs, s.storage is not None)
+    study.pruner = make_pruner(s.pruner)
     if locks is not None:  # a bad race option stops the sweep before any job
-        make_pruner(sweeper.reevaluate_pruner_cfg, "hydra.sweeper.reevaluate.pruner")
-    budget = budget_of(study.sampler, sweeper.n_trials)
+        make_pruner(s.race, "hydra.sweeper.reevaluate.pruner")
+    budget = budget_of(study.sampler, s.n_trials)
     log.info(
         "Study '%s' in %s: sampler %s, %s, n_trials=%d, %d trial(s) already stored.",
         study_name,
         redact(url),
         type(study.sampler).__name__,
-        sweeper.direction,
+        s.direction,
         budget,
         n_existing,
     )
-    return OpenStudy(study, rdb, url, locks, budget, n_existing)
+    heartbeat = Heartbeat(rdb, s.heartbeat_interval)
+    return StudyState(
+        s, config, jobs, study, rdb, url, locks, heartbeat, space, variant, budget, n_existing
+    )

@@ -4,7 +4,7 @@ Optuna's own ``GridSampler`` ties grid points to trial numbers and treats every 
 visited, so a FAILed-because-interrupted trial would silently drop its grid point and a resumed
 sweep could re-run finished points. This sampler instead gives each new trial the first grid
 point (in product order, or a seeded shuffle) that no budget-counting trial of the study holds
-(see :func:`ltr_bench.sweeper.trials.counts_toward_budget`).
+(see :func:`~ltr_bench.sweeper.trials.counts_toward_budget`).
 """
 
 from __future__ import annotations
