@@ -19,6 +19,6 @@ The modules, by idea:
   the jobs' pruners; ``reevaluation/`` pooling, locks, the race, the loop;
 - ``liveness`` worker identity, heartbeats, interrupted trials, orphaned jobs; ``storage``
   study names and databases; ``launching`` how jobs run (batches, jobs in flight, SIGTERM);
-- ``trials`` what a trial's state means (budget, fail reasons); ``results`` and ``progress``
-  what a study leaves and shows; ``optuna_private`` every private Optuna/Hydra name used.
+- ``trials`` what a trial's state means (budget, fail reasons); ``results`` what a study shows
+  and leaves (progress line, summary, plots); ``optuna_private`` every private name used.
 """

@@ -47,11 +47,8 @@ class RandomSamplerConf:
 
 @dataclass
 class GridSamplerConf:
-    """Exhaustive grid over the product of all (discrete) params, each point exactly once.
-
-    ``seed: null`` walks the grid in product order (params in declaration order); an integer seed
-    walks it in a shuffled order (useful when ``n_trials`` is smaller than the grid).
-    """
+    """Every point of the grid of the (discrete) params once: in product order (``seed: null``,
+    params in declaration order) or a seeded shuffle (when ``n_trials`` is below the grid size)."""
 
     _target_: str = "ltr_bench.sweeper.search.grid.GridSearchSampler"
     seed: int | None = None
@@ -66,8 +63,8 @@ class NopPrunerConf:
 
 @dataclass
 class MedianPrunerConf:
-    """Stop a trial whose running objective at a step is worse than the median of the completed
-    trials' values at that step (Optuna's MedianPruner)."""
+    """Optuna's MedianPruner: stop a trial worse at a step than the median of the completed
+    trials' values at that step."""
 
     _target_: str = "optuna.pruners.MedianPruner"
     n_startup_trials: int = 5
@@ -78,8 +75,8 @@ class MedianPrunerConf:
 
 @dataclass
 class SuccessiveHalvingPrunerConf:
-    """Asynchronous successive halving (Optuna's SuccessiveHalvingPruner): at rungs of
-    ``min_resource * reduction_factor**k`` steps only the top ``1/reduction_factor`` go on."""
+    """Optuna's asynchronous successive halving: at rungs of ``min_resource *
+    reduction_factor**k`` steps only the top ``1/reduction_factor`` go on."""
 
     _target_: str = "optuna.pruners.SuccessiveHalvingPruner"
     min_resource: Any = "auto"
@@ -90,7 +87,7 @@ class SuccessiveHalvingPrunerConf:
 
 @dataclass
 class HyperbandPrunerConf:
-    """Hyperband (Optuna's HyperbandPruner): several successive-halving brackets."""
+    """Optuna's HyperbandPruner: several successive-halving brackets."""
 
     _target_: str = "optuna.pruners.HyperbandPruner"
     min_resource: int = 1
@@ -109,14 +106,8 @@ PRUNERS = {
 
 @dataclass
 class ReevaluateConf:
-    """Re-evaluation of a study's best trials after the search (off with ``top_k: 0``).
-
-    The ``top_k`` best trials run once more with ``++sweep.reevaluation=true`` plus ``overrides``;
-    the app scores the same config on fresh splits/seeds (ltr_bench: ``protocol.reevaluation_repeats``
-    new inner-CV repeats) and the sweeper selects the trial with the best value pooled over the
-    search's and the re-evaluation's folds (see :mod:`ltr_bench.sweeper.reevaluation.pooling`). With a
-    ``pruner`` the re-evaluations race fold by fold (:mod:`ltr_bench.sweeper.reevaluation.racing`).
-    """
+    """Re-evaluation of a study's best trials after the search (off with ``top_k: 0``); see
+    ``LtrOptunaSweeperConf.reevaluate`` and :mod:`ltr_bench.sweeper.reevaluation`."""
 
     top_k: int = 0
     overrides: list[str] = field(default_factory=list)
@@ -152,7 +143,8 @@ class LtrOptunaSweeperConf:
       sampler), so the search starts from a known-good point -- Optuna's ``enqueue_trial``.
     enqueue_trials: further points to evaluate first, each a mapping parameter -> value (e.g. a
       published config); values must lie in the search space. Both are enqueued once per study
-      (``skip_if_exists``), count toward ``n_trials``, and are chosen as best only on their merit.
+      (again on resume when their trial was interrupted), count toward ``n_trials``, and are
+      chosen as best only on their merit.
     reevaluate: ``top_k`` (0 = off) best trials are re-run after the search as re-evaluation jobs
       (``++sweep.reevaluation=true`` plus ``reevaluate.overrides``) and the best trial is the one
       with the best value pooled over search and re-evaluation; a less lucky, more reliable choice
@@ -216,60 +208,41 @@ class LtrOptunaSweeperConf:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
 class Settings:
-    """The ``hydra.sweeper`` keys as the sweeper uses them (meanings: :class:`LtrOptunaSweeperConf`):
-    plain data, each checked here once, a bad value one sentence naming its key."""
+    """The ``hydra.sweeper`` keys (:class:`LtrOptunaSweeperConf`) as the sweeper uses them: plain
+    data, each checked here once, a bad value one sentence naming its key."""
 
-    sampler: Any
-    direction: str = "maximize"
-    n_trials: int | None = None
-    n_jobs: int = 1
-    storage: str | None = None
-    storage_dir: str = "multirun/optuna"
-    study_name: str | None = None
-    study_per: Any = ()
-    max_failure_rate: float = 0.5
-    fatal_errors: Any = ()
-    max_duplicate_retries: int = 10
-    heartbeat_interval: int = 30
-    grace_period: Any = None  # None: 2 x heartbeat_interval
-    orphan_grace_period: float = 30.0
-    enqueue_defaults: bool = False
-    enqueue_trials: Any = ()
-    reevaluate: Any = None
-    params: Any = None
-    pruner: Any = None
-    progress: bool = True
-    asynchronous: bool = True
-    reproducible: bool = False
-    top_k: Any = field(init=False)  # reevaluate.top_k
-    reevaluate_overrides: list[str] = field(init=False)  # reevaluate.overrides
-    race: dict[str, Any] = field(init=False)  # reevaluate.pruner
-    fatal_classes: tuple[type[BaseException], ...] = field(init=False, default=())
-
-    def __post_init__(self) -> None:
-        self.direction = str(self.direction).lower()
-        self.n_jobs = int(self.n_jobs)
-        self.study_per = list(self.study_per or [])
-        self.max_failure_rate = float(self.max_failure_rate)
-        self.fatal_errors = list(self.fatal_errors or [])
-        self.max_duplicate_retries = int(self.max_duplicate_retries)
-        self.heartbeat_interval = int(self.heartbeat_interval)
-        gp = self.grace_period
+    def __init__(self, **options: Any) -> None:
+        c = LtrOptunaSweeperConf(**options)  # an unknown key: TypeError, as for any constructor
+        self.sampler = c.sampler
+        self.direction = str(c.direction).lower()
+        self.n_trials = c.n_trials
+        self.n_jobs = int(c.n_jobs)
+        self.storage = c.storage
+        self.storage_dir = c.storage_dir
+        self.study_name = c.study_name
+        self.study_per = list(c.study_per or [])
+        self.max_failure_rate = float(c.max_failure_rate)
+        self.fatal_errors = list(c.fatal_errors or [])
+        self.fatal_classes: tuple[type[BaseException], ...] = ()  # resolve_fatal_errors()
+        self.max_duplicate_retries = int(c.max_duplicate_retries)
+        self.heartbeat_interval = int(c.heartbeat_interval)
+        gp = c.grace_period
         self.grace_period = int(gp) if gp is not None else 2 * self.heartbeat_interval
-        self.orphan_grace_period = float(self.orphan_grace_period)
-        self.enqueue_defaults = bool(self.enqueue_defaults)
-        self.enqueue_trials = list(plain(self.enqueue_trials) or [])
-        reevaluate = plain(self.reevaluate) or {}
+        self.orphan_grace_period = float(c.orphan_grace_period)
+        self.enqueue_defaults = bool(c.enqueue_defaults)
+        self.enqueue_trials = list(plain(c.enqueue_trials) or [])
+        reevaluate = plain(c.reevaluate) or {}
+        if not isinstance(reevaluate, dict):  # the dataclass default
+            reevaluate = vars(reevaluate)
         self.top_k = reevaluate.get("top_k", 0)
         self.reevaluate_overrides = [str(o) for o in reevaluate.get("overrides") or []]
-        self.race = plain(reevaluate.get("pruner")) or {}
-        self.params = plain(self.params) or {}
-        self.pruner = plain(self.pruner) or {}
-        self.progress = bool(self.progress)
-        self.asynchronous = bool(self.asynchronous)
-        self.reproducible = bool(self.reproducible)
+        self.race: dict[str, Any] = plain(reevaluate.get("pruner")) or {}  # reevaluate.pruner
+        self.params: dict[str, Any] = plain(c.params) or {}
+        self.pruner: dict[str, Any] = {} if c.pruner == MISSING else plain(c.pruner) or {}
+        self.progress = bool(c.progress)
+        self.asynchronous = bool(c.asynchronous)
+        self.reproducible = bool(c.reproducible)
         self._check()
 
     def _check(self) -> None:

@@ -1,13 +1,11 @@
 """The job's side of the sweeper: the one module of it that the app imports.
 
-A job learns what it runs from config keys: ``sweep.trial_number``, ``sweep.study_name`` and
-``sweep.reevaluation``; with a pruner also ``sweep.storage``, ``sweep.pruner`` and, in a raced
-re-evaluation, ``sweep.reevaluation_trial`` (its lock trial in ``<study>:reevaluations``). It
-returns its objective, a float or an :class:`Objective` with its standard error (an exception,
-NaN or None marks the trial FAIL), and may report a running objective through a
-:class:`TrialReporter` so that the pruner can stop it. After a sweep, :func:`plan_refits` turns
-its results into refit runs and :func:`find_refits` reads them back. Light to import: Optuna is
-loaded when a reporter opens its trial.
+A job learns what it runs from config keys (``sweep.trial_number``, ``sweep.study_name``,
+``sweep.reevaluation``; with a pruner ``sweep.storage``, ``sweep.pruner`` and, in a raced
+re-evaluation, ``sweep.reevaluation_trial``), returns its objective (a float or an
+:class:`Objective`; an exception, NaN or None fails the trial) and may report a running objective
+through a :class:`TrialReporter`. :func:`plan_refits` turns a finished sweep into refit runs,
+:func:`find_refits` reads them back. Light to import: Optuna loads when a reporter opens a trial.
 """
 
 from __future__ import annotations
@@ -36,10 +34,9 @@ __all__ += ["redact"]
 
 
 class Objective(float):
-    """A job's objective with finite numeric ``attrs`` (e.g. ``se``, ``n_folds``; others are
-    dropped), stored as the trial's user attributes ``objective_<name>``: with ``se`` the summary
-    says how many trials lie within one standard error of the best. A plain float to any other
-    sweeper; pickles as itself, so it crosses process-based launchers (joblib) intact."""
+    """A job's objective with finite numeric ``attrs`` (e.g. ``se``, ``n_folds``), stored as the
+    trial's user attributes ``objective_<name>`` (with ``se`` the summary counts the trials within
+    one SE of the best). A float to other sweepers; pickles intact across joblib workers."""
 
     attrs: dict[str, float]
 
@@ -96,13 +93,9 @@ def make_pruner(cfg: Mapping[str, Any] | None, key: str = "hydra.sweeper.pruner"
 
 
 class TrialReporter:
-    """A job's handle on its own Optuna trial: report a running objective, ask the pruner.
-
-    Built by :meth:`from_config` from the keys the sweeper passes; ``None`` when the job is not
-    a prunable trial (no pruner, a plain run). A job reports its running objective after each
-    unit of work (step = units done: inner folds for ltr_bench) and, when :meth:`report` says
-    so, cleans up and raises :meth:`pruned`; the sweeper records the trial PRUNED.
-    """
+    """A job's handle on its own Optuna trial (:meth:`from_config`; None without a pruner): it
+    reports its running objective after each unit of work (step = units done: inner folds for
+    ltr_bench) and, when :meth:`report` says so, cleans up and raises :meth:`pruned`."""
 
     def __init__(self, study: Any, trial: Any) -> None:
         self.study = study
@@ -112,9 +105,8 @@ class TrialReporter:
 
     @classmethod
     def from_config(cls, cfg: Any) -> TrialReporter | None:
-        """Open the trial named by ``sweep.storage`` / ``sweep.study_name`` / ``sweep.trial_number``
-        with the pruner of ``sweep.pruner`` -- on a re-evaluation, its lock trial
-        ``sweep.reevaluation_trial`` in ``<study>:reevaluations``; None when any is missing."""
+        """Open the trial of ``sweep.storage/study_name/trial_number`` (of a re-evaluation: its
+        lock trial ``sweep.reevaluation_trial``) with ``sweep.pruner``; None when one is missing."""
         from omegaconf import OmegaConf
 
         sweep = cfg.get("sweep") if hasattr(cfg, "get") else None
@@ -146,13 +138,12 @@ class TrialReporter:
         return cls(study, optuna.trial.Trial(study, trial_id))
 
     def plan(self, n_steps: int) -> None:
-        """Tell the pruner how many steps the job will report when it is not pruned (a race
-        that projects a final value needs it, e.g. the re-evaluation race)."""
+        """Tell the pruner how many steps the job reports unless pruned (the race projects on it)."""
         self.trial.set_user_attr(ATTR_N_STEPS, int(n_steps))
 
     def report(self, value: float, step: int) -> bool:
-        """Record ``value`` at ``step`` in the study; True when the pruner stops the trial here.
-        A non-finite value is not reported (the job fails on it anyway)."""
+        """Record ``value`` at ``step``; True when the pruner stops the trial here (a non-finite
+        value is not reported: the job fails on it anyway)."""
         if not math.isfinite(float(value)):
             return False
         self.trial.report(float(value), int(step))

@@ -1,18 +1,13 @@
 """How the sweeper's jobs run: their overrides, SIGTERM, and the two pools they run in.
 
-Both pools have one interface: :meth:`submit` a job under a key (its trial, or its re-evaluation
-lock), :meth:`wait` for outcomes, :meth:`abort` on Ctrl-C/SIGTERM. An outcome is the job's
-``JobReturn``, or the exception that kept the job from returning one (a config Hydra could not
-compose, a worker process that died).
-
-:class:`BatchPool` (any launcher): the submitted jobs run as one batch of the launcher once the
-sweeper waits; every outcome comes back when the batch's slowest job ends. :class:`JobPool`
-(``hydra/launcher=joblib`` with ``n_jobs > 1``, unless ``asynchronous=false`` or
-``reproducible=true``): each job starts as it is submitted and :meth:`JobPool.wait` returns as
-soon as one ends, so the sweeper tells its trial and starts the next at once. Its jobs run in
-joblib's reusable loky workers (the executor ``joblib.Parallel`` uses, with the thread caps joblib
-gives them), each through the launcher's own job function: the same config, job number, logging
-and orphan guard as in a batch.
+A pool takes a job under a key (its trial, or its re-evaluation lock) with :meth:`submit`, gives
+``(key, outcome)`` pairs from :meth:`wait` (the ``JobReturn``, or the exception that kept the job
+from returning one: a config Hydra could not compose, a worker that died) and stops on Ctrl-C or
+SIGTERM with :meth:`abort`. :class:`BatchPool` (any launcher) runs its jobs as one batch of the
+launcher; :class:`JobPool` (``hydra/launcher=joblib``, ``n_jobs > 1``, not ``asynchronous=false``
+nor ``reproducible=true``) starts each job at once in joblib's reusable loky workers, through
+the launcher's own job function (same config, job number, logging and orphan guard), and returns
+as soon as one ends, so a freed worker takes the next trial at once.
 """
 
 from __future__ import annotations
@@ -39,12 +34,9 @@ class Terminated(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def sigterm_raises_interrupt() -> Iterator[None]:
-    """Make SIGTERM raise in the main thread, so that running trials are marked before exiting.
-
-    An app's own SIGTERM handler is kept (``ltr-bench`` raises ``RunTerminated``, ends its MLflow
-    runs KILLED and exits 143); without one, SIGTERM raises :class:`Terminated`, and the sweeper
-    ends the process by SIGTERM once the trials are marked.
-    """
+    """Make SIGTERM raise in the main thread, so that running trials are marked before exiting:
+    :class:`Terminated`, unless the app has a handler of its own (``ltr-bench``'s ends its MLflow
+    runs KILLED and exits 143)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -82,19 +74,9 @@ def job_overrides(
     ]
 
 
-def runs_jobs_elsewhere(launcher: Any) -> bool:
-    """Whether ``launcher`` is Hydra's joblib launcher (jobs in worker processes)."""
-    try:
-        from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
-    except ImportError:  # the launcher plugin is not installed
-        return False
-    return isinstance(launcher, JoblibLauncher)
-
-
 def release_workers(executors: set[Any]) -> None:
-    """End the idle workers of ``executors`` once the sweep's every job has returned. Left to
-    themselves they would end only at the sweeper's exit, which then waits for each worker's
-    interpreter to shut down (about 3 s with torch, Lightning and MLflow loaded)."""
+    """End the idle workers of ``executors`` once the sweep's every job has returned (else the
+    sweeper's exit waits for each worker's interpreter to shut down, ~3 s with torch loaded)."""
     for executor in executors:
         executor.shutdown(wait=True, kill_workers=True)
     executors.clear()
@@ -108,17 +90,21 @@ def worker_died(error: BaseException) -> bool:
 
 
 class Jobs:
-    """The sweep's Hydra launcher and what all its studies' jobs share: the job numbers (they go
-    on from study to study), the joblib executors to release at the end, and Hydra's check of a
-    batch (``Sweeper.validate_batch_is_legal``: the jobs' configs compose)."""
+    """The sweep's Hydra launcher and what all its studies' jobs share: the job numbers, the
+    joblib executors to release at the end, Hydra's check that a batch's configs compose."""
 
     def __init__(
         self, launcher: Any, validate: Callable[[Any], None], n_jobs: int, in_flight: bool
     ) -> None:
+        try:
+            from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
+        except ImportError:  # the launcher plugin is not installed
+            in_flight = False
+        else:
+            in_flight = in_flight and n_jobs > 1 and isinstance(launcher, JoblibLauncher)
         self.launcher = launcher
         self.validate = validate
-        self.n_jobs = n_jobs
-        self.in_flight = in_flight and n_jobs > 1 and runs_jobs_elsewhere(launcher)
+        self.in_flight = in_flight
         self.job_idx = 0
         self.executors: set[Any] = set()  # joblib executors of the sweep's jobs in flight
 
@@ -127,9 +113,8 @@ class Jobs:
         return JobPool(self) if self.in_flight else BatchPool(self)
 
     def launch(self, jobs: list[list[str]]) -> Sequence[Any]:
-        """Run ``jobs`` as one batch of the launcher; their ``JobReturn`` s. A batch of several
-        jobs is composed first, so that one bad config cannot waste the others' runs; an error
-        of the launcher itself propagates, and so do Ctrl-C and SIGTERM."""
+        """Run ``jobs`` as one batch; their ``JobReturn`` s. Several jobs are composed first (one
+        bad config wastes no other run); launcher errors, Ctrl-C and SIGTERM propagate."""
         if len(jobs) > 1:
             self.validate(jobs)
         with sigterm_raises_interrupt():
@@ -157,9 +142,8 @@ class BatchPool:
         self.pending.append((key, overrides))
 
     def wait(self) -> list[tuple[Any, Any]]:
-        """Launch the pending jobs as one batch; ``(key, outcome)`` for each, in submission order.
-        An error of the launch itself (e.g. a config Hydra cannot compose) is every job's outcome;
-        Ctrl-C and SIGTERM propagate with the jobs still pending (see :meth:`abort`)."""
+        """Launch the pending jobs as one batch; ``(key, outcome)`` in submission order. A launch
+        error is every job's outcome; Ctrl-C and SIGTERM propagate with the jobs pending."""
         jobs = [overrides for _, overrides in self.pending]
         try:
             returns = self.jobs.launch(jobs)
@@ -212,10 +196,8 @@ class JobPool:
 
     def submit(self, key: Any, overrides: list[str]) -> None:
         """Start the job in a worker with the next job number. The pool's first job is composed
-        here too, so that a config error of the sweep raises before any worker is busy; later
-        jobs differ in the searched values only, and the worker composes each (a config error
-        there is the job's outcome, as fatal). Composing every job here cost the workers' cores
-        about 0.3 s per trial."""
+        here too (a config error raises before any worker is busy); the workers compose the
+        others (composing each here cost ~0.3 s of the workers' cores per trial)."""
         from hydra.core.singleton import Singleton
 
         from ltr_bench.sweeper.optuna_private import joblib_execute_job

@@ -1,13 +1,11 @@
 """Liveness and recovery: who runs a trial, whether that process is still there, and what
 becomes of the trials of a sweeper that is gone.
 
-Every RUNNING trial (and re-evaluation lock) carries its sweeper's identity (host, pid
-namespace, pid, process start time) and gets Optuna heartbeats from one thread of that sweeper
-(:class:`Heartbeat`; Optuna beats only inside ``Study.optimize``, and the sweeper asks and tells).
-A trial of a dead process on this host is failed as ``interrupted`` at once, one of another host
-once its heartbeat is older than the grace period (:func:`fail_interrupted_trials`), and the
-app's ``sweep.on_interrupted`` hook hears of it (:func:`report_interrupted`). Jobs of a killed
-sweeper still running in launcher workers stop by themselves (:func:`orphan_guard`).
+Every RUNNING trial (and re-evaluation lock) carries its sweeper's identity (host, pid namespace,
+pid, process start time) and gets heartbeats from that sweeper (:class:`Heartbeat`). A trial of a
+dead process on this host is failed (``interrupted``) at once, one of another host once its
+heartbeat is older than the grace period, and the app's ``sweep.on_interrupted`` hook hears of
+it. A killed sweeper's jobs still running in launcher workers stop (:func:`orphan_guard`).
 """
 
 from __future__ import annotations
@@ -47,19 +45,16 @@ def _proc_start_time(pid: int) -> str | None:
     return fields[19]
 
 
-def _pid_namespace() -> str:
-    try:
-        return os.readlink("/proc/self/ns/pid")
-    except OSError:
-        return ""
-
-
 def worker_identity() -> dict[str, Any]:
     """Identity of this process, stored on every trial it runs."""
+    try:
+        pidns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        pidns = ""
     pid = os.getpid()
     return {
         "host": socket.gethostname(),
-        "pidns": _pid_namespace(),
+        "pidns": pidns,
         "pid": pid,
         "start": _proc_start_time(pid),
     }
@@ -102,13 +97,10 @@ def fail_interrupted_trials(
     grace_period_s: float,
     now: Callable[[], dt.datetime] = dt.datetime.now,
 ) -> list[int]:
-    """Mark RUNNING trials whose sweeper is gone as FAIL (reason ``interrupted``); their numbers.
-
-    Gone: of this host, its process is dead; of another host, its heartbeat is older than the
-    grace period; without an owner (not started by this sweeper), its heartbeat is stale or it
-    started more than the grace period ago (by ``now()``, a clock tests can replace). Optuna's
-    ``fail_stale_trials`` would wait out the grace period for a dead process of this host too.
-    """
+    """Mark RUNNING trials whose sweeper is gone FAIL (``interrupted``); their numbers. Gone: of
+    this host, its process is dead (Optuna's ``fail_stale_trials`` would wait out the grace
+    period); of another host, its heartbeat is stale; without an owner, its heartbeat is stale or
+    it started more than the grace period ago (by ``now()``, a clock tests can replace)."""
     running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
     if not running:
         return []
@@ -142,10 +134,9 @@ def fail_interrupted_trials(
 
 
 def report_interrupted(config: DictConfig, study: Any, locks: Any) -> None:
-    """Hand the study's interrupted trials and re-evaluations to the app's ``sweep.on_interrupted``
-    hook (dotted path; ltr-bench marks their MLflow runs KILLED): every interrupted trial number
-    and, per re-evaluated trial, when its latest interrupted lock was failed (epoch seconds), so
-    the hook may be repeated safely. A failing hook is logged, never raised."""
+    """Hand the study's interrupted trial numbers and, per re-evaluated trial, when its latest
+    interrupted lock was failed (epoch seconds) to the app's ``sweep.on_interrupted`` hook (ltr-bench
+    marks their MLflow runs KILLED); it may be called again with the same. Failures are logged."""
     from hydra.utils import get_method
 
     hook = OmegaConf.select(config, "sweep.on_interrupted", default=None)
@@ -166,11 +157,10 @@ def report_interrupted(config: DictConfig, study: Any, locks: Any) -> None:
 
 
 def orphan_guard(task_function: Any, grace_s: float) -> Any:
-    """``task_function`` wrapped so that, run in another process (a joblib launcher's worker), the
-    job stops once this sweeper process is gone: a thread of the worker watches the sweeper and
-    then raises KeyboardInterrupt in the job through SIGTERM (its ``finally`` blocks run, e.g. an
-    MLflow run ends KILLED), and ends the worker ``grace_s`` seconds later if the job is still
-    there (``hydra.sweeper.orphan_grace_period``; a job may handle SIGTERM itself)."""
+    """``task_function`` wrapped so that, run in a launcher's worker process, the job stops once
+    this sweeper is gone: a thread of the worker then raises KeyboardInterrupt in the job through
+    SIGTERM (its ``finally`` blocks run, e.g. an MLflow run ends KILLED) and ends the worker
+    ``grace_s`` later if the job is still there (a job may handle SIGTERM itself)."""
     return functools.partial(_run_guarded, task_function, worker_identity(), float(grace_s))
 
 
@@ -221,8 +211,8 @@ def _watch(sweeper: dict[str, Any], grace_s: float, every_s: float = 1.0) -> Non
 
 
 class Heartbeat:
-    """One background thread recording Optuna heartbeats for this process's running trials and
-    locks (Optuna's own thread beats for one trial, and only inside ``Study.optimize``)."""
+    """One thread beating for this process's running trials and locks (Optuna's own heartbeat
+    thread serves one trial, and only inside ``Study.optimize``; the sweeper asks and tells)."""
 
     def __init__(self, rdb: optuna.storages.RDBStorage, interval_s: float) -> None:
         self._rdb = rdb

@@ -86,13 +86,10 @@ def earlier_trials(study: optuna.Study, before: int) -> optuna.Study:
 
 
 def remember_schema_head() -> None:
-    """Have ``RDBStorage()`` look up Optuna's schema head revision once per process.
-
-    Every ``RDBStorage`` checks that the database's schema revision is the installed Optuna's
-    head; alembic finds the head by executing Optuna's migration scripts, about 0.1 s of each open
-    (a racing job opens the storage once per trial). The head is a property of the installed
-    Optuna alone, so it is remembered; the database's own revision is still read on every open.
-    """
+    """Have ``RDBStorage()`` look up Optuna's schema head revision once per process: alembic
+    finds it by running Optuna's migration scripts, ~0.1 s of every open (a racing job opens the
+    storage once per trial), and it depends on the installed Optuna alone. The database's own
+    revision is still read on every open."""
     from optuna.storages._rdb.storage import _VersionManager
 
     if getattr(_VersionManager.get_head_version, "remembered", False):

@@ -1,15 +1,24 @@
-"""What a study leaves: its entry of ``optimization_results.yaml`` (best trial, counts, storage;
-the re-evaluated choice when there is one), the log lines about its best, its plots and trials
-table under ``<sweep dir>/studies/<study>/``, and the app's ``sweep.on_study_end`` hook."""
+"""What a study shows and leaves: its live progress line (:class:`StudyProgress`), its entry of
+``optimization_results.yaml`` (best trial, counts, storage; the re-evaluated choice when there is
+one), the log lines about its best, its plots and trials table under
+``<sweep dir>/studies/<study>/``, and the app's ``sweep.on_study_end`` hook.
+
+The progress line (trials done / n_trials, pruned, failed, best (SE), elapsed, ETA) is a tqdm
+line on a terminal, an ``INFO`` log line per update otherwise. Counts are read from the study, so
+other workers' trials count too; the ETA extrapolates from the trials this process saw finish.
+"""
 
 from __future__ import annotations
 
 import logging
+import math
+import shutil
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import optuna
 from omegaconf import DictConfig, OmegaConf
@@ -115,12 +124,10 @@ def log_best(summary: dict[str, Any]) -> None:
     """Log a finished study's best trial and how many trials lie within one SE of it."""
     if summary["best_trial"] is None:
         return
+    pooled = " (pooled with its re-evaluation)" if summary.get("reevaluated") else ""
     log.info(
-        "Best trial %d: value %s%s, params %s",
-        summary["best_trial"],
-        summary["best_value"],
-        " (pooled with its re-evaluation)" if summary.get("reevaluated") else "",
-        summary["best_params"],
+        f"Best trial {summary['best_trial']}: value {summary['best_value']}{pooled}, "
+        f"params {summary['best_params']}"
     )
     if "n_within_one_se" in summary:
         log.info(
@@ -212,3 +219,90 @@ def write_study_artifacts(study: optuna.Study, out_dir: str | Path) -> list[Path
         frame.to_csv(out / TRIALS_CSV, index=False)
         written.append(out / TRIALS_CSV)
     return written
+
+
+def format_duration(seconds: float | None) -> str:
+    """``1h02m``, ``3m05s``, ``42s``; ``?`` when unknown."""
+    if seconds is None or not math.isfinite(seconds):
+        return "?"
+    s = int(round(max(seconds, 0.0)))
+    if s >= 3600:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+class StudyProgress:
+    """The progress line of one study; :meth:`update` after every batch, :meth:`close` at the end."""
+
+    def __init__(
+        self,
+        study_name: str,
+        budget: int,
+        direction: str = "maximize",
+        *,
+        enabled: bool = True,
+        stream: TextIO | None = None,
+    ) -> None:
+        self.name = study_name
+        self.budget = int(budget)
+        self.maximize = direction == "maximize"
+        self.enabled = enabled
+        self.t0 = time.monotonic()
+        self._done0: int | None = None  # trials already finished when this process started
+        self._bar: Any = None
+        stream = stream if stream is not None else sys.stderr
+        try:
+            terminal = bool(stream.isatty())
+        except (AttributeError, ValueError):
+            terminal = False
+        if enabled and terminal:
+            from tqdm.auto import tqdm
+
+            cols = shutil.get_terminal_size((160, 20)).columns or 160  # 0 in some pseudo-terminals
+            desc = study_name if len(study_name) <= 40 else "..." + study_name[-37:]
+            # "<study>, 3/30 trials, ..."
+            self._bar = tqdm(
+                total=self.budget,
+                desc=desc,
+                file=stream,
+                leave=True,
+                ncols=cols,
+                bar_format="{desc}{postfix}",
+            )
+
+    def update(self, study: Any) -> str:
+        """Re-read the study's counts and show them; returns the line."""
+        trials = study.get_trials(deepcopy=False)
+        complete = [t for t in trials if t.state == TrialState.COMPLETE and t.value is not None]
+        pruned = sum(t.state == TrialState.PRUNED for t in trials)
+        failed = sum(is_counted_failure(t) for t in trials)
+        done = len(complete) + pruned + failed
+        elapsed = time.monotonic() - self.t0
+        if self._done0 is None:
+            self._done0 = done
+        new = done - self._done0
+        eta = elapsed / new * max(self.budget - done, 0) if new > 0 else None
+        best = "-"
+        if complete:
+            top = (max if self.maximize else min)(complete, key=lambda t: t.value)
+            se = top.user_attrs.get(ATTR_SE)
+            se_text = "" if se is None else f"SE {se:.4f}, "
+            best = f"{float(top.value):.4f} ({se_text}trial {top.number})"
+        text = (
+            f"{done}/{self.budget} trials, {pruned} pruned, {failed} failed, best {best}, "
+            f"elapsed {format_duration(elapsed)}, "
+            f"ETA {format_duration(0.0 if done >= self.budget else eta)}"
+        )
+        if not self.enabled:
+            return text
+        if self._bar is not None:
+            self._bar.n = min(done, self.budget)
+            self._bar.set_postfix_str(text, refresh=True)
+        else:
+            log.info("Study '%s': %s", self.name, text)
+        return text
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

@@ -1,7 +1,6 @@
-"""One study being swept (:class:`StudyState`, what the search, the re-evaluation and the summary
-are handed) and how it is set up before its first trial: storage, study, interrupted trials,
-enqueued points, sampler, pruner and budget.
-"""
+"""One study being swept (:class:`StudyState`, what the search, the re-evaluation and the
+summary are handed) and how it is set up before its first trial: storage, study, interrupted
+trials, enqueued points, sampler, pruner, budget, heartbeat."""
 
 from __future__ import annotations
 
@@ -63,21 +62,15 @@ class StudyState:
             report_interrupted(self.config, self.study, self.locks)
 
 
-def sampler_config(sampler_cfg: Any) -> dict[str, Any]:
-    """A copy of ``hydra.sweeper.sampler`` as plain data; a UserError without a ``_target_``."""
-    cfg = dict(plain(sampler_cfg) or {})
-    if not cfg or "_target_" not in cfg:
-        raise UserError(
-            "hydra.sweeper.sampler needs a _target_ (use hydra/sweeper/sampler=tpe|random|grid)."
-        )
-    return cfg
-
-
 def make_sampler(sampler_cfg: Any, space: Any, n_existing: int, n_jobs: int, shared: bool) -> Any:
     """The study's sampler; ``shared``: the storage was named (other workers may use it)."""
     from hydra.utils import get_class, instantiate
 
-    cfg = sampler_config(sampler_cfg)  # a copy: the seed is changed below
+    cfg = dict(plain(sampler_cfg) or {})  # a copy: the seed is changed below
+    if not cfg or "_target_" not in cfg:
+        raise UserError(
+            "hydra.sweeper.sampler needs a _target_ (use hydra/sweeper/sampler=tpe|random|grid)."
+        )
     if issubclass(get_class(cfg["_target_"]), (GridSearchSampler, optuna.samplers.GridSampler)):
         return instantiate(cfg, search_space=space.grid_values())
     if "constant_liar" in cfg and cfg["constant_liar"] is None:
@@ -153,8 +146,7 @@ def open_study_state(
     variant: list[str],
 ) -> StudyState:
     """Create or load the study, fail its interrupted trials (and locks), enqueue the configured
-    points, and give it the configured sampler and pruner; its heartbeat thread runs until
-    ``state.heartbeat.close()``."""
+    points, give it its sampler and pruner; its heartbeat runs until ``heartbeat.close()``."""
     s = settings
     url = storage_url(s, config, study_name)
     rdb = open_storage(url, s.heartbeat_interval, s.grace_period)
@@ -174,14 +166,10 @@ def open_study_state(
     if locks is not None:  # a bad race option stops the sweep before any job
         make_pruner(s.race, "hydra.sweeper.reevaluate.pruner")
     budget = budget_of(study.sampler, s.n_trials)
+    sampler = type(study.sampler).__name__
     log.info(
-        "Study '%s' in %s: sampler %s, %s, n_trials=%d, %d trial(s) already stored.",
-        study_name,
-        redact(url),
-        type(study.sampler).__name__,
-        s.direction,
-        budget,
-        n_existing,
+        f"Study '{study_name}' in {redact(url)}: sampler {sampler}, {s.direction}, "
+        f"n_trials={budget}, {n_existing} trial(s) already stored."
     )
     heartbeat = Heartbeat(rdb, s.heartbeat_interval)
     return StudyState(

@@ -1,26 +1,12 @@
 """The ``ltr_optuna`` Hydra sweeper: Optuna ask/tell over Hydra jobs, resumable and shareable.
 
-Per study (one, or one per value of the ``study_per`` keys) the sweeper
-
-1. opens the storage (default: a SQLite file named after the study, so re-running the same
-   command resumes it) and creates or loads the study, once, before any job starts; trials whose
-   sweeper process is gone are marked FAIL (``interrupted``; they use no budget)
-   (:mod:`~ltr_bench.sweeper.state`, :mod:`~ltr_bench.sweeper.liveness`);
-2. searches (:mod:`~ltr_bench.sweeper.search.loop`): asks new trials within the budget of the
-   whole study (all processes), without exact repeats, runs each as a job with
-   ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>`` and tells Optuna its return
-   value, or FAIL when the job raised or returned NaN/None;
-3. optionally re-evaluates the ``reevaluate.top_k`` best trials and selects by the pooled value,
-   once the search's last trials of every worker are told, each re-evaluation once across the
-   workers (:mod:`~ltr_bench.sweeper.reevaluation`);
-4. writes ``optimization_results.yaml``, the study's plots and trials table
-   (:mod:`~ltr_bench.sweeper.results`).
-
-Interrupted trials and re-evaluations are handed to the app's ``sweep.on_interrupted`` hook, if
-any. SIGTERM keeps an app's own handler; without one it ends the process by SIGTERM once the
-running trials are marked. Config errors (``fatal_errors``) and more failures than
-``max_failure_rate`` abort the sweep. Light to import (Hydra scans plugins in every app): the
-search's modules, which need Optuna, are imported when a sweep starts.
+Per study (one, or one per value of the ``study_per`` keys) it opens the storage and the study
+before any job starts (:mod:`~ltr_bench.sweeper.state`), searches within the budget of the whole
+study (:mod:`~ltr_bench.sweeper.search.loop`), re-evaluates the top trials once the search's
+last trials of every worker are told (:mod:`~ltr_bench.sweeper.reevaluation.runs`) and writes
+what the study leaves (:mod:`~ltr_bench.sweeper.results`). SIGTERM, without a handler of the
+app, ends the process by SIGTERM once the running trials are marked. Light to import (Hydra scans
+plugins in every app): the modules that need Optuna are imported when a sweep starts.
 """
 
 from __future__ import annotations
@@ -42,8 +28,7 @@ log = logging.getLogger(__name__)
 
 
 class OptunaSweeperImpl(Sweeper):
-    """Implementation; Hydra instantiates the thin subclass in ``hydra_plugins.ltr_bench_sweeper``
-    with the keys of :class:`~ltr_bench.sweeper.config.LtrOptunaSweeperConf`."""
+    """Implementation; Hydra instantiates its subclass in ``hydra_plugins.ltr_bench_sweeper``."""
 
     def __init__(self, **options: Any) -> None:
         super().__init__()
@@ -120,8 +105,7 @@ class OptunaSweeperImpl(Sweeper):
         return results
 
     def _base_study_name(self, cli_fixed: Sequence[str]) -> str:
-        """``study_name``, else ``<job name>[-<override>...]-<sampler>``; the sampler is the
-        chosen ``hydra/sweeper/sampler`` option, else the class name of its ``_target_``."""
+        """``study_name``, else ``<job>[-<override>...]-<sampler option or class name>``."""
         from ltr_bench.sweeper.storage import default_study_name
 
         if self.settings.study_name:
@@ -141,9 +125,14 @@ class OptunaSweeperImpl(Sweeper):
         """Search one study (then re-evaluate its top trials), write its summary and artifacts;
         a trial of a worker that is gone meanwhile frees its budget: search on."""
         from ltr_bench.sweeper.liveness import report_interrupted
-        from ltr_bench.sweeper.progress import StudyProgress
         from ltr_bench.sweeper.reevaluation.runs import reevaluate, wait_for_running_trials
-        from ltr_bench.sweeper.results import finish_study, log_best, summarize, write_results
+        from ltr_bench.sweeper.results import (
+            StudyProgress,
+            finish_study,
+            log_best,
+            summarize,
+            write_results,
+        )
         from ltr_bench.sweeper.search.asking import remaining
         from ltr_bench.sweeper.search.loop import search
         from ltr_bench.sweeper.state import open_study_state

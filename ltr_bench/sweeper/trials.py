@@ -1,10 +1,9 @@
-"""What a trial's state means to the sweeper: why it failed, whether it uses the budget, which
-point of the search space it holds.
+"""What a trial's state means to the sweeper: whether it uses the budget, which point it holds.
 
-COMPLETE, PRUNED, RUNNING, and FAIL when the job itself failed (raised or returned NaN/None) use
-one of the study's ``n_trials``: those parameters were evaluated. A FAIL caused by an interrupted
-sweep, a config error, a duplicate proposal or a surplus trial does not, so a resumed sweep runs
-the trial again. The reason is the trial's user attribute ``ltr_sweeper.fail_reason``.
+COMPLETE, PRUNED, RUNNING, and FAIL when the job itself failed (raised, returned NaN/None) use one
+of the study's ``n_trials``: those parameters were evaluated. A FAIL because the sweep was
+interrupted, a config error, a duplicate or a surplus trial does not (the reason is the user
+attribute ``ltr_sweeper.fail_reason``), so a resumed sweep runs the trial again.
 """
 
 from __future__ import annotations
@@ -65,9 +64,8 @@ def taken_points(
 
 
 def holds_a_place(trial: FrozenTrial, before: int) -> bool:
-    """True when ``trial`` takes one of the budget's places ahead of trial number ``before``: it
-    counts toward the budget, or it waits in the queue (an enqueued point that a worker will take
-    later, although trials numbered after it may have been asked first)."""
+    """True when ``trial`` takes a place of the budget ahead of trial ``before``: it counts, or it
+    waits in the queue (taken later, although trials numbered after it were asked first)."""
     if trial.number >= before:
         return False
     return counts_toward_budget(trial) or trial.state == TrialState.WAITING
@@ -90,8 +88,7 @@ def settled_others(
 ) -> list[FrozenTrial]:
     """The study's trials other than ``number``, read once every earlier RUNNING trial holds all
     of ``names`` (read between another worker's ``ask`` and its last parameter write, its point
-    looks free and both workers run it); ``wait_s`` bounds the wait for a worker that died mid-ask.
-    """
+    looks free); ``wait_s`` bounds the wait for a worker that died mid-ask."""
     deadline = time.monotonic() + wait_s
     while True:
         others = [t for t in study.get_trials(deepcopy=False) if t.number != number]
@@ -107,32 +104,25 @@ def settled_others(
         time.sleep(0.02)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _same_point(trial: FrozenTrial, point: Mapping[str, Any]) -> bool:
-    """True when ``trial`` was enqueued with (or sampled) exactly ``point``'s values, compared as
-    Optuna's ``enqueue_trial(skip_if_exists=True)`` compares (numbers with ``isclose``)."""
+    """True when ``trial`` was enqueued with (or sampled) exactly ``point``, compared as Optuna's
+    ``enqueue_trial(skip_if_exists=True)`` compares (numbers with ``isclose``)."""
     params = trial.system_attrs.get("fixed_params", trial.params)
     if set(params) != set(point):
         return False
-    for name, value in point.items():
-        have = params[name]
-        if _is_number(value) and _is_number(have):
-            if not math.isclose(float(value), float(have), rel_tol=1e-5):  # Optuna's np.isclose
-                return False
-        elif have != value:
-            return False
-    return True
+
+    def same(a: Any, b: Any) -> bool:
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b)):
+            return math.isclose(float(a), float(b), rel_tol=1e-5)  # Optuna's np.isclose
+        return a == b
+
+    return all(same(value, params[name]) for name, value in point.items())
 
 
 def needs_enqueueing(trials: Iterable[FrozenTrial], point: Mapping[str, Any]) -> bool:
-    """True unless a trial with ``point`` is waiting, running or was evaluated (uses budget).
-
-    Unlike ``skip_if_exists``, a point whose trial was interrupted, stopped by a config error or
-    rejected is enqueued again on resume: the default config is not lost when trial 0 is killed.
-    """
+    """True unless a trial with ``point`` waits, runs or was evaluated (uses budget): unlike
+    ``skip_if_exists``, a point whose trial was interrupted, stopped by a config error or rejected
+    is enqueued again on resume (the default config is not lost when trial 0 is killed)."""
     return not any(
         (t.state == TrialState.WAITING or counts_toward_budget(t)) and _same_point(t, point)
         for t in trials

@@ -287,7 +287,7 @@ def test_real_app_prunes_trials_marks_their_runs_and_shares_preprocessing(tmp_pa
 def test_progress_line_counts_trials_of_the_study(tmp_path: Path) -> None:
     import io
 
-    from ltr_bench.sweeper.progress import StudyProgress
+    from ltr_bench.sweeper.results import StudyProgress
 
     study = optuna.create_study(direction="maximize")
     for v in (0.5, 0.7):

@@ -95,17 +95,6 @@ def lock(
     return new_id
 
 
-def finish(locks: optuna.Study, lock_id: int, value: float, heartbeat: Any) -> None:
-    """Mark a lock COMPLETE with the re-evaluation's value (after its record is stored)."""
-    heartbeat.discard(lock_id)
-    try:
-        study_storage(locks).set_trial_state_values(
-            lock_id, state=TrialState.COMPLETE, values=[value]
-        )
-    except optuna.exceptions.UpdateFinishedTrialError:
-        pass  # failed as stale meanwhile; the stored record is what counts
-
-
 def lock_number(locks: optuna.Study, lock_id: int) -> int:
     """The number of a lock trial in its study (what a raced re-evaluation job is told)."""
     return int(study_storage(locks).get_trial_number_from_id(lock_id))
@@ -118,26 +107,33 @@ def last_reported(locks: optuna.Study, lock_id: int) -> tuple[int | None, float 
     return step, (None if step is None else float(trial.intermediate_values[step]))
 
 
+def _close(
+    locks: Any, lock_id: int, heartbeat: Any, state: TrialState, value: Any = None, reason: str = ""
+) -> None:
+    heartbeat.discard(lock_id)
+    storage = study_storage(locks)
+    try:
+        if reason:
+            storage.set_trial_user_attr(lock_id, ATTR_FAIL, reason)
+        values = None if value is None else [value]
+        storage.set_trial_state_values(lock_id, state=state, values=values)
+    except optuna.exceptions.UpdateFinishedTrialError:
+        pass  # failed as stale meanwhile; a stored record is what counts
+
+
+def finish(locks: optuna.Study, lock_id: int, value: float, heartbeat: Any) -> None:
+    """Mark a lock COMPLETE with the re-evaluation's value (after its record is stored)."""
+    _close(locks, lock_id, heartbeat, TrialState.COMPLETE, value)
+
+
 def drop(locks: optuna.Study, lock_id: int, value: float | None, heartbeat: Any) -> None:
     """Mark a lock PRUNED: the race dropped its re-evaluation (done; never run again)."""
-    heartbeat.discard(lock_id)
-    try:
-        study_storage(locks).set_trial_state_values(
-            lock_id, state=TrialState.PRUNED, values=None if value is None else [value]
-        )
-    except optuna.exceptions.UpdateFinishedTrialError:
-        pass
+    _close(locks, lock_id, heartbeat, TrialState.PRUNED, value)
 
 
 def release(locks: optuna.Study, lock_id: int, reason: str, heartbeat: Any) -> None:
     """Mark a lock FAIL with ``reason`` (``exception``/``nan``: done; others: lockable again)."""
-    heartbeat.discard(lock_id)
-    storage = study_storage(locks)
-    try:
-        storage.set_trial_user_attr(lock_id, ATTR_FAIL, reason)
-        storage.set_trial_state_values(lock_id, state=TrialState.FAIL)
-    except optuna.exceptions.UpdateFinishedTrialError:
-        pass
+    _close(locks, lock_id, heartbeat, TrialState.FAIL, reason=reason)
 
 
 def interrupted(locks: optuna.Study) -> dict[int, float]:
@@ -146,11 +142,8 @@ def interrupted(locks: optuna.Study) -> dict[int, float]:
     out: dict[int, float] = {}
     for t in locks.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
         number = t.user_attrs.get(ATTR_REEVALUATES)
-        if (
-            number is None
-            or t.user_attrs.get(ATTR_FAIL) != FAIL_INTERRUPTED
-            or t.datetime_complete is None
-        ):
+        reason = t.user_attrs.get(ATTR_FAIL)
+        if number is None or reason != FAIL_INTERRUPTED or t.datetime_complete is None:
             continue
         out[int(number)] = max(out.get(int(number), 0.0), t.datetime_complete.timestamp())
     return out

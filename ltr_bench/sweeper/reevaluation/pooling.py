@@ -56,20 +56,17 @@ def top_trials(trials: Sequence[Any], k: int, maximize: bool) -> list[Any]:
 
 
 def pooled_mean_se(parts: Sequence[tuple[float, float | None, int]]) -> tuple[float, float | None]:
-    """Mean and standard error of the union of samples given as ``(mean, se, n)`` parts.
-
-    The pooled mean weights each part by ``n``; its SE is that of the mean of all ``sum(n)``
-    values (within-part spread recovered as ``se * sqrt(n)``, plus the spread between part
-    means). SE is None when a part lacks one or fewer than two values are pooled.
-    """
+    """Mean and standard error of the union of samples given as ``(mean, se, n)`` parts: the
+    mean weighted by ``n``, the SE of the mean of all ``sum(n)`` values (within-part spread
+    ``se * sqrt(n)`` plus the spread between part means); None when a part lacks one or fewer
+    than two values are pooled."""
     total = sum(n for _, _, n in parts)
     if total <= 0:
         raise ValueError("pooled_mean_se needs at least one value")
     mean = sum(m * n for m, _, n in parts) / total
     if total < 2 or any(se is None or not math.isfinite(se) for _, se, _ in parts):
         return mean, None
-    # sum of squared deviations from the pooled mean = within-part + between-part
-    # every se is a finite float here (checked above)
+    # squared deviations from the pooled mean: within-part + between-part (every se is finite)
     ss = sum(
         (n - 1) * (float(se or 0.0) * math.sqrt(n)) ** 2 + n * (m - mean) ** 2 for m, se, n in parts
     )

@@ -1,11 +1,8 @@
-"""Running the re-evaluations of a study's top trials, each once across the workers sharing it.
-
-Once the search's last trials (of every worker) are told, the ``reevaluate.top_k`` best trials
-not yet re-evaluated run once more as ``++sweep.reevaluation=true`` jobs, ``n_jobs`` at a time,
-through the same kind of pool as the search; each is locked through the storage first
-(:mod:`~ltr_bench.sweeper.reevaluation.locks`) and its pooled record stored in the study
-(:mod:`~ltr_bench.sweeper.reevaluation.pooling`). With ``reevaluate.pruner`` they race
-(:mod:`~ltr_bench.sweeper.reevaluation.racing`).
+"""Running the re-evaluations of a study's top trials, each once across the workers sharing it:
+once the search's last trials are told, the ``reevaluate.top_k`` best trials not yet re-evaluated
+run as ``++sweep.reevaluation=true`` jobs, ``n_jobs`` at a time through the search's kind of
+pool, each locked first (:mod:`~ltr_bench.sweeper.reevaluation.locks`), raced with
+``reevaluate.pruner``, its pooled record stored in the study.
 """
 
 from __future__ import annotations
@@ -37,10 +34,9 @@ def pause(state: StudyState) -> float:
 
 
 def reevaluate(state: StudyState) -> None:
-    """Run the ``reevaluate.top_k`` best trials not yet re-evaluated once more and store each
-    pooled record in the study; wait for re-evaluations other workers hold. A failing
-    re-evaluation is logged and leaves its trial out of the selection, a dropped one (the race)
-    too; a config error aborts, as for trials."""
+    """Re-evaluate the top trials not yet re-evaluated, waiting for those other workers hold. A
+    failed or dropped (raced) re-evaluation leaves its trial out of the selection; a config
+    error aborts, as for trials."""
     locks: Any = state.locks
     pool = state.jobs.pool()
     error: BaseException | None = None
@@ -57,10 +53,8 @@ def reevaluate(state: StudyState) -> None:
                     if error is not None or not todo:
                         break
                     if not waited:  # all held by other workers: wait for them (or find them gone)
-                        log.info(
-                            "Waiting for the re-evaluation(s) other workers run: trial(s) %s.",
-                            [t.number for t in todo],
-                        )
+                        numbers = [t.number for t in todo]
+                        log.info(f"Waiting for the re-evaluation(s) other workers run: {numbers}.")
                         waited = True
                     time.sleep(pause(state))
                     continue
@@ -167,11 +161,8 @@ def record(state: StudyState, key: Any, outcome: Any) -> BaseException | None:
         rv.store(study, rec)
         rl.finish(locks, lock_id, rec.reevaluation_value, heartbeat)
         log.info(
-            "Trial %d re-evaluated: %.6g (search %.6g, pooled %.6g).",
-            trial.number,
-            rec.reevaluation_value,
-            rec.search_value,
-            rec.value,
+            f"Trial {trial.number} re-evaluated: {rec.reevaluation_value:.6g} "
+            f"(search {rec.search_value:.6g}, pooled {rec.value:.6g})."
         )
     elif pruning.is_pruned(value) and rl.last_reported(locks, lock_id)[0] is not None:
         folds, running = rl.last_reported(locks, lock_id)
@@ -180,12 +171,9 @@ def record(state: StudyState, key: Any, outcome: Any) -> BaseException | None:
         rv.store(study, rec)
         rl.drop(locks, lock_id, running, heartbeat)
         log.info(
-            "Re-evaluation of trial %d dropped after %d fold(s) (running %.6g, pooled %.6g): "
-            "it cannot catch up with another candidate; left out of the selection.",
-            trial.number,
-            folds,
-            running,
-            rec.value,
+            f"Re-evaluation of trial {trial.number} dropped after {folds} fold(s) (running "
+            f"{running:.6g}, pooled {rec.value:.6g}): it cannot catch up with another candidate; "
+            "left out of the selection."
         )
     elif is_fatal(value, state.settings.fatal_classes):
         rl.release(locks, lock_id, FAIL_CONFIG, heartbeat)
@@ -193,8 +181,6 @@ def record(state: StudyState, key: Any, outcome: Any) -> BaseException | None:
     else:
         rl.release(locks, lock_id, FAIL_EXCEPTION, heartbeat)
         log.warning(
-            "Re-evaluation of trial %d failed (%r); it is left out of the selection.",
-            trial.number,
-            value,
+            f"Re-evaluation of trial {trial.number} failed ({value!r}); left out of selection."
         )
     return None

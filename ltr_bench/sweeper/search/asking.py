@@ -11,28 +11,14 @@ import contextlib
 import logging
 import random
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from optuna.trial import TrialState
 
+from ltr_bench.sweeper import trials
 from ltr_bench.sweeper.liveness import worker_identity
 from ltr_bench.sweeper.optuna_private import trial_id
-from ltr_bench.sweeper.trials import (
-    ATTR_ERROR,
-    ATTR_FAIL,
-    ATTR_WORKER,
-    FAIL_DUPLICATE,
-    FAIL_INTERRUPTED,
-    FAIL_SURPLUS,
-    counts_toward_budget,
-    holds_a_place,
-    is_counted_failure,
-    params_key,
-    queued_points,
-    settled_others,
-    taken_points,
-)
 
 log = logging.getLogger(__name__)
 
@@ -45,28 +31,28 @@ class TooManyFailures(RuntimeError):
 
 def reject(study: Any, trial: Any, reason: str, heartbeat: Any) -> None:
     """Tell the trial FAIL with ``reason`` (a ``ltr_sweeper.fail_reason`` attribute), stop its beat."""
-    trial.set_user_attr(ATTR_FAIL, reason)
+    trial.set_user_attr(trials.ATTR_FAIL, reason)
     study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
     heartbeat.discard(trial_id(trial))
 
 
 def fail_all(
-    study: Any, trials: Sequence[Any], heartbeat: Any, reason: str, error: str | None = None
+    study: Any, asked: Sequence[Any], heartbeat: Any, reason: str, error: str | None = None
 ) -> None:
     """:func:`reject` each trial (best effort: the sweep is failing already)."""
-    for trial in trials:
+    for trial in asked:
         with contextlib.suppress(Exception):
             if error:
-                trial.set_user_attr(ATTR_ERROR, error[:2000])
+                trial.set_user_attr(trials.ATTR_ERROR, error[:2000])
             reject(study, trial, reason, heartbeat)
 
 
 def remaining(study: Any, space: Any, budget: int, max_failure_rate: float) -> int:
     """How many trials the study may still start (0 once the space is exhausted); raises
     :class:`TooManyFailures` when more than ``max_failure_rate`` of the budget failed."""
-    trials = study.get_trials(deepcopy=False)
-    used = sum(counts_toward_budget(t) for t in trials)
-    failed = sum(is_counted_failure(t) for t in trials)
+    stored = study.get_trials(deepcopy=False)
+    used = sum(trials.counts_toward_budget(t) for t in stored)
+    failed = sum(trials.is_counted_failure(t) for t in stored)
     if failed > max_failure_rate * budget:
         raise TooManyFailures(
             f"{failed} of n_trials={budget} trials of study '{study.study_name}' failed, more than "
@@ -75,26 +61,16 @@ def remaining(study: Any, space: Any, budget: int, max_failure_rate: float) -> i
     size = space.size()
     if (
         size is not None
-        and len(taken_points(trials, list(space.params))) >= size
+        and len(trials.taken_points(stored, list(space.params))) >= size
         and budget - used > 0
     ):
         log.info(
-            "Search space of study '%s' exhausted after %d distinct points.",
-            study.study_name,
-            size,
+            f"Search space of study '{study.study_name}' exhausted after {size} distinct points."
         )
         return 0
     if budget - used <= 0:
         log.info("Study '%s' has used its n_trials=%d.", study.study_name, budget)
     return budget - used
-
-
-@contextlib.contextmanager
-def quiet_optuna() -> Iterator[None]:
-    """Silence Optuna's warning that heartbeats are meant for ``Study.optimize`` (we beat ourselves)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*Heartbeat of storage.*")
-        yield
 
 
 def ask_one(study: Any, space: Any, budget: int, heartbeat: Any, max_retries: int) -> Any:
@@ -104,7 +80,7 @@ def ask_one(study: Any, space: Any, budget: int, heartbeat: Any, max_retries: in
     try:
         return _ask_checked(study, space, budget, heartbeat, max_retries, asked)
     except BaseException:
-        fail_all(study, asked, heartbeat, FAIL_INTERRUPTED)
+        fail_all(study, asked, heartbeat, trials.FAIL_INTERRUPTED)
         raise
 
 
@@ -117,48 +93,48 @@ def _ask_checked(
     identity = worker_identity()
     for attempt in range(max_retries + 1):
         asked.clear()
-        with quiet_optuna():
+        with warnings.catch_warnings():  # Optuna: heartbeats are for Study.optimize; we beat
+            warnings.filterwarnings("ignore", message=".*Heartbeat of storage.*")
             trial = study.ask(distributions)
         try:  # a signal landing before the trial is handed on fails it (no RUNNING orphan)
             asked.append(trial)
             heartbeat.add(trial_id(trial))
-            trial.set_user_attr(ATTR_WORKER, identity)
-            others = settled_others(study, trial.number, names)  # no half-asked rival
+            trial.set_user_attr(trials.ATTR_WORKER, identity)
+            others = trials.settled_others(study, trial.number, names)  # no half-asked rival
             # A queued trial numbered before this one holds its place: taken later, it counts only
             # the trials numbered before it, so this one must count it now.
-            if sum(holds_a_place(t, trial.number) for t in others) >= budget:
-                reject(study, trial, FAIL_SURPLUS, heartbeat)
+            if sum(trials.holds_a_place(t, trial.number) for t in others) >= budget:
+                reject(study, trial, trials.FAIL_SURPLUS, heartbeat)
                 asked.clear()
                 return None
-            key = params_key(trial.params, names)
+            key = trials.params_key(trial.params, names)
             rivals = [
                 t
                 for t in others
-                if counts_toward_budget(t) and (t.number < trial.number or t.state.is_finished())
+                if trials.counts_toward_budget(t)
+                and (t.number < trial.number or t.state.is_finished())
             ]
-            taken = taken_points(rivals, names) | queued_points(others, names, trial.number)
+            taken = trials.taken_points(rivals, names) | trials.queued_points(
+                others, names, trial.number
+            )
             if key is None or key not in taken:
                 return trial
             size = space.size()
             enumerable = size is not None and size <= MAX_ENUMERATED_POINTS
             if attempt == max_retries and not enumerable:
                 log.warning(
-                    "Trial %d repeats evaluated params %s; running it anyway.",
-                    trial.number,
-                    trial.params,
+                    f"Trial {trial.number} repeats evaluated params {trial.params}; running it anyway."
                 )
                 return trial
-            reject(study, trial, FAIL_DUPLICATE, heartbeat)
+            reject(study, trial, trials.FAIL_DUPLICATE, heartbeat)
             asked.clear()
             if enumerable and attempt >= max_retries // 2:
                 enqueue_free_point(study, space, trial.number)
         except BaseException:
-            fail_all(study, [trial], heartbeat, FAIL_INTERRUPTED)
+            fail_all(study, [trial], heartbeat, trials.FAIL_INTERRUPTED)
             raise
     log.warning(
-        "No new parameters after %d proposals; ending study '%s'.",
-        max_retries + 1,
-        study.study_name,
+        f"No new parameters after {max_retries + 1} proposals; ending study '{study.study_name}'."
     )
     return None
 
@@ -166,7 +142,7 @@ def _ask_checked(
 def enqueue_free_point(study: Any, space: Any, seed: int) -> None:
     """Queue a random not-yet-evaluated point of a finite space (the sampler keeps repeating)."""
     names = list(space.params)
-    taken = taken_points(study.get_trials(deepcopy=False), names)
+    taken = trials.taken_points(study.get_trials(deepcopy=False), names)
     free = [p for p in space.grid_points() if tuple(p[n] for n in names) not in taken]
     if free:
         study.enqueue_trial(random.Random(seed).choice(free))

@@ -1,16 +1,8 @@
-"""The search of one study: ask trials within the budget, run them through a pool, tell each
-outcome to Optuna -- its value, FAIL with a reason, or PRUNED.
-
-With a :class:`~ltr_bench.sweeper.launching.JobPool` (joblib workers) ``n_jobs`` trials are in
-flight: as soon as one ends it is told and the next trial is asked and started, so a trial pruned
-after one fold frees its worker at once. With a :class:`~ltr_bench.sweeper.launching.BatchPool`
-it asks ``n_jobs`` trials, runs them as one batch of the launcher and tells each. With
-``reproducible=true`` the pool is a batch pool and each job's pruner sees only the trials of
-earlier batches (:class:`~ltr_bench.sweeper.search.pruning.EarlierTrialsOnly`).
-
-A job's config error (``fatal_errors``, also when wrapped, e.g. by Hydra's ``instantiate``) and
-too many failures stop the asking; the jobs in flight are told first, then the error is raised.
-Ctrl-C and SIGTERM fail the trials in flight as interrupted (their workers are stopped).
+"""The search of one study: ask trials within the budget, run them through a pool (``n_jobs`` in
+flight, or batches of ``n_jobs``: :mod:`~ltr_bench.sweeper.launching`), tell each outcome to
+Optuna: its value, FAIL with a reason, or PRUNED. A job's config error (``fatal_errors``, also
+wrapped) and too many failures stop the asking; the jobs in flight are told first, then the
+error is raised. Ctrl-C and SIGTERM fail the trials in flight as interrupted.
 """
 
 from __future__ import annotations
@@ -24,6 +16,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from optuna.trial import TrialState
 
 from ltr_bench.errors import find_in_chain
+from ltr_bench.sweeper import trials
 from ltr_bench.sweeper.job import user_attrs_of
 from ltr_bench.sweeper.launching import (
     BatchPool,
@@ -35,21 +28,8 @@ from ltr_bench.sweeper.launching import (
 from ltr_bench.sweeper.liveness import report_interrupted
 from ltr_bench.sweeper.optuna_private import job_error, trial_id
 from ltr_bench.sweeper.search import pruning
-from ltr_bench.sweeper.search.asking import (
-    TooManyFailures,
-    ask_one,
-    fail_all,
-    reject,
-    remaining,
-)
+from ltr_bench.sweeper.search.asking import TooManyFailures, ask_one, fail_all, reject, remaining
 from ltr_bench.sweeper.state import StudyState
-from ltr_bench.sweeper.trials import (
-    ATTR_ERROR,
-    FAIL_CONFIG,
-    FAIL_EXCEPTION,
-    FAIL_INTERRUPTED,
-    FAIL_NAN,
-)
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +41,8 @@ def search(state: StudyState, after_tell: Callable[[], None]) -> None:
     pool = state.jobs.pool()
     if pool.in_flight:
         log.info(
-            "Study '%s': up to %d trials in flight in joblib workers; a worker starts the next "
-            "trial as soon as its own ends.",
-            study.study_name,
-            state.settings.n_jobs,
+            f"Study '{study.study_name}': up to {state.settings.n_jobs} trials in flight in joblib "
+            "workers; a worker starts the next trial as soon as its own ends."
         )
     error: BaseException | None = None
     untold: list[Any] = []  # trials whose job ended, not yet told
@@ -85,7 +63,7 @@ def search(state: StudyState, after_tell: Callable[[], None]) -> None:
     except BaseException:
         # Ctrl-C, SIGTERM: the trials in flight (their workers stopped) and any not yet told are
         # failed as interrupted, and their runs handed to the app's hook (e.g. MLflow KILLED)
-        fail_all(study, [*untold, *pool.abort()], heartbeat, FAIL_INTERRUPTED)
+        fail_all(study, [*untold, *pool.abort()], heartbeat, trials.FAIL_INTERRUPTED)
         report_interrupted(state.config, study, state.locks)
         raise
     if error is not None:
@@ -114,47 +92,42 @@ def fill(state: StudyState, pool: BatchPool | JobPool) -> BaseException | None:
             overrides = job_overrides(
                 study.study_name, state.space, state.variant, trial.params, trial.number, racing
             )
-            log.info(
-                "Trial %d of study '%s': %s", trial.number, study.study_name, " ".join(overrides)
-            )
+            log.info(f"Trial {trial.number} of study '{study.study_name}': {' '.join(overrides)}")
             pool.submit(trial, overrides)
         except Exception as e:  # noqa: BLE001 - a config Hydra cannot compose: fatal, told below
-            fail_all(study, [trial], heartbeat, FAIL_CONFIG, error=f"{type(e).__name__}: {e}")
+            fail_all(
+                study, [trial], heartbeat, trials.FAIL_CONFIG, error=f"{type(e).__name__}: {e}"
+            )
             return e
         except BaseException:
-            fail_all(study, [trial], heartbeat, FAIL_INTERRUPTED)
+            fail_all(study, [trial], heartbeat, trials.FAIL_INTERRUPTED)
             raise
     return None
 
 
 def is_fatal(error: Any, fatal_errors: tuple[type[BaseException], ...]) -> bool:
-    """A config error, also when wrapped (Hydra's ``instantiate`` raises ``InstantiationException``
-    from a constructor's ``UserError``): every other trial would fail the same way."""
+    """A config error, also wrapped (``InstantiationException`` from a constructor's ``UserError``):
+    every other trial would fail the same way."""
     if not isinstance(error, BaseException):
         return False
     return find_in_chain(error, fatal_errors) is not None
 
 
 def tell_outcome(state: StudyState, trial: Any, outcome: Any) -> BaseException | None:
-    """Tell a job's outcome from a pool: its ``JobReturn`` (:func:`tell`), or the exception that
-    kept it from returning one -- FAIL ``interrupted`` when its worker process died, else
-    ``config_error`` (a config Hydra could not compose): fatal."""
+    """Tell a job's outcome: its ``JobReturn`` (:func:`tell`), or the exception that kept it from
+    returning one: FAIL ``interrupted`` when its worker died, else ``config_error`` (fatal)."""
     if not isinstance(outcome, BaseException):
         return tell(state, trial, outcome)
     died = worker_died(outcome)
-    log.error(
-        "Trial %d did not run to the end (%s): %s: %s",
-        trial.number,
-        "its worker process died" if died else "aborting the sweep",
-        type(outcome).__name__,
-        outcome,
-    )
+    why = f"{type(outcome).__name__}: {outcome}"
+    what = "its worker process died" if died else "aborting the sweep"
+    log.error(f"Trial {trial.number} did not run to the end ({what}): {why}")
     fail_all(
         state.study,
         [trial],
         state.heartbeat,
-        FAIL_INTERRUPTED if died else FAIL_CONFIG,
-        error=f"{type(outcome).__name__}: {outcome}",
+        trials.FAIL_INTERRUPTED if died else trials.FAIL_CONFIG,
+        why,
     )
     return outcome
 
@@ -180,8 +153,10 @@ def tell(state: StudyState, trial: Any, ret: JobReturn) -> BaseException | None:
         if isinstance(error, BaseException) and not fatal
         else None,
     )
-    trial.set_user_attr(ATTR_ERROR, f"{type(error).__name__}: {error}"[:2000])
-    reject(state.study, trial, FAIL_CONFIG if fatal else FAIL_EXCEPTION, state.heartbeat)
+    trial.set_user_attr(trials.ATTR_ERROR, f"{type(error).__name__}: {error}"[:2000])
+    reject(
+        state.study, trial, trials.FAIL_CONFIG if fatal else trials.FAIL_EXCEPTION, state.heartbeat
+    )
     return error if fatal and isinstance(error, BaseException) else None
 
 
@@ -193,8 +168,8 @@ def _tell_value(state: StudyState, trial: Any, value: Any) -> None:
         number = math.nan
     if not math.isfinite(number):
         log.warning("Trial %d returned %r; recorded as FAIL.", trial.number, value)
-        trial.set_user_attr(ATTR_ERROR, f"returned {value!r}"[:2000])
-        reject(state.study, trial, FAIL_NAN, state.heartbeat)
+        trial.set_user_attr(trials.ATTR_ERROR, f"returned {value!r}"[:2000])
+        reject(state.study, trial, trials.FAIL_NAN, state.heartbeat)
         return
     for key, attr in user_attrs_of(value).items():  # e.g. the objective's SE
         trial.set_user_attr(key, attr)
@@ -204,10 +179,7 @@ def _tell_value(state: StudyState, trial: Any, value: Any) -> None:
         log.info("Trial %d finished with value %s.", trial.number, number)
     else:  # another worker failed it as stale (e.g. heartbeats blocked for too long)
         log.warning(
-            "Trial %d was already %s; its value %s is not recorded.",
-            trial.number,
-            frozen.state.name,
-            number,
+            f"Trial {trial.number} was already {frozen.state.name}; its value {number} is not recorded."
         )
 
 
@@ -220,9 +192,5 @@ def _tell_pruned(state: StudyState, trial: Any) -> None:
     frozen = state.study.tell(trial, state=TrialState.PRUNED, skip_if_finished=True)
     state.heartbeat.discard(trial_id(trial))
     log.info(
-        "Trial %d pruned after step %s with value %s (%s).",
-        trial.number,
-        step,
-        value,
-        frozen.state.name,
+        f"Trial {trial.number} pruned after step {step} with value {value} ({frozen.state.name})."
     )

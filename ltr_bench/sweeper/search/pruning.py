@@ -1,18 +1,12 @@
-"""The pruners of a study's jobs: Optuna's own (``hydra/sweeper/pruner=none|median|
-successive_halving|hyperband``), run by each job on its own trial.
+"""The pruners of a study's jobs (Optuna's, ``hydra/sweeper/pruner=...``), run by each job on
+its own trial: with one, a job also gets ``++sweep.storage=<url>`` and ``++sweep.pruner={...}``,
+reports through :class:`~ltr_bench.sweeper.job.TrialReporter` and, stopped, ends PRUNED (it uses
+budget, is never best nor re-evaluated). A raced re-evaluation gets ``reevaluate.pruner`` alike.
 
-With a pruner, every search job also gets ``++sweep.storage=<url>`` and ``++sweep.pruner={...}``
-and reports its running objective through :class:`~ltr_bench.sweeper.job.TrialReporter`; a job
-that stops when told ends PRUNED (Optuna keeps its last reported value): it uses its share of
-``n_trials``, is never the best trial and never re-evaluated. A raced re-evaluation gets
-``reevaluate.pruner`` the same way (:mod:`~ltr_bench.sweeper.reevaluation.racing`).
-
-In the reproducible mode the pruner a job gets is wrapped in :class:`EarlierTrialsOnly`: it
-decides as if only the trials of earlier batches existed, all finished before its batch started,
-so how far the other jobs of its batch have run -- a matter of timing -- changes nothing. This
-holds for pruners that read the study through ``Study.get_trials`` (the median, percentile and
-successive-halving pruners, the re-evaluation race); Hyperband builds studies of its own from
-the storage and sees every trial.
+In the reproducible mode a job's pruner is wrapped in :class:`EarlierTrialsOnly`: it sees only
+the trials of earlier batches, all finished, so how far its batch's other jobs have run changes
+nothing. This holds for pruners that read ``Study.get_trials`` (median, percentile, successive
+halving, the race); Hyperband builds studies of its own from the storage and sees every trial.
 """
 
 from __future__ import annotations
