@@ -268,6 +268,12 @@ class Settings:
             raise UserError(
                 f"hydra.sweeper.reevaluate.top_k must be an integer >= 0, not {top_k!r}."
             )
+        if self.reproducible and str(self.pruner.get("_target_")).endswith(".HyperbandPruner"):
+            raise UserError(
+                "hydra.sweeper.reproducible=true does not hold with hydra/sweeper/pruner=hyperband "
+                "(its brackets read every trial of the storage); choose another pruner or set "
+                "reproducible=false."
+            )
         if self.heartbeat_interval < 1:
             raise UserError(
                 f"hydra.sweeper.heartbeat_interval must be >= 1 s, not {self.heartbeat_interval}."

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from ltr_bench.errors import UserError
 from ltr_bench.sweeper.job import STUDY_NAME_KEY, TRIAL_NUMBER_KEY
 from ltr_bench.sweeper.search.space import format_value
 
@@ -98,13 +99,17 @@ class Jobs:
     ) -> None:
         try:
             from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
+
+            joblib = isinstance(launcher, JoblibLauncher)
         except ImportError:  # the launcher plugin is not installed
-            in_flight = False
-        else:
-            in_flight = in_flight and n_jobs > 1 and isinstance(launcher, JoblibLauncher)
+            joblib = False
+        if joblib and launcher.joblib.get("n_jobs") == 0:
+            raise UserError(
+                "hydra.launcher.n_jobs=0 starts no job; give a count >= 1, or -1 for every core."
+            )
         self.launcher = launcher
         self.validate = validate
-        self.in_flight = in_flight
+        self.in_flight = in_flight and n_jobs > 1 and joblib
         self.job_idx = 0
         self.executors: set[Any] = set()  # joblib executors of the sweep's jobs in flight
 
