@@ -189,15 +189,14 @@ class JobPool:
             env=joblib_worker_env(n_workers),
         )
         jobs.executors.add(self.executor)
-        # future -> (submission number, key)
-        self.futures: dict[concurrent.futures.Future, tuple[int, Any]] = {}
-        self.n_submitted = 0
+        self.futures: dict[concurrent.futures.Future, Any] = {}  # -> key, in submission order
+        self.validated = False
 
     def __len__(self) -> int:
         return len(self.futures)
 
     def keys(self) -> list[Any]:
-        return [key for _, key in sorted(self.futures.values(), key=lambda pair: pair[0])]
+        return list(self.futures.values())
 
     def submit(self, key: Any, overrides: list[str]) -> None:
         """Start the job in a worker with the next job number. The pool's first job is composed
@@ -208,8 +207,9 @@ class JobPool:
         from ltr_bench.sweeper.optuna_private import joblib_execute_job
 
         launcher = self.jobs.launcher
-        if self.n_submitted == 0:
+        if not self.validated:
             self.jobs.validate([overrides])
+            self.validated = True
         future = self.executor.submit(
             joblib_execute_job(),
             self.jobs.job_idx,
@@ -220,8 +220,7 @@ class JobPool:
             Singleton.get_state(),
         )
         self.jobs.job_idx += 1
-        self.futures[future] = (self.n_submitted, key)
-        self.n_submitted += 1
+        self.futures[future] = key
 
     def wait(self, poll_s: float = 1.0) -> list[tuple[Any, Any]]:
         """``(key, outcome)`` of the jobs that ended, once at least one has (submission order).
@@ -231,13 +230,8 @@ class JobPool:
             done, _ = concurrent.futures.wait(
                 list(self.futures), timeout=poll_s, return_when=concurrent.futures.FIRST_COMPLETED
             )
-        ended = []
-        for future in done:
-            number, key = self.futures.pop(future)
-            error = future.exception()
-            ended.append((number, key, error if error is not None else future.result()))
-        ended.sort(key=lambda item: item[0])
-        return [(key, outcome) for _, key, outcome in ended]
+        ended = [future for future in self.futures if future in done]
+        return [(self.futures.pop(f), f.exception() or f.result()) for f in ended]
 
     def abort(self) -> list[Any]:
         """Stop the running jobs as ``joblib.Parallel`` does on an interrupt (their workers are
