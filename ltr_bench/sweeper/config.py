@@ -178,9 +178,7 @@ class LtrOptunaSweeperConf:
     sampler: Any = MISSING
     pruner: Any = MISSING
     progress: bool = True
-    # jobs in flight in joblib workers, the next started as one ends (false: batches of n_jobs)
     asynchronous: bool = True
-    # fixed batches, pruning against earlier batches only: the result does not depend on timing
     reproducible: bool = False
     direction: str = "maximize"
     n_trials: int | None = None
@@ -200,7 +198,6 @@ class LtrOptunaSweeperConf:
     max_duplicate_retries: int = 10
     heartbeat_interval: int = 30
     grace_period: int | None = None
-    # Seconds an orphaned launcher worker has, after its SIGTERM, before it is ended (tests: short).
     orphan_grace_period: float = 30.0
     enqueue_defaults: bool = False
     enqueue_trials: list[Any] = field(default_factory=list)

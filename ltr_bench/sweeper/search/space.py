@@ -43,8 +43,6 @@ from optuna.distributions import (
 from ltr_bench.errors import UserError
 from ltr_bench.sweeper.optuna_private import distribution_contains, escape_special_characters
 
-Scalar = None | bool | int | float | str
-
 
 @lru_cache(maxsize=1)
 def _parser() -> OverridesParser:
@@ -57,11 +55,6 @@ def parse_override(text: str) -> Override:
         return _parser().parse_override(text)
     except HydraException as e:  # OverrideParseException and the grammar functions' errors
         raise UserError(f"Cannot parse the sweep override '{text}': {e}") from e
-
-
-def param_name(override: Override) -> str:
-    """The Optuna parameter name of an override: its key without the ``+``/``++``/``~`` prefix."""
-    return override.get_key_element().lstrip("+~")
 
 
 def _only(container: Any, kind: type) -> Any:
@@ -269,7 +262,7 @@ def collect_overrides(
     texts = [f"{k}={v}" for k, v in (params or {}).items()] + list(arguments)
     for text in texts:
         override = parse_override(text)
-        name = param_name(override)
+        name = override.get_key_element().lstrip("+~")  # the Optuna name: no +, ++ or ~
         merged.pop(name, None)  # keep the order of the winning declaration
         merged[name] = override
     return merged
@@ -278,14 +271,17 @@ def collect_overrides(
 def discrete_values(override: Override) -> list[str]:
     """Override strings ``key=value`` for each value of a discrete sweep (or the single value)."""
     if not override.is_sweep_override():
-        return [
-            override.input_line
-            or f"{override.get_key_element()}={override.get_value_element_as_str()}"
-        ]
+        return [_text(override)]
     if override.is_interval_sweep():
         raise UserError(f"'{override.input_line}' is an interval; study_per needs discrete values.")
     key = override.get_key_element()
     return [f"{key}={v}" for v in override.sweep_string_iterator()]
+
+
+def _text(override: Override) -> str:
+    return (
+        override.input_line or f"{override.get_key_element()}={override.get_value_element_as_str()}"
+    )
 
 
 def build_space(overrides: Mapping[str, Override]) -> SearchSpace:
@@ -294,10 +290,7 @@ def build_space(overrides: Mapping[str, Override]) -> SearchSpace:
     fixed: list[str] = []
     for name, override in overrides.items():
         if not override.is_sweep_override():
-            fixed.append(
-                override.input_line
-                or f"{override.get_key_element()}={override.get_value_element_as_str()}"
-            )
+            fixed.append(_text(override))
             continue
         params[name] = _to_param(name, override)
     return SearchSpace(params=params, fixed=tuple(fixed))
