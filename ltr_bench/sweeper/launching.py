@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ltr_bench.errors import UserError
+from ltr_bench.errors import UserError, find_in_chain
 from ltr_bench.sweeper.job import STUDY_NAME_KEY, TRIAL_NUMBER_KEY
 from ltr_bench.sweeper.search.space import format_value
 
@@ -88,6 +88,14 @@ def worker_died(error: BaseException) -> bool:
     from concurrent.futures.process import BrokenProcessPool
 
     return isinstance(error, BrokenProcessPool)
+
+
+def is_fatal(error: Any, fatal_errors: tuple[type[BaseException], ...]) -> bool:
+    """A config error, also wrapped (``InstantiationException`` from a constructor's ``UserError``):
+    every other trial would fail the same way."""
+    if not isinstance(error, BaseException):
+        return False
+    return find_in_chain(error, fatal_errors) is not None
 
 
 class Jobs:

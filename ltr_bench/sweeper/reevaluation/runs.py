@@ -14,14 +14,18 @@ from typing import Any
 from hydra.core.utils import JobStatus
 
 from ltr_bench.sweeper.job import REEVALUATION_KEY, REEVALUATION_TRIAL_KEY, is_finite, user_attrs_of
-from ltr_bench.sweeper.launching import job_overrides, sigterm_raises_interrupt, worker_died
+from ltr_bench.sweeper.launching import (
+    is_fatal,
+    job_overrides,
+    sigterm_raises_interrupt,
+    worker_died,
+)
 from ltr_bench.sweeper.liveness import report_interrupted, worker_identity
 from ltr_bench.sweeper.optuna_private import job_error, study_storage
 from ltr_bench.sweeper.reevaluation import locks as rl
 from ltr_bench.sweeper.reevaluation import pooling as rv
 from ltr_bench.sweeper.reevaluation.racing import lock_attrs
 from ltr_bench.sweeper.search import pruning
-from ltr_bench.sweeper.search.loop import is_fatal
 from ltr_bench.sweeper.state import StudyState
 from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_EXCEPTION, FAIL_INTERRUPTED
 

@@ -15,12 +15,12 @@ from typing import Any
 from hydra.core.utils import JobReturn, JobStatus
 from optuna.trial import TrialState
 
-from ltr_bench.errors import find_in_chain
 from ltr_bench.sweeper import trials
 from ltr_bench.sweeper.job import user_attrs_of
 from ltr_bench.sweeper.launching import (
     BatchPool,
     JobPool,
+    is_fatal,
     job_overrides,
     sigterm_raises_interrupt,
     worker_died,
@@ -103,14 +103,6 @@ def fill(state: StudyState, pool: BatchPool | JobPool) -> BaseException | None:
             fail_all(study, [trial], heartbeat, trials.FAIL_INTERRUPTED)
             raise
     return None
-
-
-def is_fatal(error: Any, fatal_errors: tuple[type[BaseException], ...]) -> bool:
-    """A config error, also wrapped (``InstantiationException`` from a constructor's ``UserError``):
-    every other trial would fail the same way."""
-    if not isinstance(error, BaseException):
-        return False
-    return find_in_chain(error, fatal_errors) is not None
 
 
 def tell_outcome(state: StudyState, trial: Any, outcome: Any) -> BaseException | None:
