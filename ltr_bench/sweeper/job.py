@@ -29,7 +29,8 @@ ATTR_N_STEPS = "ltr_sweeper.n_steps"  # a job's planned steps, when it says (Tri
 ATTR_PREFIX = "objective_"  # the trial user attributes an Objective carries
 ATTR_SE = ATTR_PREFIX + "se"
 
-__all__ = ["Objective", "Refit", "RefitResult", "TrialReporter", "find_refits", "plan_refits"]
+# what the app uses (some from the refit and storage modules)
+__all__ = ["Objective", "TrialReporter", "Refit", "RefitResult", "find_refits", "plan_refits"]
 __all__ += ["redact"]
 
 
