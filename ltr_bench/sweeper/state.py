@@ -50,8 +50,7 @@ class StudyState:
     heartbeat: Heartbeat  # beats for this process's running trials and locks
     space: SearchSpace
     variant: list[str]  # the study's own overrides (one value of each study_per key)
-    budget: int
-    n_existing: int  # trials stored before this process started
+    budget: int  # n_trials of the study, over every process sharing it
 
     def recover(self, locks_too: bool = False) -> None:
         """Fail the trials (and locks) whose sweeper is gone; hand them to the app's hook."""
@@ -172,6 +171,4 @@ def open_study_state(
         f"n_trials={budget}, {n_existing} trial(s) already stored."
     )
     heartbeat = Heartbeat(rdb, s.heartbeat_interval)
-    return StudyState(
-        s, config, jobs, study, rdb, url, locks, heartbeat, space, variant, budget, n_existing
-    )
+    return StudyState(s, config, jobs, study, rdb, url, locks, heartbeat, space, variant, budget)
