@@ -10,7 +10,7 @@ in flight would), under a grid of racing rules:
 
 - the search pruner is Optuna's own ``SuccessiveHalvingPruner`` (``--rungs``: reduction factors),
   fed the running means a raced trial reports;
-- the re-evaluation races with :func:`ltr_bench.sweeper.reevaluation_racing.cannot_catch_up`
+- the re-evaluation races with :func:`ltr_bench.sweeper.reevaluation.racing.cannot_catch_up`
   (``--z`` x ``--min-folds``) against the candidates that have run at least as many folds;
 - the chosen trial is the one with the best pooled value, as the sweeper selects.
 
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import optuna
 
-from ltr_bench.sweeper.reevaluation_racing import Candidate, cannot_catch_up
+from ltr_bench.sweeper.reevaluation.racing import Candidate, cannot_catch_up
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

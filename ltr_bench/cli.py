@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        from ltr_bench.sweeper.refit import plan_refits
+        from ltr_bench.sweeper.job import plan_refits
 
         refits = plan_refits(args)
         config_dir()  # a missing tree is one sentence, not Hydra's report
@@ -104,8 +104,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def sweep_objective(result: Any) -> float | None:
     """A run's objective for the sweeper: with its standard error over the (inner) folds when
-    there is one (:class:`~ltr_bench.sweeper.objective.Objective`, a float to any sweeper)."""
-    from ltr_bench.sweeper.objective import Objective
+    there is one (:class:`~ltr_bench.sweeper.job.Objective`, a float to any sweeper)."""
+    from ltr_bench.sweeper.job import Objective
 
     if result.objective is None:
         return None
@@ -138,7 +138,7 @@ def _run_refits(refits: Sequence[Any]) -> int:
 def refit_table(sweep_dir: str | None, min_refits: int = 1) -> str | None:
     """:func:`refit_summary` of every refit of the sweep (the latest per study and seed, from
     ``<sweep dir>/refit/``), or None with fewer than ``min_refits``."""
-    from ltr_bench.sweeper.refit import find_refits
+    from ltr_bench.sweeper.job import find_refits
 
     if not sweep_dir:
         return None

@@ -13,4 +13,4 @@ _config.register_configs()
 
 
 class LtrOptunaSweeper(_sweeper.OptunaSweeperImpl):
-    """The ``ltr_optuna`` sweeper (see ``ltr_bench.sweeper`` for the config surface)."""
+    """The ``ltr_optuna`` sweeper (config surface: ``ltr_bench.sweeper.config``)."""

@@ -210,8 +210,7 @@ def _trial_reporter(cfg: DictConfig) -> Any:
     """The job's handle for reporting its running objective into its Optuna trial, when the
     sweeper passed one (``sweep.storage`` + ``sweep.pruner``); the storage URL is redacted in
     ``cfg`` afterwards, so no password reaches the logged params."""
-    from ltr_bench.sweeper.pruning import TrialReporter
-    from ltr_bench.sweeper.storage import redact
+    from ltr_bench.sweeper.job import TrialReporter, redact
 
     reporter = TrialReporter.from_config(cfg)
     url = cfg.get("sweep", {}).get("storage")

@@ -5,6 +5,7 @@ Groups: ``hydra/sweeper`` -> ``ltr_optuna``; ``hydra/sweeper/sampler`` -> ``tpe`
 ``successive_halving``, ``hyperband``. The surface follows hydra-optuna-sweeper (``params``, ``sampler``,
 ``direction``, ``n_trials``, ``n_jobs``, ``storage``, ``study_name``, ``max_failure_rate``) and adds
 the keys this project needs for resumable, shareable sweeps (see ``LtrOptunaSweeperConf``).
+:class:`Settings` is the same keys as the sweeper uses them: plain data, each checked once.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
+
+from ltr_bench.confutil import plain
+from ltr_bench.errors import UserError
 
 SWEEPER_TARGET = "hydra_plugins.ltr_bench_sweeper.LtrOptunaSweeper"
 
@@ -43,13 +47,10 @@ class RandomSamplerConf:
 
 @dataclass
 class GridSamplerConf:
-    """Exhaustive grid over the product of all (discrete) params, each point exactly once.
+    """Every point of the grid of the (discrete) params once: in product order (``seed: null``,
+    params in declaration order) or a seeded shuffle (when ``n_trials`` is below the grid size)."""
 
-    ``seed: null`` walks the grid in product order (params in declaration order); an integer seed
-    walks it in a shuffled order (useful when ``n_trials`` is smaller than the grid).
-    """
-
-    _target_: str = "ltr_bench.sweeper.grid.GridSearchSampler"
+    _target_: str = "ltr_bench.sweeper.search.grid.GridSearchSampler"
     seed: int | None = None
 
 
@@ -62,8 +63,8 @@ class NopPrunerConf:
 
 @dataclass
 class MedianPrunerConf:
-    """Stop a trial whose running objective at a step is worse than the median of the completed
-    trials' values at that step (Optuna's MedianPruner)."""
+    """Optuna's MedianPruner: stop a trial worse at a step than the median of the completed
+    trials' values at that step."""
 
     _target_: str = "optuna.pruners.MedianPruner"
     n_startup_trials: int = 5
@@ -74,8 +75,8 @@ class MedianPrunerConf:
 
 @dataclass
 class SuccessiveHalvingPrunerConf:
-    """Asynchronous successive halving (Optuna's SuccessiveHalvingPruner): at rungs of
-    ``min_resource * reduction_factor**k`` steps only the top ``1/reduction_factor`` go on."""
+    """Optuna's asynchronous successive halving: at rungs of ``min_resource *
+    reduction_factor**k`` steps only the top ``1/reduction_factor`` go on."""
 
     _target_: str = "optuna.pruners.SuccessiveHalvingPruner"
     min_resource: Any = "auto"
@@ -86,7 +87,7 @@ class SuccessiveHalvingPrunerConf:
 
 @dataclass
 class HyperbandPrunerConf:
-    """Hyperband (Optuna's HyperbandPruner): several successive-halving brackets."""
+    """Optuna's HyperbandPruner: several successive-halving brackets."""
 
     _target_: str = "optuna.pruners.HyperbandPruner"
     min_resource: int = 1
@@ -105,19 +106,13 @@ PRUNERS = {
 
 @dataclass
 class ReevaluateConf:
-    """Re-evaluation of a study's best trials after the search (off with ``top_k: 0``).
-
-    The ``top_k`` best trials run once more with ``++sweep.reevaluation=true`` plus ``overrides``;
-    the app scores the same config on fresh splits/seeds (ltr_bench: ``protocol.reevaluation_repeats``
-    new inner-CV repeats) and the sweeper selects the trial with the best value pooled over the
-    search's and the re-evaluation's folds (see :mod:`ltr_bench.sweeper.reevaluation`). With a
-    ``pruner`` the re-evaluations race fold by fold (:mod:`ltr_bench.sweeper.reevaluation_racing`).
-    """
+    """Re-evaluation of a study's best trials after the search (off with ``top_k: 0``); see
+    ``LtrOptunaSweeperConf.reevaluate`` and :mod:`ltr_bench.sweeper.reevaluation`."""
 
     top_k: int = 0
     overrides: list[str] = field(default_factory=list)
     # null: every re-evaluation runs all its folds; a pruner config (``_target_``) races them, e.g.
-    # {_target_: ltr_bench.sweeper.reevaluation_racing.PairedRacePruner, z: 2.0, min_folds: 3}
+    # {_target_: ltr_bench.sweeper.reevaluation.racing.PairedRacePruner, z: 2.0, min_folds: 3}
     # (the search=<model> TPE configs): a candidate that cannot catch up is dropped.
     pruner: Any = None
 
@@ -148,18 +143,19 @@ class LtrOptunaSweeperConf:
       sampler), so the search starts from a known-good point -- Optuna's ``enqueue_trial``.
     enqueue_trials: further points to evaluate first, each a mapping parameter -> value (e.g. a
       published config); values must lie in the search space. Both are enqueued once per study
-      (``skip_if_exists``), count toward ``n_trials``, and are chosen as best only on their merit.
+      (again on resume when their trial was interrupted), count toward ``n_trials``, and are
+      chosen as best only on their merit.
     reevaluate: ``top_k`` (0 = off) best trials are re-run after the search as re-evaluation jobs
       (``++sweep.reevaluation=true`` plus ``reevaluate.overrides``) and the best trial is the one
       with the best value pooled over search and re-evaluation; a less lucky, more reliable choice
       when the objective is noisy. Stored in the study, so resuming does not repeat them.
       ``reevaluate.pruner`` (a pruner config, null = off) races them fold by fold and drops a
-      candidate that cannot catch up (:mod:`ltr_bench.sweeper.reevaluation_racing`).
+      candidate that cannot catch up (:mod:`ltr_bench.sweeper.reevaluation.racing`).
     Every job gets the overrides ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>``.
     pruner: ``hydra/sweeper/pruner=none|median|successive_halving|hyperband`` (Optuna's pruners,
       options as keys, e.g. ``hydra.sweeper.pruner.n_startup_trials=8``); with one, search jobs
       also get ``++sweep.storage=<url>`` and ``++sweep.pruner={...}`` so that they can report
-      their running objective and stop early (:mod:`ltr_bench.sweeper.pruning`).
+      their running objective and stop early (:mod:`ltr_bench.sweeper.search.pruning`).
     progress: one updating line per study (trials done, pruned, failed, best with its SE,
       elapsed, ETA): a tqdm bar on a terminal, plain log lines otherwise.
     heartbeat_interval / grace_period: seconds; a trial of another host whose heartbeat is older
@@ -182,9 +178,7 @@ class LtrOptunaSweeperConf:
     sampler: Any = MISSING
     pruner: Any = MISSING
     progress: bool = True
-    # jobs in flight in joblib workers, the next started as one ends (false: batches of n_jobs)
     asynchronous: bool = True
-    # fixed batches, pruning against earlier batches only: the result does not depend on timing
     reproducible: bool = False
     direction: str = "maximize"
     n_trials: int | None = None
@@ -204,12 +198,100 @@ class LtrOptunaSweeperConf:
     max_duplicate_retries: int = 10
     heartbeat_interval: int = 30
     grace_period: int | None = None
-    # Seconds an orphaned launcher worker has, after its SIGTERM, before it is ended (tests: short).
     orphan_grace_period: float = 30.0
     enqueue_defaults: bool = False
     enqueue_trials: list[Any] = field(default_factory=list)
     reevaluate: ReevaluateConf = field(default_factory=ReevaluateConf)
     params: dict[str, Any] = field(default_factory=dict)
+
+
+class Settings:
+    """The ``hydra.sweeper`` keys (:class:`LtrOptunaSweeperConf`) as the sweeper uses them: plain
+    data, each checked here once, a bad value one sentence naming its key."""
+
+    def __init__(self, **options: Any) -> None:
+        c = LtrOptunaSweeperConf(**options)  # an unknown key: TypeError, as for any constructor
+        self.sampler = c.sampler
+        self.direction = str(c.direction).lower()
+        self.n_trials = c.n_trials
+        self.n_jobs = int(c.n_jobs)
+        self.storage = c.storage
+        self.storage_dir = c.storage_dir
+        self.study_name = c.study_name
+        self.study_per = list(c.study_per or [])
+        self.max_failure_rate = float(c.max_failure_rate)
+        self.fatal_errors = list(c.fatal_errors or [])
+        self.fatal_classes: tuple[type[BaseException], ...] = ()  # resolve_fatal_errors()
+        self.max_duplicate_retries = int(c.max_duplicate_retries)
+        self.heartbeat_interval = int(c.heartbeat_interval)
+        gp = c.grace_period
+        self.grace_period = int(gp) if gp is not None else 2 * self.heartbeat_interval
+        self.orphan_grace_period = float(c.orphan_grace_period)
+        self.enqueue_defaults = bool(c.enqueue_defaults)
+        self.enqueue_trials = list(plain(c.enqueue_trials) or [])
+        reevaluate = plain(c.reevaluate) or {}
+        if not isinstance(reevaluate, dict):  # the dataclass default
+            reevaluate = vars(reevaluate)
+        self.top_k = reevaluate.get("top_k", 0)
+        self.reevaluate_overrides = [str(o) for o in reevaluate.get("overrides") or []]
+        self.race: dict[str, Any] = plain(reevaluate.get("pruner")) or {}  # reevaluate.pruner
+        self.params: dict[str, Any] = plain(c.params) or {}
+        self.pruner: dict[str, Any] = {} if c.pruner == MISSING else plain(c.pruner) or {}
+        self.progress = bool(c.progress)
+        self.asynchronous = bool(c.asynchronous)
+        self.reproducible = bool(c.reproducible)
+        self._check()
+
+    def _check(self) -> None:
+        if self.direction not in ("maximize", "minimize"):
+            raise UserError(
+                f"hydra.sweeper.direction must be maximize or minimize, not '{self.direction}'."
+            )
+        if self.n_jobs < 1:
+            raise UserError(f"hydra.sweeper.n_jobs must be >= 1, not {self.n_jobs}.")
+        if self.n_trials is not None and int(self.n_trials) < 1:
+            raise UserError(f"hydra.sweeper.n_trials must be >= 1 or null, not {self.n_trials}.")
+        if not 0.0 <= self.max_failure_rate <= 1.0:
+            raise UserError(
+                f"hydra.sweeper.max_failure_rate must be in [0, 1], not {self.max_failure_rate}."
+            )
+        for i, point in enumerate(self.enqueue_trials):
+            if not isinstance(point, dict) or not point:
+                raise UserError(
+                    f"hydra.sweeper.enqueue_trials[{i}] must be a mapping parameter -> value, got {point!r}."
+                )
+        top_k = self.top_k
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+            raise UserError(
+                f"hydra.sweeper.reevaluate.top_k must be an integer >= 0, not {top_k!r}."
+            )
+        if self.reproducible and str(self.pruner.get("_target_")).endswith(".HyperbandPruner"):
+            raise UserError(
+                "hydra.sweeper.reproducible=true does not hold with hydra/sweeper/pruner=hyperband "
+                "(its brackets read every trial of the storage); choose another pruner or set "
+                "reproducible=false."
+            )
+        if self.heartbeat_interval < 1:
+            raise UserError(
+                f"hydra.sweeper.heartbeat_interval must be >= 1 s, not {self.heartbeat_interval}."
+            )
+
+    def resolve_fatal_errors(self) -> None:
+        """``fatal_errors``' dotted names as exception classes (``fatal_classes``)."""
+        from hydra.utils import get_class
+
+        classes = []
+        for dotted in self.fatal_errors:
+            try:
+                cls = get_class(dotted)
+            except (ImportError, ValueError) as e:  # no such module or class
+                raise UserError(f"hydra.sweeper.fatal_errors: cannot import '{dotted}'.") from e
+            if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+                raise UserError(
+                    f"hydra.sweeper.fatal_errors: '{dotted}' is not an exception class."
+                )
+            classes.append(cls)
+        self.fatal_classes = tuple(classes)
 
 
 def register_configs() -> None:

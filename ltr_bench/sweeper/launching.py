@@ -1,23 +1,32 @@
-"""Launching jobs through the Hydra launcher: their overrides, SIGTERM, and one batch of them.
+"""How the sweeper's jobs run: their overrides, SIGTERM, and the two pools they run in.
 
-Search trials and re-evaluations launch the same way, through a pool of
-:mod:`~ltr_bench.sweeper.job_pool` (a batch of the launcher, or jobs in flight in joblib's workers).
+A pool takes a job under a key (its trial, or its re-evaluation lock) with :meth:`submit`, gives
+``(key, outcome)`` pairs from :meth:`wait` (the ``JobReturn``, or the exception that kept the job
+from returning one: a config Hydra could not compose, a worker that died) and stops on Ctrl-C or
+SIGTERM with :meth:`abort`. :class:`BatchPool` (any launcher) runs its jobs as one batch of the
+launcher; :class:`JobPool` (``hydra/launcher=joblib``, ``n_jobs > 1``, not ``asynchronous=false``
+nor ``reproducible=true``) starts each job at once in joblib's reusable loky workers, through
+the launcher's own job function (same config, job number, logging and orphan guard), and returns
+as soon as one ends, so a freed worker takes the next trial at once.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import logging
 import signal
 import threading
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
-if TYPE_CHECKING:
-    from ltr_bench.sweeper.sweeper import OptunaSweeperImpl
+from ltr_bench.errors import UserError, find_in_chain
+from ltr_bench.sweeper.job import STUDY_NAME_KEY, TRIAL_NUMBER_KEY
+from ltr_bench.sweeper.search.space import format_value
 
-TRIAL_NUMBER_KEY = "sweep.trial_number"
-REEVALUATION_KEY = "sweep.reevaluation"
-STUDY_NAME_KEY = "sweep.study_name"
+log = logging.getLogger(__name__)
+
+IDLE_WORKER_TIMEOUT_S = 300  # joblib's default: idle workers end after this long
 
 
 class Terminated(KeyboardInterrupt):
@@ -26,12 +35,9 @@ class Terminated(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def sigterm_raises_interrupt() -> Iterator[None]:
-    """Make SIGTERM raise in the main thread, so that running trials are marked before exiting.
-
-    An app's own SIGTERM handler is kept (``ltr-bench`` raises ``RunTerminated``, ends its MLflow
-    runs KILLED and exits 143); without one, SIGTERM raises :class:`Terminated`, and
-    :meth:`OptunaSweeperImpl.sweep` ends the process by SIGTERM once the trials are marked.
-    """
+    """Make SIGTERM raise in the main thread, so that running trials are marked before exiting:
+    :class:`Terminated`, unless the app has a handler of its own (``ltr-bench``'s ends its MLflow
+    runs KILLED and exits 143)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -60,8 +66,6 @@ def job_overrides(
 ) -> list[str]:
     """A job's overrides: the trial's parameters, the study's own overrides, ``extra``, and
     the trial number and study name the job is told."""
-    from ltr_bench.sweeper.search_space import format_value
-
     return [
         *space.job_overrides(params),
         *variant,
@@ -71,17 +75,180 @@ def job_overrides(
     ]
 
 
-def launch(sweeper: OptunaSweeperImpl, jobs: list[list[str]]) -> Sequence[Any]:
-    """Run ``jobs`` as one batch of the sweeper's launcher; their ``JobReturn`` s.
+def release_workers(executors: set[Any]) -> None:
+    """End the idle workers of ``executors`` once the sweep's every job has returned (else the
+    sweeper's exit waits for each worker's interpreter to shut down, ~3 s with torch loaded)."""
+    for executor in executors:
+        executor.shutdown(wait=True, kill_workers=True)
+    executors.clear()
 
-    A batch of several jobs is composed first, so that one bad config cannot waste the others'
-    runs; a composition error (or any error of the launcher itself) propagates, and so do Ctrl-C
-    and SIGTERM.
-    """
-    assert sweeper.launcher is not None
-    if len(jobs) > 1:
-        sweeper.validate_batch_is_legal(jobs)
-    with sigterm_raises_interrupt():
-        returns = sweeper.launcher.launch(jobs, initial_job_idx=sweeper.job_idx)
-    sweeper.job_idx += len(jobs)
-    return returns
+
+def worker_died(error: BaseException) -> bool:
+    """Whether an outcome's exception says the job's worker process died (killed, out of memory)."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    return isinstance(error, BrokenProcessPool)
+
+
+def is_fatal(error: Any, fatal_errors: tuple[type[BaseException], ...]) -> bool:
+    """A config error, also wrapped (``InstantiationException`` from a constructor's ``UserError``):
+    every other trial would fail the same way."""
+    if not isinstance(error, BaseException):
+        return False
+    return find_in_chain(error, fatal_errors) is not None
+
+
+class Jobs:
+    """The sweep's Hydra launcher and what all its studies' jobs share: the job numbers, the
+    joblib executors to release at the end, Hydra's check that a batch's configs compose."""
+
+    def __init__(
+        self, launcher: Any, validate: Callable[[Any], None], n_jobs: int, in_flight: bool
+    ) -> None:
+        try:
+            from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
+
+            joblib = isinstance(launcher, JoblibLauncher)
+        except ImportError:  # the launcher plugin is not installed
+            joblib = False
+        if joblib and launcher.joblib.get("n_jobs") == 0:
+            raise UserError(
+                "hydra.launcher.n_jobs=0 starts no job; give a count >= 1, or -1 for every core."
+            )
+        self.launcher = launcher
+        self.validate = validate
+        self.in_flight = in_flight and n_jobs > 1 and joblib
+        self.job_idx = 0
+        self.executors: set[Any] = set()  # joblib executors of the sweep's jobs in flight
+
+    def pool(self) -> BatchPool | JobPool:
+        """A pool for a phase of a study (see the module docstring)."""
+        return JobPool(self) if self.in_flight else BatchPool(self)
+
+    def launch(self, jobs: list[list[str]]) -> Sequence[Any]:
+        """Run ``jobs`` as one batch; their ``JobReturn`` s. Several jobs are composed first (one
+        bad config wastes no other run); launcher errors, Ctrl-C and SIGTERM propagate."""
+        if len(jobs) > 1:
+            self.validate(jobs)
+        with sigterm_raises_interrupt():
+            returns = self.launcher.launch(jobs, initial_job_idx=self.job_idx)
+        self.job_idx += len(jobs)
+        return returns
+
+
+class BatchPool:
+    """Jobs collected into one batch of the launcher, run when :meth:`wait` is called."""
+
+    in_flight = False  # submitted jobs wait for wait()
+
+    def __init__(self, jobs: Jobs) -> None:
+        self.jobs = jobs
+        self.pending: list[tuple[Any, list[str]]] = []
+
+    def __len__(self) -> int:
+        return len(self.pending)
+
+    def keys(self) -> list[Any]:
+        return [key for key, _ in self.pending]
+
+    def submit(self, key: Any, overrides: list[str]) -> None:
+        self.pending.append((key, overrides))
+
+    def wait(self) -> list[tuple[Any, Any]]:
+        """Launch the pending jobs as one batch; ``(key, outcome)`` in submission order. A launch
+        error is every job's outcome; Ctrl-C and SIGTERM propagate with the jobs pending."""
+        jobs = [overrides for _, overrides in self.pending]
+        try:
+            returns = self.jobs.launch(jobs)
+        except Exception as e:  # noqa: BLE001 - any launch error is each job's outcome: its trial fails with it
+            outcomes: list[Any] = [e] * len(jobs)
+        else:
+            outcomes = list(returns)
+        done = [(key, outcome) for (key, _), outcome in zip(self.pending, outcomes)]
+        self.pending = []
+        return done
+
+    def abort(self) -> list[Any]:
+        """The keys of the jobs that did not report back (their batch was interrupted)."""
+        keys = self.keys()
+        self.pending = []
+        return keys
+
+
+class JobPool:
+    """Jobs in flight in joblib's loky worker processes (``hydra.launcher.n_jobs`` of them, as
+    joblib's ``effective_n_jobs`` counts); :meth:`wait` returns as soon as any ends."""
+
+    in_flight = True  # a submitted job starts at once
+
+    def __init__(self, jobs: Jobs) -> None:
+        import joblib
+        from hydra.core.utils import setup_globals
+        from joblib.externals.loky import get_reusable_executor
+
+        from ltr_bench.sweeper.optuna_private import joblib_worker_env
+
+        self.jobs = jobs
+        n_workers = joblib.effective_n_jobs(jobs.launcher.joblib.get("n_jobs", -1))
+        setup_globals()  # what the launcher does before a batch: Hydra's resolvers
+        self.executor = get_reusable_executor(
+            max_workers=n_workers,
+            timeout=IDLE_WORKER_TIMEOUT_S,
+            env=joblib_worker_env(n_workers),
+        )
+        jobs.executors.add(self.executor)
+        self.futures: dict[concurrent.futures.Future, Any] = {}  # -> key, in submission order
+        self.validated = False
+
+    def __len__(self) -> int:
+        return len(self.futures)
+
+    def keys(self) -> list[Any]:
+        return list(self.futures.values())
+
+    def submit(self, key: Any, overrides: list[str]) -> None:
+        """Start the job in a worker with the next job number. The pool's first job is composed
+        here too (a config error raises before any worker is busy); the workers compose the
+        others (composing each here cost ~0.3 s of the workers' cores per trial)."""
+        from hydra.core.singleton import Singleton
+
+        from ltr_bench.sweeper.optuna_private import joblib_execute_job
+
+        launcher = self.jobs.launcher
+        if not self.validated:
+            self.jobs.validate([overrides])
+            self.validated = True
+        future = self.executor.submit(
+            joblib_execute_job(),
+            self.jobs.job_idx,
+            list(overrides),
+            launcher.hydra_context,
+            launcher.config,
+            launcher.task_function,
+            Singleton.get_state(),
+        )
+        self.jobs.job_idx += 1
+        self.futures[future] = key
+
+    def wait(self, poll_s: float = 1.0) -> list[tuple[Any, Any]]:
+        """``(key, outcome)`` of the jobs that ended, once at least one has (submission order).
+        Polls so that a signal handler's exception (Ctrl-C, SIGTERM) is raised promptly."""
+        done: set[concurrent.futures.Future] = set()
+        while not done:
+            done, _ = concurrent.futures.wait(
+                list(self.futures), timeout=poll_s, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+        ended = [future for future in self.futures if future in done]
+        return [(self.futures.pop(f), f.exception() or f.result()) for f in ended]
+
+    def abort(self) -> list[Any]:
+        """Stop the running jobs as ``joblib.Parallel`` does on an interrupt (their workers are
+        ended); the keys of the jobs that did not report back."""
+        keys = self.keys()
+        self.futures.clear()
+        if keys:
+            try:
+                self.executor.shutdown(wait=True, kill_workers=True)
+            except Exception as e:  # noqa: BLE001 - the sweep is ending anyway: warn, never mask its error
+                log.warning("Could not stop the joblib workers: %s", e)
+        return keys

@@ -1,23 +1,27 @@
 """Every private Optuna, Hydra (and joblib) name the sweeper needs, in one place.
 
-Optuna's public API has no trial id (storage methods take one), no study id, no study storage
-and no query for the stale trials of a study without failing them Optuna's way; Hydra's
-``JobReturn`` offers its job's exception only by re-raising it (and writing to stderr). The
-sweeper needs each: heartbeats and re-evaluation locks address trials by id; a stale trial of
-this host is failed only once its process is found gone (``fail_interrupted_trials``), not on
-staleness alone; a failed job's exception is inspected, not raised; an override value is
-escaped the way Hydra's own grammar does. Jobs in flight (:mod:`~ltr_bench.sweeper.job_pool`)
-run through the joblib launcher's own job function and get the thread caps joblib gives its
-workers, neither of which is public. ``tests/sweeper/test_optuna_private.py`` fails naming
+Optuna's public API has no trial id (storage methods take one), no study id, no study storage,
+no query for the stale trials of a study without failing them Optuna's way, and no way to show a
+pruner part of a study; Hydra's ``JobReturn`` offers its job's exception only by re-raising it.
+The sweeper needs each: heartbeats and re-evaluation locks address trials by id; a stale trial of
+this host is failed only once its process is found gone, not on staleness alone; the
+reproducible mode's pruner sees the trials of earlier batches only (:func:`earlier_trials`); a
+failed job's exception is inspected, not raised; an override value is escaped as Hydra's grammar
+does. Jobs in flight run through the joblib launcher's own job function with the thread caps
+joblib gives its workers, neither public. ``tests/sweeper/test_optuna_private.py`` fails naming
 the attribute when a release removes or changes one of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
-# Hydra quotes override values with it; no public function does (used by search_space)
-from hydra._internal.grammar.utils import escape_special_characters
+import optuna
+
+# Hydra quotes override values with it; no public function does (used by search.space)
+from hydra._internal.grammar.utils import escape_special_characters as escape_special_characters
+from optuna.trial import FrozenTrial, TrialState
 
 #: (object kind, attribute) pairs read below; the test checks each against the installed releases
 PRIVATE_NAMES = (
@@ -25,6 +29,7 @@ PRIVATE_NAMES = (
     ("optuna.trial.FrozenTrial", "_trial_id"),
     ("optuna.Study", "_storage"),
     ("optuna.Study", "_study_id"),
+    ("optuna.Study", "_get_trials"),
     ("optuna.storages.RDBStorage", "_get_stale_trial_ids"),
     ("optuna.distributions.BaseDistribution", "_contains"),
     ("hydra.core.utils.JobReturn", "_return_value"),
@@ -56,14 +61,35 @@ def stale_trial_ids(rdb: Any, study: Any) -> set[int]:
     return set(rdb._get_stale_trial_ids(study_id(study)))
 
 
-def remember_schema_head() -> None:
-    """Have ``RDBStorage()`` look up Optuna's schema head revision once per process.
+class _EarlierTrials(optuna.Study):
+    """A view of a study whose trial lists hold only the trials numbered below ``before``: it
+    overrides ``Study._get_trials``, which ``get_trials`` and Optuna's pruners read; it shares the
+    study's storage, so a pruner's writes (e.g. successive halving's rungs) land in the study."""
 
-    Every ``RDBStorage`` checks that the database's schema revision is the installed Optuna's
-    head; alembic finds the head by executing Optuna's migration scripts, about 0.1 s of each open
-    (a racing job opens the storage once per trial). The head is a property of the installed
-    Optuna alone, so it is remembered; the database's own revision is still read on every open.
-    """
+    def __init__(self, study: optuna.Study, before: int) -> None:  # no Study.__init__: a view
+        self.__dict__.update(study.__dict__)
+        self._before = int(before)
+
+    def _get_trials(
+        self,
+        deepcopy: bool = True,
+        states: Container[TrialState] | None = None,
+        use_cache: bool = False,
+    ) -> list[FrozenTrial]:
+        trials = super()._get_trials(deepcopy=deepcopy, states=states, use_cache=use_cache)
+        return [t for t in trials if t.number < self._before]
+
+
+def earlier_trials(study: optuna.Study, before: int) -> optuna.Study:
+    """``study`` as if only its trials numbered below ``before`` existed."""
+    return _EarlierTrials(study, before)
+
+
+def remember_schema_head() -> None:
+    """Have ``RDBStorage()`` look up Optuna's schema head revision once per process: alembic
+    finds it by running Optuna's migration scripts, ~0.1 s of every open (a racing job opens the
+    storage once per trial), and it depends on the installed Optuna alone. The database's own
+    revision is still read on every open."""
     from optuna.storages._rdb.storage import _VersionManager
 
     if getattr(_VersionManager.get_head_version, "remembered", False):
@@ -106,18 +132,3 @@ def joblib_worker_env(n_jobs: int) -> dict[str, str]:
     from joblib._parallel_backends import LokyBackend
 
     return dict(LokyBackend()._prepare_worker_env(n_jobs=n_jobs))
-
-
-__all__ = [
-    "PRIVATE_NAMES",
-    "joblib_execute_job",
-    "joblib_worker_env",
-    "remember_schema_head",
-    "distribution_contains",
-    "escape_special_characters",
-    "job_error",
-    "stale_trial_ids",
-    "study_id",
-    "study_storage",
-    "trial_id",
-]

@@ -1,10 +1,6 @@
-"""Reading a finished sweep back: the refit jobs of ``refit_best=<sweep dir>``.
-
-After a sweep, ``ltr-bench refit_best=<sweep dir>`` refits each study's best config
-(:func:`plan_refits`): the sweeper's ``optimization_results.yaml`` gives each study's best
-parameters and own overrides, ``multirun.yaml`` beside it the sweep command's fixed overrides;
-together they become the overrides of an ordinary ``final`` run on the whole training part,
-evaluated once on test.
+"""Reading a finished sweep back: the refit jobs of ``refit_best=<sweep dir>`` (each study's best
+config from ``optimization_results.yaml``, the sweep command's fixed overrides from
+``multirun.yaml`` beside it: an ordinary ``final`` run, evaluated once on test) and their results.
 """
 
 from __future__ import annotations
@@ -15,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from ltr_bench.errors import UserError
-from ltr_bench.sweeper.summary import RESULTS_FILE
+from ltr_bench.sweeper.storage import file_stem
 
 REFIT_KEY = "refit_best"
+RESULTS_FILE = "optimization_results.yaml"  # the sweeper's summary of every study in a sweep dir
 
 
 @dataclass(frozen=True)
@@ -33,31 +30,20 @@ class Refit:
 
 
 def plan_refits(args: Sequence[str], subdir: str = "refit") -> list[Refit] | None:
-    """The refit jobs for ``refit_best=<results>`` on a command line, or None without it;
-    their folders are in ``<sweep dir>/<subdir>`` (another subdir keeps a refit under other
-    settings apart from the sweep's own refits).
+    """The refit jobs of ``refit_best=<results>`` on a command line (the results file or the
+    sweep folder holding it), or None without it; their folders in ``<sweep dir>/<subdir>``.
 
-    ``<results>`` is the sweeper's ``optimization_results.yaml`` or the sweep folder holding it.
-    For each study in it (one, or one per ``study_per`` value such as each outer fold) the
-    overrides are, in order:
-
-    1. the sweep's own fixed command-line overrides (from ``multirun.yaml`` beside the results:
-       sweep ranges and ``hydra`` keys left out), then the user's arguments, so a bare
-       ``ltr-bench refit_best=<dir>`` repeats the sweep's model/dataset/protocol;
-    2. the study's own overrides (e.g. ``dataset.fold=3``) and its best parameters, replacing
-       any earlier value of the same keys;
-    3. ``protocol.objective=final``, ``sweep.study_name=<study>`` (nests the run under the
-       study's MLflow sweep run), ``refit_best=<file>`` (tags it ``ltr.refit``) and, unless the
-       user gave one, ``hydra.run.dir=<sweep dir>/refit/<study>/seed<k>``.
-
-    When the user's arguments already pin a study's overrides (``dataset.fold=3``), only the
-    studies that match are refit. A seed list (``seed=0,1,2,3`` or ``seed=range(0,4)``) refits
-    every study once per seed: the seed alone moves a small dataset's test metric, and the mean
-    over seeds separates that noise from the folds'.
-
-    Refits never overwrite one another: the output folder ``seed<k>`` (``k`` = the refit's seed:
-    from the list, the command line or the sweep's config) is created here, and when it exists
-    already (an earlier refit with that seed) the next free ``seed<k>-2``, ``seed<k>-3``, ... is.
+    Per study (one, or one per ``study_per`` value) the overrides are, in order: the sweep's fixed
+    command-line overrides (no sweep ranges, no ``hydra`` keys) then the user's arguments, so a
+    bare ``refit_best=<dir>`` repeats the sweep's model/dataset/protocol; the study's own
+    overrides and best parameters, replacing earlier values of their keys;
+    ``protocol.objective=final``, ``sweep.study_name=<study>`` (the run nests under the study's
+    MLflow run), ``refit_best=<file>`` (tags it ``ltr.refit``) and, unless the user gave one,
+    ``hydra.run.dir=<sweep dir>/refit/<study>/seed<k>``. Arguments that pin a study's overrides
+    (``dataset.fold=3``) refit the matching studies only; a seed list (``seed=0,1,2,3``,
+    ``seed=range(0,4)``) refits each study once per seed (the seed alone moves a small dataset's
+    test metric). Refits never overwrite one another: ``seed<k>`` is created here, or the next
+    free ``seed<k>-2``, ``seed<k>-3``, ... when it exists.
     """
     args = list(args)
     idx = [i for i, a in enumerate(args) if a.lstrip("+").startswith(REFIT_KEY + "=")]
@@ -77,8 +63,7 @@ def plan_refits(args: Sequence[str], subdir: str = "refit") -> list[Refit] | Non
 
     path = _results_path(raw)
     studies = load_studies(path)
-    sweep_fixed = _sweep_fixed_overrides(path.parent / "multirun.yaml")
-    sweep_seed = _sweep_seed(path.parent / "multirun.yaml")
+    sweep_fixed, sweep_seed = _read_sweep(path.parent / "multirun.yaml")
     user_keys = {_key(a): a for a in args if _key(a)}
     chosen = [
         st for st in studies if all(user_keys.get(_key(o), o) == o for o in st["study_overrides"])
@@ -126,7 +111,7 @@ def _refit_of_study(
         seed = _single_seed([a for a in out if _key(a) == "seed"][-1:], sweep_seed)
     run_dir = None
     if not any(_key(a) == "hydra.run.dir" for a in out):
-        study_dir = path.parent / subdir / _folder_name(str(st["study_name"] or "best"))
+        study_dir = path.parent / subdir / file_stem(str(st["study_name"] or "best"))
         run_dir = str(_reserve(study_dir / (f"seed{seed}" if seed is not None else "run")))
         out.append(f"hydra.run.dir={_value(run_dir)}")
     label = " ".join(st["study_overrides"]) or str(st["study_name"] or "best")
@@ -238,10 +223,11 @@ def load_studies(path: Path) -> list[dict[str, Any]]:
     return studies
 
 
-def _sweep_fixed_overrides(multirun_yaml: Path) -> list[str]:
-    """The sweep command's fixed task overrides (no ranges/choices, no hydra keys)."""
+def _read_sweep(multirun_yaml: Path) -> tuple[list[str], int | None]:
+    """The sweep command's fixed task overrides (no ranges/choices, no hydra keys) and the
+    ``seed`` of its saved config (what a refit without ``seed=`` runs with)."""
     if not multirun_yaml.is_file():
-        return []
+        return [], None
     import yaml
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -258,21 +244,8 @@ def _sweep_fixed_overrides(multirun_yaml: Path) -> list[str]:
         if ov.is_sweep_override() or key.startswith("hydra") or key.startswith("sweep."):
             continue
         out.append(str(o))
-    return out
-
-
-def _sweep_seed(multirun_yaml: Path) -> int | None:
-    """The ``seed`` of the sweep's saved config (what a refit without ``seed=`` runs with)."""
-    if not multirun_yaml.is_file():
-        return None
-    import yaml
-
-    try:
-        data = yaml.safe_load(multirun_yaml.read_text()) or {}
-    except yaml.YAMLError:
-        return None
-    seed = data.get("seed") if isinstance(data, dict) else None
-    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+    seed = data.get("seed")
+    return out, (seed if isinstance(seed, int) and not isinstance(seed, bool) else None)
 
 
 @dataclass(frozen=True)
@@ -288,11 +261,8 @@ class RefitResult:
 
 def find_refits(sweep_dir: str | Path, subdir: str = "refit") -> tuple[list[RefitResult], int]:
     """Every refit of a sweep, the latest per study and seed, in the order of the sweep's
-    studies and then by seed; and how many older refits of the same study and seed were left out.
-
-    Reads each ``<subdir>/<study>/<run>/results.json`` (and the ``<subdir>/<study>/results.json``
-    of refits made before runs got their own folders); a file that cannot be read is skipped.
-    """
+    studies then by seed, and how many older refits of a study and seed were left out: each
+    readable ``<subdir>/<study>/<run>/results.json`` (or ``<subdir>/<study>/results.json``)."""
     import json
 
     root = Path(sweep_dir) / subdir
@@ -350,15 +320,7 @@ def _dedupe_last_wins(args: list[str]) -> list[str]:
 
 
 def _value(value: Any) -> str:
-    """``value`` in Hydra's override grammar, parsing back to exactly ``value`` (one function for
-    the sweeper's job overrides and the refit's; imported lazily: it needs Optuna)."""
-    from ltr_bench.sweeper.search_space import format_value
+    """``value`` in Hydra's override grammar (imported lazily: the search needs Optuna)."""
+    from ltr_bench.sweeper.search.space import format_value
 
     return format_value(value)
-
-
-def _folder_name(study_name: str) -> str:
-    """The study's file-name-safe stem, as for its default SQLite file."""
-    from ltr_bench.sweeper.storage import file_stem
-
-    return file_stem(study_name)

@@ -1,4 +1,7 @@
-"""Where a study lives: default study names, the default SQLite path, opening RDB storages."""
+"""Where a study lives: default study names, the default SQLite path, opening RDB storages.
+
+Light to import (Optuna is loaded when a storage is opened): a job opens its trial's storage.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +13,12 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, cast
-
-import optuna
+from typing import TYPE_CHECKING, Literal, cast
 
 from ltr_bench.errors import UserError
+
+if TYPE_CHECKING:
+    import optuna
 
 log = logging.getLogger(__name__)
 
@@ -22,11 +26,9 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+@-]+")
 
 
 def default_study_name(job_name: str, task_overrides: Sequence[str], sampler_name: str) -> str:
-    """``<job>[-<override>...]-<sampler>``, overrides sorted so that their order does not matter.
-
-    ``task_overrides`` are the non-sweep command-line overrides; ``hydra.*`` and ``sweep.*`` keys
-    are left out (they do not change what is optimised), so the same command names the same study.
-    """
+    """``<job>[-<override>...]-<sampler>``: the non-sweep command-line overrides, sorted, without
+    ``hydra.*`` and ``sweep.*`` keys (they do not change what is optimised): the same command
+    names the same study."""
     kept = sorted(o for o in task_overrides if not o.lstrip("+~").startswith(("hydra.", "sweep.")))
     return "-".join([job_name, *kept, sampler_name])
 
@@ -57,13 +59,14 @@ def sqlite_file(url: str) -> Path | None:
 
 def redact(url: str) -> str:
     """The URL with any password hidden, for logs and result files."""
-    try:
-        from sqlalchemy.engine import make_url
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
 
+    try:
         parsed = make_url(url)
-        return url if parsed.password is None else parsed.render_as_string(hide_password=True)
-    except Exception:
+    except (ArgumentError, ValueError):  # not a URL, or a bad port: nothing to hide
         return url
+    return url if parsed.password is None else parsed.render_as_string(hide_password=True)
 
 
 def with_installed_driver(url: str) -> str:
@@ -85,25 +88,22 @@ def with_installed_driver(url: str) -> str:
 def open_storage(
     url: str, heartbeat_interval: int | None, grace_period: int | None
 ) -> optuna.storages.RDBStorage:
-    """Open (and create if needed) an Optuna RDB storage, retrying briefly on lock/race errors.
-
-    SQLite gets a 60 s busy timeout so that several processes can share one file. Workers that
-    start together on a fresh database race to create Optuna's tables; the losers see "relation
-    ... already exists" (PostgreSQL's DuplicateTable) and retry once the winner is done.
-    """
-    import sqlalchemy.exc
+    """Open (and create if needed) an Optuna RDB storage. SQLite gets a 60 s busy timeout, so that
+    processes can share a file; workers starting together on a fresh database race to create
+    Optuna's tables, and a loser ("... already exists") or a busy database is retried briefly."""
+    import optuna
+    from sqlalchemy import exc
 
     from ltr_bench.sweeper.optuna_private import remember_schema_head
 
     remember_schema_head()
     url = with_installed_driver(url)
+    where = f"hydra.sweeper.storage={redact(url)}"
     db = sqlite_file(url)
     if db is not None and not db.parent.is_dir():
-        # the same rule as tracking.tracking_uri: a folder you name must exist (the default
-        # folder, storage_dir, is created by default_storage_url)
+        # as for tracking.tracking_uri, a folder you name must exist (storage_dir is created)
         raise UserError(
-            f"hydra.sweeper.storage={redact(url)}: folder {db.parent} does not exist; "
-            "create it or point hydra.sweeper.storage elsewhere"
+            f"{where}: folder {db.parent} does not exist; create it or point hydra.sweeper.storage elsewhere"
         )
     engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
     for attempt in range(5):
@@ -116,7 +116,7 @@ def open_storage(
                     heartbeat_interval=heartbeat_interval,
                     grace_period=grace_period,
                 )
-        except sqlalchemy.exc.ArgumentError as e:
+        except exc.ArgumentError as e:
             raise UserError(
                 f"hydra.sweeper.storage: '{redact(url)}' is not a database URL ({e})."
             ) from e
@@ -124,31 +124,20 @@ def open_storage(
             raise UserError(
                 f"hydra.sweeper.storage: no database driver installed for '{redact(url)}' ({e})."
             ) from e
-        except (
-            sqlalchemy.exc.OperationalError,
-            sqlalchemy.exc.IntegrityError,
-            sqlalchemy.exc.ProgrammingError,
-        ) as e:
-            if isinstance(e, sqlalchemy.exc.ProgrammingError) and "already exists" not in str(
-                e.orig
-            ):
-                raise UserError(
-                    f"hydra.sweeper.storage: cannot open '{redact(url)}': {e.orig}."
-                ) from e
-            if attempt == 4:
+        except (exc.OperationalError, exc.IntegrityError, exc.ProgrammingError) as e:
+            lost_race = not isinstance(e, exc.ProgrammingError) or "already exists" in str(e.orig)
+            if not lost_race or attempt == 4:
                 raise UserError(
                     f"hydra.sweeper.storage: cannot open '{redact(url)}': {e.orig}."
                 ) from e
             log.info("Storage busy (%s); retrying.", e.orig)
             time.sleep(0.5 * (attempt + 1))
-        except sqlalchemy.exc.DatabaseError as e:  # e.g. "file is not a database"
+        except exc.DatabaseError as e:  # e.g. "file is not a database"
             what = (
-                f"{db} is not a SQLite database"
-                if db is not None
-                else f"cannot open the database ({e.orig})"
+                f"{db} is not a SQLite database" if db else f"cannot open the database ({e.orig})"
             )
             raise UserError(
-                f"hydra.sweeper.storage={redact(url)}: {what}; move it away or point hydra.sweeper.storage elsewhere"
+                f"{where}: {what}; move it away or point hydra.sweeper.storage elsewhere"
             ) from None
     raise AssertionError("unreachable")
 
@@ -157,7 +146,8 @@ def open_study(
     storage: optuna.storages.RDBStorage, study_name: str, direction: str
 ) -> optuna.Study:
     """Create the study or load it; a stored study with another direction is a UserError."""
-    import sqlalchemy.exc
+    import optuna
+    from sqlalchemy import exc
 
     for attempt in range(5):
         try:
@@ -169,7 +159,7 @@ def open_study(
                 sampler=optuna.samplers.RandomSampler(),  # replaced by the sweeper
             )
             break
-        except (sqlalchemy.exc.OperationalError, sqlalchemy.exc.IntegrityError):
+        except (exc.OperationalError, exc.IntegrityError):
             if attempt == 4:
                 raise
             time.sleep(0.5 * (attempt + 1))

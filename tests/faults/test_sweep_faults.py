@@ -330,7 +330,7 @@ def test_a_default_trial_stopped_by_a_config_error_runs_once_the_config_is_fixed
 
 # ------------------------------------------------------------------------------ item 7: claimed re-evaluations
 def _claims(url: str, name: str) -> list:
-    from ltr_bench.sweeper.reevaluation_locks import LOCKS_SUFFIX as CLAIMS_SUFFIX
+    from ltr_bench.sweeper.job import LOCKS_SUFFIX as CLAIMS_SUFFIX
 
     return optuna.load_study(study_name=name + CLAIMS_SUFFIX, storage=url).get_trials(
         deepcopy=False

@@ -7,7 +7,8 @@ import pickle
 
 import pytest
 
-from ltr_bench.sweeper.objective import Objective, user_attrs_of, within_one_se
+from ltr_bench.sweeper.job import Objective, user_attrs_of
+from ltr_bench.sweeper.results import within_one_se
 
 
 def test_objective_is_a_float_with_finite_attrs_that_survives_pickling() -> None:

@@ -83,3 +83,13 @@ def test_the_schema_head_is_looked_up_once_and_a_stale_schema_still_fails(tmp_pa
     engine.dispose()
     with pytest.raises(RuntimeError, match="no longer compatible"):
         optuna.storages.RDBStorage(url)
+
+
+def test_earlier_trials_hides_the_later_trials_from_every_trial_list() -> None:
+    study = optuna.create_study()
+    for _ in range(3):
+        study.tell(study.ask(), 0.0)
+    view = op.earlier_trials(study, 2)
+    assert [t.number for t in view.get_trials(deepcopy=False)] == [0, 1], "Study._get_trials"
+    assert [t.number for t in view.trials] == [0, 1], "Study.trials no longer reads _get_trials"
+    assert len(study.trials) == 3  # the study itself is untouched

@@ -95,7 +95,7 @@ def test_a_reproducible_two_worker_sweep_repeats_its_trials_and_choice(tmp_path:
         "hydra.sweeper.pruner.reduction_factor=2",
         "hydra.sweeper.reevaluate.top_k=3",
         "hydra.sweeper.reevaluate.pruner={_target_:"
-        "ltr_bench.sweeper.reevaluation_racing.PairedRacePruner,min_folds:2}",
+        "ltr_bench.sweeper.reevaluation.racing.PairedRacePruner,min_folds:2}",
     ]
     tables, results = [], []
     for run in ("a", "b"):
@@ -127,7 +127,8 @@ def test_a_reproducible_two_worker_sweep_repeats_its_trials_and_choice(tmp_path:
 
 
 def test_the_reproducible_pruner_sees_earlier_batches_only() -> None:
-    from ltr_bench.sweeper.reproducible import EarlierTrialsOnly, earlier_trials
+    from ltr_bench.sweeper.optuna_private import earlier_trials
+    from ltr_bench.sweeper.search.pruning import EarlierTrialsOnly
 
     study = optuna.create_study(direction="maximize")
     for value in (0.1, 0.9, 0.5):
@@ -154,19 +155,23 @@ def test_the_reproducible_pruner_sees_earlier_batches_only() -> None:
 
 
 def test_job_overrides_wrap_the_pruner_for_the_reproducible_mode() -> None:
-    from ltr_bench.sweeper.pruning import job_overrides, make_pruner
-    from ltr_bench.sweeper.reproducible import EarlierTrialsOnly
+    from ltr_bench.sweeper.job import make_pruner
+    from ltr_bench.sweeper.search.pruning import EarlierTrialsOnly, job_overrides
 
     cfg = {"_target_": "optuna.pruners.MedianPruner", "n_startup_trials": 2}
     plain = job_overrides("sqlite:///x.db", cfg)
     assert plain[1] == "++sweep.pruner={_target_:optuna.pruners.MedianPruner,n_startup_trials:2}"
     wrapped = job_overrides("sqlite:///x.db", cfg, before=6)
     assert wrapped[1] == (
-        "++sweep.pruner={_target_:ltr_bench.sweeper.reproducible.EarlierTrialsOnly,before:6,"
+        "++sweep.pruner={_target_:ltr_bench.sweeper.search.pruning.EarlierTrialsOnly,before:6,"
         "pruner:{_target_:optuna.pruners.MedianPruner,n_startup_trials:2}}"
     )
     built = make_pruner(
-        {"_target_": "ltr_bench.sweeper.reproducible.EarlierTrialsOnly", "before": 6, "pruner": cfg}
+        {
+            "_target_": "ltr_bench.sweeper.search.pruning.EarlierTrialsOnly",
+            "before": 6,
+            "pruner": cfg,
+        }
     )
     assert isinstance(built, EarlierTrialsOnly) and built.before == 6
     assert isinstance(built.pruner, optuna.pruners.MedianPruner)
@@ -184,7 +189,7 @@ def test_released_workers_are_gone_when_the_release_returns() -> None:
     import psutil
     from joblib.externals.loky import get_reusable_executor
 
-    from ltr_bench.sweeper.job_pool import release_workers
+    from ltr_bench.sweeper.launching import release_workers
 
     executor = get_reusable_executor(max_workers=1)
     pid = executor.submit(_own_pid).result()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import optuna
 import pytest
 
-from ltr_bench.sweeper import write_study_plots
+from ltr_bench.sweeper.results import write_study_plots
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

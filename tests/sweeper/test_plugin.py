@@ -27,7 +27,7 @@ def test_plugin_is_discovered_from_the_namespace_package() -> None:
     [
         ([], "optuna.samplers.TPESampler"),
         (["hydra/sweeper/sampler=random"], "optuna.samplers.RandomSampler"),
-        (["hydra/sweeper/sampler=grid"], "ltr_bench.sweeper.grid.GridSearchSampler"),
+        (["hydra/sweeper/sampler=grid"], "ltr_bench.sweeper.search.grid.GridSearchSampler"),
     ],
 )
 def test_config_surface(sampler: list[str], target: str) -> None:
@@ -57,3 +57,20 @@ def test_config_surface(sampler: list[str], target: str) -> None:
 def test_bad_sweeper_options_are_user_errors(kwargs: dict, key: str) -> None:
     with pytest.raises(UserError, match=f"hydra.sweeper.{key}"):
         OptunaSweeperImpl(sampler={"_target_": "optuna.samplers.TPESampler"}, **kwargs)
+
+
+def test_reproducible_with_hyperband_is_refused() -> None:
+    hyperband = {"_target_": "optuna.pruners.HyperbandPruner"}
+    with pytest.raises(UserError, match="reproducible=true does not hold with .*hyperband"):
+        OptunaSweeperImpl(sampler={"_target_": "x"}, reproducible=True, pruner=hyperband)
+    OptunaSweeperImpl(sampler={"_target_": "x"}, reproducible=False, pruner=hyperband)
+
+
+def test_a_joblib_launcher_without_jobs_is_refused() -> None:
+    from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
+
+    from ltr_bench.sweeper.launching import Jobs
+
+    with pytest.raises(UserError, match="hydra.launcher.n_jobs=0 starts no job"):
+        Jobs(JoblibLauncher(n_jobs=0), print, n_jobs=2, in_flight=True)
+    assert Jobs(JoblibLauncher(n_jobs=2), print, n_jobs=2, in_flight=True).in_flight

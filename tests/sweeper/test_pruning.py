@@ -186,7 +186,7 @@ def test_two_sweepers_sharing_one_sqlite_study_race_within_one_budget(
 
 
 def test_tpe_constant_liar_is_on_for_parallel_trials_unless_set() -> None:
-    from ltr_bench.sweeper.study_setup import make_sampler
+    from ltr_bench.sweeper.state import make_sampler
 
     tpe = {"_target_": "optuna.samplers.TPESampler", "seed": 0, "constant_liar": None}
 
@@ -201,7 +201,8 @@ def test_tpe_constant_liar_is_on_for_parallel_trials_unless_set() -> None:
 
 def test_a_bad_pruner_option_is_one_config_error() -> None:
     from ltr_bench.errors import UserError
-    from ltr_bench.sweeper.pruning import job_overrides, make_pruner
+    from ltr_bench.sweeper.job import make_pruner
+    from ltr_bench.sweeper.search.pruning import job_overrides
 
     with pytest.raises(UserError, match="hydra.sweeper.pruner"):
         make_pruner({"_target_": "optuna.pruners.MedianPruner", "n_startup_trials": -1})
@@ -286,7 +287,7 @@ def test_real_app_prunes_trials_marks_their_runs_and_shares_preprocessing(tmp_pa
 def test_progress_line_counts_trials_of_the_study(tmp_path: Path) -> None:
     import io
 
-    from ltr_bench.sweeper.progress import StudyProgress
+    from ltr_bench.sweeper.results import StudyProgress
 
     study = optuna.create_study(direction="maximize")
     for v in (0.5, 0.7):

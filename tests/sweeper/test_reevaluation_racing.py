@@ -11,9 +11,9 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
-from ltr_bench.sweeper.pruning import ATTR_N_STEPS
-from ltr_bench.sweeper.reevaluation_locks import ATTR_REEVALUATES
-from ltr_bench.sweeper.reevaluation_racing import (
+from ltr_bench.sweeper.job import ATTR_N_STEPS
+from ltr_bench.sweeper.reevaluation.locks import ATTR_REEVALUATES
+from ltr_bench.sweeper.reevaluation.racing import (
     Candidate,
     PairedRacePruner,
     cannot_catch_up,
@@ -25,7 +25,7 @@ from tests.waiting import TEST_GUARD_S
 
 RACE = (
     "hydra.sweeper.reevaluate.pruner={_target_:"
-    "ltr_bench.sweeper.reevaluation_racing.PairedRacePruner,min_folds:2}"
+    "ltr_bench.sweeper.reevaluation.racing.PairedRacePruner,min_folds:2}"
 )
 
 
@@ -168,7 +168,7 @@ def test_a_bad_race_option_is_one_config_error(tmp_path: Path) -> None:
         tmp_path,
         "hydra.sweeper.reevaluate.top_k=2",
         "hydra.sweeper.reevaluate.pruner={_target_:"
-        "ltr_bench.sweeper.reevaluation_racing.PairedRacePruner,min_folds:1}",
+        "ltr_bench.sweeper.reevaluation.racing.PairedRacePruner,min_folds:1}",
     )
     assert proc.returncode != 0
     assert "hydra.sweeper.reevaluate.pruner" in proc.stderr

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ltr_bench.errors import UserError
 from ltr_bench.sweeper.refit import plan_refits
-from ltr_bench.sweeper.search_space import format_value
+from ltr_bench.sweeper.search.space import format_value
 
 SWEEP_TASK = """hydra:
   overrides:

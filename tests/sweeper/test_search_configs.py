@@ -17,7 +17,7 @@ from ltr_bench.cli import config_dir
 from ltr_bench.errors import UserError
 from ltr_bench.runner import check_compatibility
 from ltr_bench.sweeper.config import SWEEPER_TARGET
-from ltr_bench.sweeper.search_space import parse_search_space
+from ltr_bench.sweeper.search.space import parse_search_space
 
 SEARCH_DIR = Path(config_dir()) / "search"
 SEARCHES = sorted(p.stem for p in SEARCH_DIR.glob("*.yaml"))
@@ -115,7 +115,7 @@ def test_search_space_of_another_model_is_rejected_before_anything_runs() -> Non
 
 @pytest.mark.parametrize("search", [s for s in SEARCHES if s not in GRID_SIZES])
 def test_tpe_searches_start_from_the_model_defaults(search: str) -> None:
-    from ltr_bench.sweeper.study_setup import default_point
+    from ltr_bench.sweeper.state import default_point
 
     cfg = _compose(f"model={_model_of(search)}", f"search={search}")
     assert cfg.hydra.sweeper.enqueue_defaults is True

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 from ltr_bench.errors import UserError
-from ltr_bench.sweeper.search_space import (
+from ltr_bench.sweeper.search.space import (
     discrete_values,
     format_value,
     parse_override,

@@ -13,16 +13,13 @@ import pytest
 from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 
-from ltr_bench.sweeper.grid import GridSearchSampler
-from ltr_bench.sweeper.trials import (
-    ATTR_FAIL,
-    ATTR_WORKER,
-    counts_toward_budget,
+from ltr_bench.sweeper.liveness import (
     fail_interrupted_trials,
     is_dead_local_worker,
-    settled_others,
     worker_identity,
 )
+from ltr_bench.sweeper.search.grid import GridSearchSampler
+from ltr_bench.sweeper.trials import ATTR_FAIL, ATTR_WORKER, counts_toward_budget, settled_others
 
 SPACE = {"x": [0, 1, 2], "y": ["a", "b"]}
 DISTS = {"x": IntDistribution(0, 2), "y": CategoricalDistribution(["a", "b"])}

@@ -33,8 +33,7 @@ import optuna
 from omegaconf import DictConfig
 
 from ltr_bench.errors import UserError
-from ltr_bench.sweeper.objective import Objective
-from ltr_bench.sweeper.pruning import TrialReporter
+from ltr_bench.sweeper.job import Objective, TrialReporter
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")

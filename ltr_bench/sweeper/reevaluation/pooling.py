@@ -1,21 +1,19 @@
-"""Re-evaluating a study's top trials, so that the winner is not chosen on the noise that made it win.
+"""Pooling and selecting re-evaluated top trials: the winner is not chosen on the noise that
+made it win.
 
-With a noisy objective (an inner-CV mean over a few hundred queries), the best of many trials is
-mostly the luckiest: its value is biased upwards and a different, slightly worse-looking config
-is often the better one (the "winner's curse"). After the search, the sweeper runs the ``top_k``
-trials once more as *re-evaluation* jobs (``++sweep.reevaluation=true``; the app scores the same
-config on fresh data splits / seeds, for ltr_bench ``protocol.reevaluation_repeats`` new inner-CV
-repeats) and selects the trial with the best **pooled** value: the mean over all the folds the
-search and the re-evaluation scored, weighted by their counts (the ``n_folds`` attribute of an
-:class:`~ltr_bench.sweeper.objective.Objective`; 1 each for a plain float).
-
-With ``reevaluate.pruner`` the re-evaluations race (:mod:`~ltr_bench.sweeper.reevaluation_racing`):
-a candidate that cannot catch up with another is dropped after some folds; its record keeps the
-folds it ran (``dropped_after``) and it is left out of the selection.
+With a noisy objective (an inner-CV mean over a few hundred queries) the best of many trials is
+mostly the luckiest: its value is biased upwards ("winner's curse"). After the search the sweeper
+runs the ``top_k`` trials once more as *re-evaluation* jobs (``++sweep.reevaluation=true``; the
+app scores the same config on fresh splits or seeds, ltr_bench ``protocol.reevaluation_repeats``
+new inner-CV repeats) and selects the trial with the best **pooled** value: the mean over all the
+folds the search and the re-evaluation scored, weighted by their counts (an
+:class:`~ltr_bench.sweeper.job.Objective`'s ``n_folds``; 1 for a plain float). A candidate the
+race dropped (:mod:`~ltr_bench.sweeper.reevaluation.racing`) keeps the folds it ran
+(``dropped_after``) and is never selected.
 
 Records live in the study's user attributes (``reevaluation:<trial number>``), so a resumed or
-shared sweep neither repeats a re-evaluation nor loses one; Optuna's trials keep their search
-values untouched (the sampler's view of the space is the search's).
+shared sweep neither repeats a re-evaluation nor loses one; the trials keep their search values
+(the sampler's view of the space is the search's).
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ltr_bench.sweeper.objective import ATTR_PREFIX, ATTR_SE
+from ltr_bench.sweeper.job import ATTR_PREFIX, ATTR_SE
 
 ATTR_KEY_PREFIX = "reevaluation:"
 ATTR_N_FOLDS = ATTR_PREFIX + "n_folds"
@@ -58,20 +56,17 @@ def top_trials(trials: Sequence[Any], k: int, maximize: bool) -> list[Any]:
 
 
 def pooled_mean_se(parts: Sequence[tuple[float, float | None, int]]) -> tuple[float, float | None]:
-    """Mean and standard error of the union of samples given as ``(mean, se, n)`` parts.
-
-    The pooled mean weights each part by ``n``; its SE is that of the mean of all ``sum(n)``
-    values (within-part spread recovered as ``se * sqrt(n)``, plus the spread between part
-    means). SE is None when a part lacks one or fewer than two values are pooled.
-    """
+    """Mean and standard error of the union of samples given as ``(mean, se, n)`` parts: the
+    mean weighted by ``n``, the SE of the mean of all ``sum(n)`` values (within-part spread
+    ``se * sqrt(n)`` plus the spread between part means); None when a part lacks one or fewer
+    than two values are pooled."""
     total = sum(n for _, _, n in parts)
     if total <= 0:
         raise ValueError("pooled_mean_se needs at least one value")
     mean = sum(m * n for m, _, n in parts) / total
     if total < 2 or any(se is None or not math.isfinite(se) for _, se, _ in parts):
         return mean, None
-    # sum of squared deviations from the pooled mean = within-part + between-part
-    # every se is a finite float here (checked above)
+    # squared deviations from the pooled mean: within-part + between-part (every se is finite)
     ss = sum(
         (n - 1) * (float(se or 0.0) * math.sqrt(n)) ** 2 + n * (m - mean) ** 2 for m, se, n in parts
     )

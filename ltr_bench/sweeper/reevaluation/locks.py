@@ -1,21 +1,18 @@
 """Locking a study's re-evaluations through its storage, so that workers sharing it run each once.
 
-Search trials are claimed by Optuna itself (each ``ask`` creates a new trial). A re-evaluation
+Search trials are claimed by Optuna itself (each ``ask`` creates a trial). A re-evaluation
 repeats a finished trial, so it is locked with a trial of the companion study
-``<study>:reevaluations`` in the same storage: a RUNNING lock trial carries the user attributes
-``ltr_sweeper.reevaluates`` (the re-evaluated trial's number) and ``ltr_sweeper.worker`` (who
-runs it), written in the same transaction that creates it, and gets heartbeats like a search
-trial. So the machinery that fails search trials of gone sweepers
-(:func:`~ltr_bench.sweeper.trials.fail_interrupted_trials`) also fails their locks
-(``interrupted``), and the re-evaluation can be locked again.
+``<study>:reevaluations`` in the same storage: a RUNNING lock trial carries the re-evaluated
+trial's number and its worker's identity, written in the transaction that creates it, and gets
+heartbeats like a search trial, so a gone sweeper's locks are failed (``interrupted``) as its
+trials are, and the re-evaluation can be locked again.
 
 Among the RUNNING locks of one trial the one with the lowest storage id wins; the others
-withdraw (FAIL, ``duplicate``) before running anything. SQLite serialises writers, so a lock
-with a lower id was committed before a later locker looks; on a database server a second look
-after a short pause covers a concurrent insert that had not been committed yet. A lock that
-finished (COMPLETE, PRUNED when the race dropped it, or FAIL because the job itself failed) means
-the re-evaluation is done. A raced re-evaluation reports its folds into its lock trial
-(:mod:`~ltr_bench.sweeper.reevaluation_racing`).
+withdraw (FAIL ``duplicate``) before running anything. SQLite serialises writers, so a lock with
+a lower id was committed before a later locker looks; on a database server a second look after a
+short pause covers a concurrent insert not yet committed. A finished lock (COMPLETE, PRUNED when
+the race dropped it, FAIL because the job failed) means the re-evaluation is done. A raced
+re-evaluation reports its folds into its lock trial.
 """
 
 from __future__ import annotations
@@ -27,7 +24,9 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from ltr_bench.sweeper.job import LOCKS_SUFFIX
 from ltr_bench.sweeper.optuna_private import study_id, study_storage, trial_id
+from ltr_bench.sweeper.storage import open_study
 from ltr_bench.sweeper.trials import (
     ATTR_FAIL,
     ATTR_WORKER,
@@ -36,15 +35,12 @@ from ltr_bench.sweeper.trials import (
     counts_toward_budget,
 )
 
-LOCKS_SUFFIX = ":reevaluations"
 ATTR_REEVALUATES = "ltr_sweeper.reevaluates"
 SETTLE_S = 1.0  # second look on database servers (see the module docstring)
 
 
 def open_locks(rdb: optuna.storages.RDBStorage, study: optuna.Study) -> optuna.Study:
     """The companion study holding ``study``'s re-evaluation locks (created on first use)."""
-    from ltr_bench.sweeper.storage import open_study
-
     return open_study(rdb, study.study_name + LOCKS_SUFFIX, study.direction.name.lower())
 
 
@@ -75,7 +71,7 @@ def lock(
     attrs: Mapping[str, Any] | None = None,
 ) -> int | None:
     """Lock the re-evaluation of trial ``number``; the lock's trial id, or None when it is
-    done or another worker holds it. ``heartbeat`` (a :class:`~ltr_bench.sweeper.trials.Heartbeat`)
+    done or another worker holds it. ``heartbeat`` (a :class:`~ltr_bench.sweeper.liveness.Heartbeat`)
     keeps a won lock alive; ``settle_s`` > 0 looks a second time after that pause; ``attrs`` are
     more user attributes of the lock trial (what a race needs)."""
     if is_done(locks, number) or is_locked(locks, number):
@@ -99,17 +95,6 @@ def lock(
     return new_id
 
 
-def finish(locks: optuna.Study, lock_id: int, value: float, heartbeat: Any) -> None:
-    """Mark a lock COMPLETE with the re-evaluation's value (after its record is stored)."""
-    heartbeat.discard(lock_id)
-    try:
-        study_storage(locks).set_trial_state_values(
-            lock_id, state=TrialState.COMPLETE, values=[value]
-        )
-    except optuna.exceptions.UpdateFinishedTrialError:
-        pass  # failed as stale meanwhile; the stored record is what counts
-
-
 def lock_number(locks: optuna.Study, lock_id: int) -> int:
     """The number of a lock trial in its study (what a raced re-evaluation job is told)."""
     return int(study_storage(locks).get_trial_number_from_id(lock_id))
@@ -117,31 +102,38 @@ def lock_number(locks: optuna.Study, lock_id: int) -> int:
 
 def last_reported(locks: optuna.Study, lock_id: int) -> tuple[int | None, float | None]:
     """The last fold a raced re-evaluation reported into its lock trial, and its running mean."""
-    from ltr_bench.sweeper.pruning import last_reported as last_of
+    trial = study_storage(locks).get_trial(lock_id)
+    step = trial.last_step
+    return step, (None if step is None else float(trial.intermediate_values[step]))
 
-    return last_of(study_storage(locks).get_trial(lock_id))
+
+def _close(
+    locks: Any, lock_id: int, heartbeat: Any, state: TrialState, value: Any = None, reason: str = ""
+) -> None:
+    heartbeat.discard(lock_id)
+    storage = study_storage(locks)
+    try:
+        if reason:
+            storage.set_trial_user_attr(lock_id, ATTR_FAIL, reason)
+        values = None if value is None else [value]
+        storage.set_trial_state_values(lock_id, state=state, values=values)
+    except optuna.exceptions.UpdateFinishedTrialError:
+        pass  # failed as stale meanwhile; a stored record is what counts
+
+
+def finish(locks: optuna.Study, lock_id: int, value: float, heartbeat: Any) -> None:
+    """Mark a lock COMPLETE with the re-evaluation's value (after its record is stored)."""
+    _close(locks, lock_id, heartbeat, TrialState.COMPLETE, value)
 
 
 def drop(locks: optuna.Study, lock_id: int, value: float | None, heartbeat: Any) -> None:
     """Mark a lock PRUNED: the race dropped its re-evaluation (done; never run again)."""
-    heartbeat.discard(lock_id)
-    try:
-        study_storage(locks).set_trial_state_values(
-            lock_id, state=TrialState.PRUNED, values=None if value is None else [value]
-        )
-    except optuna.exceptions.UpdateFinishedTrialError:
-        pass
+    _close(locks, lock_id, heartbeat, TrialState.PRUNED, value)
 
 
 def release(locks: optuna.Study, lock_id: int, reason: str, heartbeat: Any) -> None:
     """Mark a lock FAIL with ``reason`` (``exception``/``nan``: done; others: lockable again)."""
-    heartbeat.discard(lock_id)
-    storage = study_storage(locks)
-    try:
-        storage.set_trial_user_attr(lock_id, ATTR_FAIL, reason)
-        storage.set_trial_state_values(lock_id, state=TrialState.FAIL)
-    except optuna.exceptions.UpdateFinishedTrialError:
-        pass
+    _close(locks, lock_id, heartbeat, TrialState.FAIL, reason=reason)
 
 
 def interrupted(locks: optuna.Study) -> dict[int, float]:
@@ -150,11 +142,8 @@ def interrupted(locks: optuna.Study) -> dict[int, float]:
     out: dict[int, float] = {}
     for t in locks.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
         number = t.user_attrs.get(ATTR_REEVALUATES)
-        if (
-            number is None
-            or t.user_attrs.get(ATTR_FAIL) != FAIL_INTERRUPTED
-            or t.datetime_complete is None
-        ):
+        reason = t.user_attrs.get(ATTR_FAIL)
+        if number is None or reason != FAIL_INTERRUPTED or t.datetime_complete is None:
             continue
         out[int(number)] = max(out.get(int(number), 0.0), t.datetime_complete.timestamp())
     return out

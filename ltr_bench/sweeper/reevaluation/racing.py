@@ -1,6 +1,6 @@
 """Racing the re-evaluation of a study's top trials: drop a candidate that cannot catch up.
 
-The selection rule stays the one of :mod:`~ltr_bench.sweeper.reevaluation`: the re-evaluated
+The selection rule stays the one of :mod:`~ltr_bench.sweeper.reevaluation.pooling`: the re-evaluated
 trial with the best value pooled over its search folds and its re-evaluation folds. With
 ``hydra.sweeper.reevaluate.pruner`` set to :class:`PairedRacePruner` (the ``search=<model>`` TPE
 configs do), each re-evaluation job reports its running mean after every fold into its lock trial
@@ -21,7 +21,7 @@ projection of its final pooled value falls below that candidate's pooled value:
 Never before ``min_folds`` folds, never at a candidate's last fold (a finished re-evaluation is a
 result), never against a dropped candidate. A dropped candidate is left out of the selection; the
 study's summary lists it with ``dropped_after`` (its folds). The re-evaluation job must say how
-many folds it will run (:meth:`~ltr_bench.sweeper.pruning.TrialReporter.plan`); without that no
+many folds it will run (:meth:`~ltr_bench.sweeper.job.TrialReporter.plan`); without that no
 candidate is dropped.
 """
 
@@ -37,8 +37,8 @@ import optuna
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from ltr_bench.sweeper.pruning import ATTR_N_STEPS
-from ltr_bench.sweeper.reevaluation_locks import ATTR_REEVALUATES
+from ltr_bench.sweeper.job import ATTR_N_STEPS
+from ltr_bench.sweeper.reevaluation.locks import ATTR_REEVALUATES
 
 ATTR_SEARCH_VALUE = "ltr_sweeper.search_value"  # the re-evaluated trial's search value
 ATTR_SEARCH_N = "ltr_sweeper.search_n"  # ... and how many folds it pooled
@@ -135,6 +135,3 @@ class PairedRacePruner(optuna.pruners.BasePruner):
             if cannot_catch_up(mine, theirs, int(j), int(n), self.z, sign):
                 return True
         return False
-
-
-__all__ = ["PairedRacePruner", "Candidate", "cannot_catch_up", "fold_values", "lock_attrs"]

@@ -1,4 +1,4 @@
-"""Asking Optuna for a batch of new trials within the study's budget, without exact repeats.
+"""Asking Optuna for new trials within the study's budget, without exact repeats.
 
 The budget counts the trials of every process sharing the study; a trial asked beyond it is
 rejected (FAIL ``surplus``), one repeating an evaluated parameter set too (FAIL ``duplicate``),
@@ -11,13 +11,16 @@ import contextlib
 import logging
 import random
 import warnings
-from collections.abc import Iterator
+from collections.abc import Sequence
 from typing import Any
 
-from ltr_bench.sweeper.optuna_private import trial_id
-from ltr_bench.sweeper.telling import fail_all, reject
+from optuna.trial import TrialState
 
-log = logging.getLogger("ltr_bench.sweeper.sweeper")
+from ltr_bench.sweeper import trials
+from ltr_bench.sweeper.liveness import worker_identity
+from ltr_bench.sweeper.optuna_private import trial_id
+
+log = logging.getLogger(__name__)
 
 MAX_ENUMERATED_POINTS = 100_000  # finite spaces up to this size get a free point queued on repeats
 
@@ -26,30 +29,30 @@ class TooManyFailures(RuntimeError):
     """More trials failed than ``hydra.sweeper.max_failure_rate`` allows."""
 
 
-@contextlib.contextmanager
-def quiet_optuna() -> Iterator[None]:
-    """Silence Optuna's warning that heartbeats are meant for ``Study.optimize`` (we beat ourselves)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*Heartbeat of storage.*")
-        yield
+def reject(study: Any, trial: Any, reason: str, heartbeat: Any) -> None:
+    """Tell the trial FAIL with ``reason`` (a ``ltr_sweeper.fail_reason`` attribute), stop its beat."""
+    trial.set_user_attr(trials.ATTR_FAIL, reason)
+    study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+    heartbeat.discard(trial_id(trial))
+
+
+def fail_all(
+    study: Any, asked: Sequence[Any], heartbeat: Any, reason: str, error: str | None = None
+) -> None:
+    """:func:`reject` each trial (best effort: the sweep is failing already)."""
+    for trial in asked:
+        with contextlib.suppress(Exception):
+            if error:
+                trial.set_user_attr(trials.ATTR_ERROR, error[:2000])
+            reject(study, trial, reason, heartbeat)
 
 
 def remaining(study: Any, space: Any, budget: int, max_failure_rate: float) -> int:
     """How many trials the study may still start (0 once the space is exhausted); raises
     :class:`TooManyFailures` when more than ``max_failure_rate`` of the budget failed."""
-    from ltr_bench.sweeper.trials import (
-        ATTR_FAIL,
-        COUNTED_FAIL_REASONS,
-        counts_toward_budget,
-        taken_points,
-    )
-
-    trials = study.get_trials(deepcopy=False)
-    used = sum(counts_toward_budget(t) for t in trials)
-    failed = sum(
-        t.state.name == "FAIL" and t.user_attrs.get(ATTR_FAIL) in COUNTED_FAIL_REASONS
-        for t in trials
-    )
+    stored = study.get_trials(deepcopy=False)
+    used = sum(trials.counts_toward_budget(t) for t in stored)
+    failed = sum(trials.is_counted_failure(t) for t in stored)
     if failed > max_failure_rate * budget:
         raise TooManyFailures(
             f"{failed} of n_trials={budget} trials of study '{study.study_name}' failed, more than "
@@ -58,36 +61,16 @@ def remaining(study: Any, space: Any, budget: int, max_failure_rate: float) -> i
     size = space.size()
     if (
         size is not None
-        and len(taken_points(trials, list(space.params))) >= size
+        and len(trials.taken_points(stored, list(space.params))) >= size
         and budget - used > 0
     ):
         log.info(
-            "Search space of study '%s' exhausted after %d distinct points.",
-            study.study_name,
-            size,
+            f"Search space of study '{study.study_name}' exhausted after {size} distinct points."
         )
         return 0
     if budget - used <= 0:
         log.info("Study '%s' has used its n_trials=%d.", study.study_name, budget)
     return budget - used
-
-
-def ask_batch(
-    study: Any, space: Any, n: int, budget: int, heartbeat: Any, max_retries: int
-) -> list[Any]:
-    """Up to ``n`` new trials (fewer when the budget is used up); on an interruption the ones
-    asked so far are failed as interrupted."""
-    batch: list[Any] = []
-    try:
-        for _ in range(n):
-            trial = ask_one(study, space, budget, heartbeat, max_retries)
-            if trial is None:
-                break
-            batch.append(trial)
-    except BaseException:
-        fail_all(study, batch, heartbeat, reason="interrupted")
-        raise
-    return batch
 
 
 def ask_one(study: Any, space: Any, budget: int, heartbeat: Any, max_retries: int) -> Any:
@@ -97,7 +80,7 @@ def ask_one(study: Any, space: Any, budget: int, heartbeat: Any, max_retries: in
     try:
         return _ask_checked(study, space, budget, heartbeat, max_retries, asked)
     except BaseException:
-        fail_all(study, asked, heartbeat, reason="interrupted")
+        fail_all(study, asked, heartbeat, trials.FAIL_INTERRUPTED)
         raise
 
 
@@ -105,76 +88,61 @@ def _ask_checked(
     study: Any, space: Any, budget: int, heartbeat: Any, max_retries: int, asked: list[Any]
 ) -> Any:
     """:func:`ask_one`'s loop; ``asked`` holds the trial being checked (none once told)."""
-    from ltr_bench.sweeper.trials import (
-        ATTR_WORKER,
-        FAIL_DUPLICATE,
-        FAIL_SURPLUS,
-        counts_toward_budget,
-        holds_a_place,
-        params_key,
-        queued_points,
-        settled_others,
-        taken_points,
-        worker_identity,
-    )
-
     names = list(space.params)
     distributions = space.distributions()
     identity = worker_identity()
     for attempt in range(max_retries + 1):
         asked.clear()
-        with quiet_optuna():
+        with warnings.catch_warnings():  # Optuna: heartbeats are for Study.optimize; we beat
+            warnings.filterwarnings("ignore", message=".*Heartbeat of storage.*")
             trial = study.ask(distributions)
         try:  # a signal landing before the trial is handed on fails it (no RUNNING orphan)
             asked.append(trial)
             heartbeat.add(trial_id(trial))
-            trial.set_user_attr(ATTR_WORKER, identity)
-            others = settled_others(study, trial.number, names)  # no half-asked rival
+            trial.set_user_attr(trials.ATTR_WORKER, identity)
+            others = trials.settled_others(study, trial.number, names)  # no half-asked rival
             # A queued trial numbered before this one holds its place: taken later, it counts only
             # the trials numbered before it, so this one must count it now.
-            if sum(holds_a_place(t, trial.number) for t in others) >= budget:
-                reject(study, trial, FAIL_SURPLUS, heartbeat)
+            if sum(trials.holds_a_place(t, trial.number) for t in others) >= budget:
+                reject(study, trial, trials.FAIL_SURPLUS, heartbeat)
                 asked.clear()
                 return None
-            key = params_key(trial.params, names)
+            key = trials.params_key(trial.params, names)
             rivals = [
                 t
                 for t in others
-                if counts_toward_budget(t) and (t.number < trial.number or t.state.is_finished())
+                if trials.counts_toward_budget(t)
+                and (t.number < trial.number or t.state.is_finished())
             ]
-            taken = taken_points(rivals, names) | queued_points(others, names, trial.number)
+            taken = trials.taken_points(rivals, names) | trials.queued_points(
+                others, names, trial.number
+            )
             if key is None or key not in taken:
                 return trial
             size = space.size()
             enumerable = size is not None and size <= MAX_ENUMERATED_POINTS
             if attempt == max_retries and not enumerable:
                 log.warning(
-                    "Trial %d repeats evaluated params %s; running it anyway.",
-                    trial.number,
-                    trial.params,
+                    f"Trial {trial.number} repeats evaluated params {trial.params}; running it anyway."
                 )
                 return trial
-            reject(study, trial, FAIL_DUPLICATE, heartbeat)
+            reject(study, trial, trials.FAIL_DUPLICATE, heartbeat)
             asked.clear()
             if enumerable and attempt >= max_retries // 2:
                 enqueue_free_point(study, space, trial.number)
         except BaseException:
-            fail_all(study, [trial], heartbeat, reason="interrupted")
+            fail_all(study, [trial], heartbeat, trials.FAIL_INTERRUPTED)
             raise
     log.warning(
-        "No new parameters after %d proposals; ending study '%s'.",
-        max_retries + 1,
-        study.study_name,
+        f"No new parameters after {max_retries + 1} proposals; ending study '{study.study_name}'."
     )
     return None
 
 
 def enqueue_free_point(study: Any, space: Any, seed: int) -> None:
-    """Queue a random not-yet-evaluated point of a finite space (when the sampler keeps repeating)."""
-    from ltr_bench.sweeper.trials import taken_points
-
+    """Queue a random not-yet-evaluated point of a finite space (the sampler keeps repeating)."""
     names = list(space.params)
-    taken = taken_points(study.get_trials(deepcopy=False), names)
+    taken = trials.taken_points(study.get_trials(deepcopy=False), names)
     free = [p for p in space.grid_points() if tuple(p[n] for n in names) not in taken]
     if free:
         study.enqueue_trial(random.Random(seed).choice(free))

@@ -1,11 +1,7 @@
-"""Exhaustive grid search as an Optuna sampler: every grid point exactly once.
-
-Optuna's own ``GridSampler`` ties grid points to trial numbers and treats every finished trial as
-visited, so a FAILed-because-interrupted trial would silently drop its grid point and a resumed
-sweep could re-run finished points. This sampler instead gives each new trial the first grid
-point (in product order, or a seeded shuffle) that no budget-counting trial of the study holds
-(see :func:`ltr_bench.sweeper.trials.counts_toward_budget`).
-"""
+"""Exhaustive grid search as an Optuna sampler: every grid point exactly once. Optuna's
+``GridSampler`` treats every finished trial as visited (an interrupted trial's point would be
+lost); this one gives each new trial the first point (product order or a seeded shuffle) that no
+budget-counting trial holds."""
 
 from __future__ import annotations
 

@@ -32,6 +32,7 @@ from hydra.core.override_parser.types import (
     RangeSweep,
     Transformer,
 )
+from hydra.errors import HydraException
 from optuna.distributions import (
     BaseDistribution,
     CategoricalDistribution,
@@ -41,8 +42,6 @@ from optuna.distributions import (
 
 from ltr_bench.errors import UserError
 from ltr_bench.sweeper.optuna_private import distribution_contains, escape_special_characters
-
-Scalar = None | bool | int | float | str
 
 
 @lru_cache(maxsize=1)
@@ -54,13 +53,8 @@ def parse_override(text: str) -> Override:
     """Parse one override string with Hydra's grammar; a syntax error becomes a UserError."""
     try:
         return _parser().parse_override(text)
-    except Exception as e:  # hydra raises OverrideParseException / HydraException
+    except HydraException as e:  # OverrideParseException and the grammar functions' errors
         raise UserError(f"Cannot parse the sweep override '{text}': {e}") from e
-
-
-def param_name(override: Override) -> str:
-    """The Optuna parameter name of an override: its key without the ``+``/``++``/``~`` prefix."""
-    return override.get_key_element().lstrip("+~")
 
 
 def _only(container: Any, kind: type) -> Any:
@@ -89,7 +83,7 @@ def _parses_to(text: str, value: Any, context: str = "top") -> bool:
     template, read = _CONTEXTS[context]
     try:
         parsed = read(_parser().parse_override("k=" + template.format(text)).value())
-    except Exception:
+    except HydraException:  # the text does not parse in this place
         return False
     return type(parsed) is type(value) and parsed == value
 
@@ -268,7 +262,7 @@ def collect_overrides(
     texts = [f"{k}={v}" for k, v in (params or {}).items()] + list(arguments)
     for text in texts:
         override = parse_override(text)
-        name = param_name(override)
+        name = override.get_key_element().lstrip("+~")  # the Optuna name: no +, ++ or ~
         merged.pop(name, None)  # keep the order of the winning declaration
         merged[name] = override
     return merged
@@ -277,14 +271,17 @@ def collect_overrides(
 def discrete_values(override: Override) -> list[str]:
     """Override strings ``key=value`` for each value of a discrete sweep (or the single value)."""
     if not override.is_sweep_override():
-        return [
-            override.input_line
-            or f"{override.get_key_element()}={override.get_value_element_as_str()}"
-        ]
+        return [_text(override)]
     if override.is_interval_sweep():
         raise UserError(f"'{override.input_line}' is an interval; study_per needs discrete values.")
     key = override.get_key_element()
     return [f"{key}={v}" for v in override.sweep_string_iterator()]
+
+
+def _text(override: Override) -> str:
+    return (
+        override.input_line or f"{override.get_key_element()}={override.get_value_element_as_str()}"
+    )
 
 
 def build_space(overrides: Mapping[str, Override]) -> SearchSpace:
@@ -293,10 +290,7 @@ def build_space(overrides: Mapping[str, Override]) -> SearchSpace:
     fixed: list[str] = []
     for name, override in overrides.items():
         if not override.is_sweep_override():
-            fixed.append(
-                override.input_line
-                or f"{override.get_key_element()}={override.get_value_element_as_str()}"
-            )
+            fixed.append(_text(override))
             continue
         params[name] = _to_param(name, override)
     return SearchSpace(params=params, fixed=tuple(fixed))

@@ -1,0 +1,160 @@
+"""The job's side of the sweeper: the one module of it that the app imports.
+
+A job learns what it runs from config keys (``sweep.trial_number``, ``sweep.study_name``,
+``sweep.reevaluation``; with a pruner ``sweep.storage``, ``sweep.pruner`` and, in a raced
+re-evaluation, ``sweep.reevaluation_trial``), returns its objective (a float or an
+:class:`Objective`; an exception, NaN or None fails the trial) and may report a running objective
+through a :class:`TrialReporter`. :func:`plan_refits` turns a finished sweep into refit runs,
+:func:`find_refits` reads them back. Light to import: Optuna loads when a reporter opens a trial.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ltr_bench.errors import UserError
+from ltr_bench.sweeper.refit import Refit, RefitResult, find_refits, plan_refits
+from ltr_bench.sweeper.storage import open_storage, redact
+
+TRIAL_NUMBER_KEY = "sweep.trial_number"
+STUDY_NAME_KEY = "sweep.study_name"
+REEVALUATION_KEY = "sweep.reevaluation"
+STORAGE_KEY = "sweep.storage"
+PRUNER_KEY = "sweep.pruner"
+REEVALUATION_TRIAL_KEY = "sweep.reevaluation_trial"
+LOCKS_SUFFIX = ":reevaluations"  # the companion study of re-evaluation locks
+ATTR_N_STEPS = "ltr_sweeper.n_steps"  # a job's planned steps, when it says (TrialReporter.plan)
+ATTR_PREFIX = "objective_"  # the trial user attributes an Objective carries
+ATTR_SE = ATTR_PREFIX + "se"
+
+# what the app uses (some from the refit and storage modules)
+__all__ = ["Objective", "TrialReporter", "Refit", "RefitResult", "find_refits", "plan_refits"]
+__all__ += ["redact"]
+
+
+class Objective(float):
+    """A job's objective with finite numeric ``attrs`` (e.g. ``se``, ``n_folds``), stored as the
+    trial's user attributes ``objective_<name>`` (with ``se`` the summary counts the trials within
+    one SE of the best). A float to other sweepers; pickles intact across joblib workers."""
+
+    attrs: dict[str, float]
+
+    def __new__(cls, value: float, **attrs: Any) -> Objective:
+        obj = super().__new__(cls, value)
+        obj.attrs = {str(k): float(v) for k, v in attrs.items() if is_finite(v)}
+        return obj
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (float(self), dict(self.attrs)))
+
+    def __repr__(self) -> str:
+        extra = "".join(f", {k}={v!r}" for k, v in self.attrs.items())
+        return f"Objective({float(self)!r}{extra})"
+
+
+def _rebuild(value: float, attrs: dict[str, float]) -> Objective:
+    return Objective(value, **attrs)
+
+
+def is_finite(v: Any) -> bool:
+    """Whether ``v`` converts to a finite float."""
+    try:
+        return math.isfinite(float(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def user_attrs_of(value: Any) -> dict[str, float]:
+    """The trial user attributes a job's return value carries (none for a plain float)."""
+    attrs = getattr(value, "attrs", None)
+    if not isinstance(attrs, Mapping):
+        return {}
+    return {ATTR_PREFIX + k: float(v) for k, v in attrs.items() if is_finite(v)}
+
+
+def make_pruner(cfg: Mapping[str, Any] | None, key: str = "hydra.sweeper.pruner") -> Any:
+    """The Optuna pruner of a ``_target_`` config (none: Optuna's NopPruner); a bad config is a
+    UserError naming ``key``."""
+    import optuna
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+
+    cfg = dict(cfg or {})
+    if not cfg.get("_target_"):
+        return optuna.pruners.NopPruner()
+    try:
+        pruner = instantiate(cfg)
+    except InstantiationException as e:  # a bad option: one sentence
+        raise UserError(f"{key}: cannot build {cfg['_target_']} ({e.__cause__ or e}).") from e
+    if not isinstance(pruner, optuna.pruners.BasePruner):
+        raise UserError(f"{key}: {cfg['_target_']} is not an Optuna pruner.")
+    return pruner
+
+
+class TrialReporter:
+    """A job's handle on its own Optuna trial (:meth:`from_config`; None without a pruner): it
+    reports its running objective after each unit of work (step = units done: inner folds for
+    ltr_bench) and, when :meth:`report` says so, cleans up and raises :meth:`pruned`."""
+
+    def __init__(self, study: Any, trial: Any) -> None:
+        self.study = study
+        self.trial = trial
+        self.last_step: int | None = None
+        self.last_value: float | None = None
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> TrialReporter | None:
+        """Open the trial of ``sweep.storage/study_name/trial_number`` (of a re-evaluation: its
+        lock trial ``sweep.reevaluation_trial``) with ``sweep.pruner``; None when one is missing."""
+        from omegaconf import OmegaConf
+
+        sweep = cfg.get("sweep") if hasattr(cfg, "get") else None
+        if not sweep:
+            return None
+        url, name = sweep.get("storage"), sweep.get("study_name")
+        number, pruner_cfg = sweep.get("trial_number"), sweep.get("pruner")
+        if sweep.get("reevaluation"):
+            number = sweep.get("reevaluation_trial")
+            name = f"{name}{LOCKS_SUFFIX}" if name else None
+        if not url or not name or number is None or not pruner_cfg:
+            return None
+        if OmegaConf.is_config(pruner_cfg):
+            pruner_cfg = OmegaConf.to_container(pruner_cfg, resolve=True)
+        return cls.open(str(url), str(name), int(number), pruner_cfg)
+
+    @classmethod
+    def open(
+        cls, url: str, study_name: str, number: int, pruner_cfg: Mapping[str, Any]
+    ) -> TrialReporter:
+        import optuna
+
+        storage = open_storage(url, None, None)
+        study = optuna.load_study(
+            study_name=study_name, storage=storage, pruner=make_pruner(pruner_cfg)
+        )
+        study_id = storage.get_study_id_from_name(study_name)
+        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, number)
+        return cls(study, optuna.trial.Trial(study, trial_id))
+
+    def plan(self, n_steps: int) -> None:
+        """Tell the pruner how many steps the job reports unless pruned (the race projects on it)."""
+        self.trial.set_user_attr(ATTR_N_STEPS, int(n_steps))
+
+    def report(self, value: float, step: int) -> bool:
+        """Record ``value`` at ``step``; True when the pruner stops the trial here (a non-finite
+        value is not reported: the job fails on it anyway)."""
+        if not math.isfinite(float(value)):
+            return False
+        self.trial.report(float(value), int(step))
+        self.last_step, self.last_value = int(step), float(value)
+        return bool(self.trial.should_prune())
+
+    def pruned(self) -> BaseException:
+        """The exception a job raises (after cleaning up) to tell the sweeper it was pruned."""
+        import optuna
+
+        return optuna.TrialPruned(
+            f"trial {self.trial.number} pruned at step {self.last_step} (value {self.last_value:.6g})"
+        )

@@ -1,0 +1,308 @@
+"""What a study shows and leaves: its live progress line (:class:`StudyProgress`), its entry of
+``optimization_results.yaml`` (best trial, counts, storage; the re-evaluated choice when there is
+one), the log lines about its best, its plots and trials table under
+``<sweep dir>/studies/<study>/``, and the app's ``sweep.on_study_end`` hook.
+
+The progress line (trials done / n_trials, pruned, failed, best (SE), elapsed, ETA) is a tqdm
+line on a terminal, an ``INFO`` log line per update otherwise. Counts are read from the study, so
+other workers' trials count too; the ETA extrapolates from the trials this process saw finish.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import shutil
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+import optuna
+from omegaconf import DictConfig, OmegaConf
+from optuna.trial import TrialState
+
+from ltr_bench.sweeper.job import ATTR_SE
+from ltr_bench.sweeper.reevaluation import pooling
+from ltr_bench.sweeper.refit import RESULTS_FILE
+from ltr_bench.sweeper.state import StudyState
+from ltr_bench.sweeper.storage import file_stem, redact
+from ltr_bench.sweeper.trials import is_counted_failure
+
+log = logging.getLogger(__name__)
+
+HISTORY_PNG = "optimization_history.png"
+IMPORTANCES_PNG = "param_importances.png"
+TRIALS_CSV = "trials.csv"
+
+
+def within_one_se(values: list[float], best: float, se: float, maximize: bool) -> int:
+    """How many of ``values`` lie within ``se`` of ``best`` (on the good side of best - se)."""
+    if maximize:
+        return sum(v >= best - se for v in values)
+    return sum(v <= best + se for v in values)
+
+
+def summarize(state: StudyState) -> dict[str, Any]:
+    """One study's entry of ``optimization_results.yaml``."""
+    study: Any = state.study
+    space, direction = state.space, state.settings.direction
+    trials = study.get_trials(deepcopy=False)
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    summary: dict[str, Any] = {
+        "name": "ltr_optuna",
+        "study_name": study.study_name,
+        "storage": redact(state.url),
+        "direction": direction,
+        "sampler": type(study.sampler).__name__,
+        "n_trials": state.budget,
+        "n_complete": len(complete),
+        "n_failed": sum(is_counted_failure(t) for t in trials),
+        "n_running": sum(t.state == TrialState.RUNNING for t in trials),
+        "n_pruned": sum(t.state == TrialState.PRUNED for t in trials),
+        "pruner": type(study.pruner).__name__,
+        "best_trial": None,
+        "best_value": None,
+        "best_params": None,
+        "best_overrides": None,
+        "study_overrides": list(state.variant),
+    }
+    if complete:
+        best = study.best_trial
+        summary.update(
+            best_trial=best.number,
+            best_value=float(best.value),
+            best_params=dict(best.params),
+            best_overrides=_overrides(space, best.params),
+        )
+        se = best.user_attrs.get(ATTR_SE)
+        if se is not None:
+            # How many trials the objective cannot tell from the best: the choice among them is noise.
+            summary.update(
+                best_value_se=float(se),
+                n_within_one_se=within_one_se(
+                    [float(t.value) for t in complete],
+                    float(best.value),
+                    float(se),
+                    direction == "maximize",
+                ),
+            )
+        select_reevaluated(study, space, summary, direction)
+    return summary
+
+
+def _overrides(space: Any, params: dict[str, Any]) -> list[str]:
+    return [p.override(params[n]) for n, p in space.params.items() if n in params]
+
+
+def select_reevaluated(study: Any, space: Any, summary: dict[str, Any], direction: str) -> None:
+    """With re-evaluations stored, the best trial is the re-evaluated one with the best pooled
+    value; the search's own best stays in ``search_best_trial``/``search_best_value``."""
+    records = pooling.stored(study)
+    chosen = pooling.select(records, direction == "maximize")
+    if chosen is None:
+        return
+    trial = study.get_trials(deepcopy=False)[chosen.trial]  # numbers are list positions
+    if "best_value_se" in summary:
+        summary["search_best_value_se"] = summary.pop("best_value_se")
+    summary.update(
+        search_best_trial=summary["best_trial"],
+        search_best_value=summary["best_value"],
+        best_trial=chosen.trial,
+        best_value=chosen.value,
+        best_params=dict(trial.params),
+        best_overrides=_overrides(space, trial.params),
+        reevaluated=[r.to_dict() for r in sorted(records.values(), key=lambda r: r.trial)],
+    )
+    if chosen.se is not None:
+        summary["best_value_se"] = chosen.se
+
+
+def log_best(summary: dict[str, Any]) -> None:
+    """Log a finished study's best trial and how many trials lie within one SE of it."""
+    if summary["best_trial"] is None:
+        return
+    pooled = " (pooled with its re-evaluation)" if summary.get("reevaluated") else ""
+    log.info(
+        f"Best trial {summary['best_trial']}: value {summary['best_value']}{pooled}, "
+        f"params {summary['best_params']}"
+    )
+    if "n_within_one_se" in summary:
+        log.info(
+            "The search's best has standard error %.4g; %d of %d completed trials lie "
+            "within one SE of it (the objective cannot tell them apart).",
+            summary.get("search_best_value_se", summary.get("best_value_se")),
+            summary["n_within_one_se"],
+            summary["n_complete"],
+        )
+
+
+def write_results(sweep_dir: Path, results: list[dict[str, Any]]) -> None:
+    """``<sweep dir>/optimization_results.yaml``: the one study's summary, or all of them."""
+    content: Any = results[0] if len(results) == 1 else {"name": "ltr_optuna", "studies": results}
+    OmegaConf.save(OmegaConf.create(content), sweep_dir / RESULTS_FILE)
+
+
+def finish_study(config: DictConfig, study: Any, summary: dict[str, Any], sweep_dir: Path) -> None:
+    """Write the study's plots and trials table under ``<sweep dir>/studies/<study>/`` and hand
+    them to the app's ``sweep.on_study_end`` hook (dotted path, e.g. MLflow logging), if any.
+    Neither may break a finished sweep: failures are logged as warnings."""
+    from hydra.utils import get_method
+
+    out = sweep_dir / "studies" / file_stem(study.study_name)
+    files = write_study_artifacts(study, out)
+    summary["artifacts_dir"] = str(out)
+    hook = OmegaConf.select(config, "sweep.on_study_end", default=None)
+    if not hook:
+        return
+    try:
+        get_method(str(hook))(config, study.study_name, summary, files)
+    except Exception as e:  # noqa: BLE001 - the app's reporting must not fail a finished study
+        log.warning("sweep.on_study_end=%s failed for study '%s': %s", hook, study.study_name, e)
+
+
+def write_study_plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
+    """Write Optuna's ``optimization_history.png`` and ``param_importances.png`` of ``study``
+    (matplotlib) to ``out_dir``; the paths written. The history needs one COMPLETE trial, the
+    importances two with a varying parameter; a plot that cannot be drawn is skipped (logged)."""
+    import matplotlib
+
+    if "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg")  # headless by default; keep a backend a notebook already chose
+    import matplotlib.pyplot as plt
+    from optuna.visualization import matplotlib as ovm
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    written: list[Path] = []
+    plots: list[tuple[str, Callable[[Any], Any], int]] = [
+        (HISTORY_PNG, ovm.plot_optimization_history, 1)
+    ]
+    varying = {
+        n for t in complete for n in t.params if len({repr(u.params.get(n)) for u in complete}) > 1
+    }
+    if varying:
+        plots.append((IMPORTANCES_PNG, ovm.plot_param_importances, 2))
+    for filename, plot, needed in plots:
+        if len(complete) < needed:
+            log.info("Skipping %s: %d complete trial(s), need %d.", filename, len(complete), needed)
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ax = plot(study)
+            fig: Any = ax.figure if hasattr(ax, "figure") else plt.gcf()
+            fig.tight_layout()
+            fig.savefig(out / filename, dpi=100)
+            plt.close(fig)
+            written.append(out / filename)
+        except Exception as e:  # noqa: BLE001 - a plot (Optuna, matplotlib) must never break a sweep
+            log.warning("Could not draw %s: %s", filename, e)
+            plt.close("all")
+    return written
+
+
+def write_study_artifacts(study: optuna.Study, out_dir: str | Path) -> list[Path]:
+    """The study's plots (:func:`write_study_plots`) and ``trials.csv``, one row per trial
+    (number, state, value, params, run times), into ``out_dir``; the paths written."""
+    out = Path(out_dir)
+    written = write_study_plots(study, out)
+    try:
+        frame = study.trials_dataframe()
+    except Exception as e:  # noqa: BLE001 - an odd study (pandas, Optuna) must not break the sweep
+        log.warning("Could not tabulate the trials of study %s: %s", study.study_name, e)
+        return written
+    if len(frame):
+        frame.to_csv(out / TRIALS_CSV, index=False)
+        written.append(out / TRIALS_CSV)
+    return written
+
+
+def format_duration(seconds: float | None) -> str:
+    """``1h02m``, ``3m05s``, ``42s``; ``?`` when unknown."""
+    if seconds is None or not math.isfinite(seconds):
+        return "?"
+    s = int(round(max(seconds, 0.0)))
+    if s >= 3600:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+class StudyProgress:
+    """The progress line of one study; :meth:`update` after every batch, :meth:`close` at the end."""
+
+    def __init__(
+        self,
+        study_name: str,
+        budget: int,
+        direction: str = "maximize",
+        *,
+        enabled: bool = True,
+        stream: TextIO | None = None,
+    ) -> None:
+        self.name = study_name
+        self.budget = int(budget)
+        self.maximize = direction == "maximize"
+        self.enabled = enabled
+        self.t0 = time.monotonic()
+        self._done0: int | None = None  # trials already finished when this process started
+        self._bar: Any = None
+        stream = stream if stream is not None else sys.stderr
+        try:
+            terminal = bool(stream.isatty())
+        except (AttributeError, ValueError):
+            terminal = False
+        if enabled and terminal:
+            from tqdm.auto import tqdm
+
+            cols = shutil.get_terminal_size((160, 20)).columns or 160  # 0 in some pseudo-terminals
+            desc = study_name if len(study_name) <= 40 else "..." + study_name[-37:]
+            # "<study>, 3/30 trials, ..."
+            self._bar = tqdm(
+                total=self.budget,
+                desc=desc,
+                file=stream,
+                leave=True,
+                ncols=cols,
+                bar_format="{desc}{postfix}",
+            )
+
+    def update(self, study: Any) -> str:
+        """Re-read the study's counts and show them; returns the line."""
+        trials = study.get_trials(deepcopy=False)
+        complete = [t for t in trials if t.state == TrialState.COMPLETE and t.value is not None]
+        pruned = sum(t.state == TrialState.PRUNED for t in trials)
+        failed = sum(is_counted_failure(t) for t in trials)
+        done = len(complete) + pruned + failed
+        elapsed = time.monotonic() - self.t0
+        if self._done0 is None:
+            self._done0 = done
+        new = done - self._done0
+        eta = elapsed / new * max(self.budget - done, 0) if new > 0 else None
+        best = "-"
+        if complete:
+            top = (max if self.maximize else min)(complete, key=lambda t: t.value)
+            se = top.user_attrs.get(ATTR_SE)
+            se_text = "" if se is None else f"SE {se:.4f}, "
+            best = f"{float(top.value):.4f} ({se_text}trial {top.number})"
+        text = (
+            f"{done}/{self.budget} trials, {pruned} pruned, {failed} failed, best {best}, "
+            f"elapsed {format_duration(elapsed)}, "
+            f"ETA {format_duration(0.0 if done >= self.budget else eta)}"
+        )
+        if not self.enabled:
+            return text
+        if self._bar is not None:
+            self._bar.n = min(done, self.budget)
+            self._bar.set_postfix_str(text, refresh=True)
+        else:
+            log.info("Study '%s': %s", self.name, text)
+        return text
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

@@ -1,0 +1,174 @@
+"""One study being swept (:class:`StudyState`, what the search, the re-evaluation and the
+summary are handed) and how it is set up before its first trial: storage, study, interrupted
+trials, enqueued points, sampler, pruner, budget, heartbeat."""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+from omegaconf import DictConfig, OmegaConf
+
+from ltr_bench.confutil import plain
+from ltr_bench.errors import UserError
+from ltr_bench.sweeper.config import Settings
+from ltr_bench.sweeper.job import make_pruner
+from ltr_bench.sweeper.launching import Jobs
+from ltr_bench.sweeper.liveness import (
+    Heartbeat,
+    fail_interrupted_trials,
+    report_interrupted,
+    worker_identity,
+)
+from ltr_bench.sweeper.reevaluation.locks import open_locks
+from ltr_bench.sweeper.search.grid import GridSearchSampler
+from ltr_bench.sweeper.search.space import SearchSpace
+from ltr_bench.sweeper.storage import default_storage_url, open_storage, open_study, redact
+from ltr_bench.sweeper.trials import needs_enqueueing
+
+log = logging.getLogger(__name__)
+
+DEFAULT_N_TRIALS = 20
+
+
+@dataclass
+class StudyState:
+    """A study ready for its search: its settings, where it is stored, what it may spend."""
+
+    settings: Settings
+    config: DictConfig  # the sweep's config (the app's hooks sweep.on_*, hydra.runtime)
+    jobs: Jobs  # the launcher, the job numbers, the pools jobs run in
+    study: optuna.Study
+    rdb: optuna.storages.RDBStorage  # the storage the study lives in
+    url: str
+    locks: optuna.Study | None  # the companion study of re-evaluation locks, None without
+    heartbeat: Heartbeat  # beats for this process's running trials and locks
+    space: SearchSpace
+    variant: list[str]  # the study's own overrides (one value of each study_per key)
+    budget: int  # n_trials of the study, over every process sharing it
+
+    def recover(self, locks_too: bool = False) -> None:
+        """Fail the trials (and locks) whose sweeper is gone; hand them to the app's hook."""
+        found = fail_interrupted_trials(self.study, self.rdb, self.settings.grace_period)
+        if locks_too and self.locks is not None:
+            found += fail_interrupted_trials(self.locks, self.rdb, self.settings.grace_period)
+        if found:
+            report_interrupted(self.config, self.study, self.locks)
+
+
+def make_sampler(sampler_cfg: Any, space: Any, n_existing: int, n_jobs: int, shared: bool) -> Any:
+    """The study's sampler; ``shared``: the storage was named (other workers may use it)."""
+    from hydra.utils import get_class, instantiate
+
+    cfg = dict(plain(sampler_cfg) or {})  # a copy: the seed is changed below
+    if not cfg or "_target_" not in cfg:
+        raise UserError(
+            "hydra.sweeper.sampler needs a _target_ (use hydra/sweeper/sampler=tpe|random|grid)."
+        )
+    if issubclass(get_class(cfg["_target_"]), (GridSearchSampler, optuna.samplers.GridSampler)):
+        return instantiate(cfg, search_space=space.grid_values())
+    if "constant_liar" in cfg and cfg["constant_liar"] is None:
+        # parallel proposals (a batch of n_jobs, or workers sharing a storage) would otherwise
+        # sample alike: the running trials are told to TPE as if they had a bad value
+        cfg["constant_liar"] = n_jobs > 1 or shared
+    if cfg.get("seed") is not None:
+        # A resumed study must not replay the first run's random stream (it would re-propose the
+        # finished points); a shared storage salts per process so workers explore differently.
+        salt = zlib.crc32(repr(worker_identity()).encode()) if shared else 0
+        cfg["seed"] = (int(cfg["seed"]) + n_existing + salt) % (2**31)
+    return instantiate(cfg)
+
+
+def budget_of(sampler: Any, n_trials: int | None) -> int:
+    """``n_trials``, capped by a grid's size; a grid's size or 20 when unset."""
+    if isinstance(sampler, GridSearchSampler):
+        size = sampler.grid_size
+        if n_trials is not None and int(n_trials) > size:
+            log.warning("hydra.sweeper.n_trials=%s exceeds the grid size %d.", n_trials, size)
+        return size if n_trials is None else min(int(n_trials), size)
+    return DEFAULT_N_TRIALS if n_trials is None else int(n_trials)
+
+
+def points_to_enqueue(
+    config: DictConfig, space: Any, enqueue_defaults: bool, enqueue_trials: Sequence[Any]
+) -> list[dict[str, Any]]:
+    """The config's defaults (``enqueue_defaults``) and the ``enqueue_trials``, as Optuna params."""
+    points = []
+    if enqueue_defaults:
+        point = default_point(config, space)
+        if point:
+            points.append(point)
+    for i, values in enumerate(enqueue_trials):
+        points.append(space.point(values, f"hydra.sweeper.enqueue_trials[{i}]"))
+    return points
+
+
+def default_point(config: DictConfig, space: Any) -> dict[str, Any]:
+    """Each swept parameter's value in the composed config: the chosen option of a config
+    group, else the value at its key; one outside the search space is left to the sampler."""
+    choices = OmegaConf.select(config, "hydra.runtime.choices", default={}) or {}
+    point: dict[str, Any] = {}
+    for name in space.params:
+        if name in choices:
+            value = choices[name]
+        else:
+            node = OmegaConf.select(config, name, default=None, throw_on_missing=False)
+            value = (
+                OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+            )
+        try:
+            point.update(space.point({name: value}, "hydra.sweeper.enqueue_defaults"))
+        except UserError as e:
+            log.info("Not enqueued as a default (the sampler chooses it): %s", e)
+    return point
+
+
+def storage_url(settings: Settings, config: DictConfig, study_name: str) -> str:
+    """``hydra.sweeper.storage``, else a SQLite file named after the study under ``storage_dir``."""
+    if settings.storage:
+        return str(settings.storage)
+    base = OmegaConf.select(config, "hydra.runtime.cwd", default=None) or Path.cwd()
+    return default_storage_url(settings.storage_dir, study_name, base)
+
+
+def open_study_state(
+    settings: Settings,
+    config: DictConfig,
+    jobs: Jobs,
+    study_name: str,
+    space: SearchSpace,
+    variant: list[str],
+) -> StudyState:
+    """Create or load the study, fail its interrupted trials (and locks), enqueue the configured
+    points, give it its sampler and pruner; its heartbeat runs until ``heartbeat.close()``."""
+    s = settings
+    url = storage_url(s, config, study_name)
+    rdb = open_storage(url, s.heartbeat_interval, s.grace_period)
+    study = open_study(rdb, study_name, s.direction)
+    fail_interrupted_trials(study, rdb, s.grace_period)
+    locks = None
+    if s.top_k > 0:
+        locks = open_locks(rdb, study)
+        fail_interrupted_trials(locks, rdb, s.grace_period)
+    report_interrupted(config, study, locks)
+    n_existing = len(study.get_trials(deepcopy=False))  # before enqueueing: keeps a fresh seed
+    for point in points_to_enqueue(config, space, s.enqueue_defaults, s.enqueue_trials):
+        if needs_enqueueing(study.get_trials(deepcopy=False), point):
+            study.enqueue_trial(point)
+    study.sampler = make_sampler(s.sampler, space, n_existing, s.n_jobs, s.storage is not None)
+    study.pruner = make_pruner(s.pruner)
+    if locks is not None:  # a bad race option stops the sweep before any job
+        make_pruner(s.race, "hydra.sweeper.reevaluate.pruner")
+    budget = budget_of(study.sampler, s.n_trials)
+    sampler = type(study.sampler).__name__
+    log.info(
+        f"Study '{study_name}' in {redact(url)}: sampler {sampler}, {s.direction}, "
+        f"n_trials={budget}, {n_existing} trial(s) already stored."
+    )
+    heartbeat = Heartbeat(rdb, s.heartbeat_interval)
+    return StudyState(s, config, jobs, study, rdb, url, locks, heartbeat, space, variant, budget)
