@@ -57,9 +57,6 @@ def test_the_precision_list_is_lightnings_own() -> None:
     assert 13 not in allowed
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the sweeper refuses hydra.launcher.n_jobs=0 in its setup (to be added)"
-)
 def test_a_launcher_without_jobs_is_one_sentence(tmp_path: Path, cli) -> None:
     result = cli(
         *SWEEP,
@@ -74,9 +71,6 @@ def test_a_launcher_without_jobs_is_one_sentence(tmp_path: Path, cli) -> None:
     assert not (tmp_path / "sweep" / "0").exists()  # no trial ran
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the sweeper refuses reproducible=true with Hyperband (to be added)"
-)
 def test_reproducible_with_hyperband_is_refused(tmp_path: Path, cli) -> None:
     result = cli(
         *SWEEP,
