@@ -33,6 +33,12 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM during a batch, in an app that installed no SIGTERM handler of its own."""
 
 
+# SIGTERMs whose handler ran inside the current sigterm_raises_interrupt() block. A handler that
+# happens to run inside a weakref callback or a __del__ (SQLAlchemy's, say) has its exception
+# printed and ignored by Python; the pools' polling raises it again from here.
+_received: list[int] = []
+
+
 @contextlib.contextmanager
 def sigterm_raises_interrupt() -> Iterator[None]:
     """Make SIGTERM raise in the main thread, so that running trials are marked before exiting:
@@ -47,13 +53,22 @@ def sigterm_raises_interrupt() -> Iterator[None]:
         return
 
     def handler(signum: int, frame: Any) -> None:
+        _received.append(signum)
         raise Terminated(f"signal {signum}")
 
+    _received.clear()
     signal.signal(signal.SIGTERM, handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        _received.clear()
+
+
+def raise_if_terminated() -> None:
+    """Raise :class:`Terminated` if a SIGTERM arrived in this block but its exception was lost."""
+    if _received:
+        raise Terminated(f"signal {_received[-1]}")
 
 
 def job_overrides(
@@ -235,6 +250,7 @@ class JobPool:
         Polls so that a signal handler's exception (Ctrl-C, SIGTERM) is raised promptly."""
         done: set[concurrent.futures.Future] = set()
         while not done:
+            raise_if_terminated()
             done, _ = concurrent.futures.wait(
                 list(self.futures), timeout=poll_s, return_when=concurrent.futures.FIRST_COMPLETED
             )
