@@ -279,7 +279,7 @@ def write_bundle(
 
 def write_page(bundle: Bundle, body: str) -> Path:
     """``claims.md`` of the bundle: a generated page, its provenance, then ``body``."""
-    from ltr_bench.provenance import GENERATED_MARK
+    from ltr_bench.provenance import GENERATED_MARK, machine_paths_out
 
     r = bundle.record
     m = r["machine"]
@@ -291,7 +291,7 @@ def write_page(bundle: Bundle, body: str) -> Path:
         for ds, f in r["data"].items()
     )
     rows = [
-        ("command", f"`{r['command']}`"),
+        ("command", f"`{machine_paths_out(str(r['command']))}`"),
         ("git commit", f"`{r['git_commit']}`"),
         ("machine", machine),
         ("date", str(r["started"])),
