@@ -12,11 +12,13 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import hydra
 from omegaconf import DictConfig
 
+from ltr_bench.cli_help import fast_help
 from ltr_bench.config_tree import CONFIG_PATH, config_dir
 from ltr_bench.errors import UserError, find_in_chain
 
@@ -59,6 +61,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     args = list(sys.argv[1:] if argv is None else argv)
     try:
+        help_text = fast_help(args, Path(config_dir()))
+        if help_text is not None:
+            print(help_text)
+            return
         from ltr_bench.sweeper.job import plan_refits
 
         refits = plan_refits(args)

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_svmlight_file
 
 from ltr_bench.data.letor_reader import iter_lines
 from ltr_bench.errors import DataFormatError
@@ -109,6 +108,8 @@ def _chunk_problem(
     lines: list[bytes], first_line: int, n_features: int | None
 ) -> tuple[int, str] | None:
     """First problem inside one chunk of lines (parser + vectorised checks, then per line)."""
+    from sklearn.datasets import load_svmlight_file  # 1 s to import: only when a file is checked
+
     try:
         X, y, qid = load_svmlight_file(
             io.BytesIO(b"".join(lines)),

@@ -15,47 +15,92 @@
 
 Matrices of scores are ``pandas.DataFrame`` objects with one row per model and one column per
 fold (or split); higher scores are better unless stated otherwise. One module per test family:
-notation, ttest, friedman, bayes, per_query; import them from here.
+notation, ttest, friedman, bayes, per_query; import them from here (each is imported on first use).
 """
 
-from ltr_bench.stats.bayes import BayesResult, bayesian_correlated_ttest, pairwise_bayesian_ttests
-from ltr_bench.stats.friedman import (
-    FriedmanResult,
-    average_ranks,
-    cd_groups,
-    critical_difference,
-    friedman_nemenyi,
-    nemenyi_q_alpha,
-)
-from ltr_bench.stats.notation import MISSING, format_mean_se, mean_se
-from ltr_bench.stats.per_query import (
-    holm,
-    paired_randomization_test,
-    paired_ttest,
-    per_query_comparison,
-    win_tie_loss,
-)
-from ltr_bench.stats.ttest import TTestResult, corrected_resampled_ttest, pairwise_corrected_ttests
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ltr_bench.lazy_exports import lazy_getattr
+
+if TYPE_CHECKING:
+    from ltr_bench.stats.bayes import (
+        BayesResult,
+        bayesian_correlated_ttest,
+        pairwise_bayesian_ttests,
+    )
+    from ltr_bench.stats.friedman import (
+        FriedmanResult,
+        average_ranks,
+        cd_groups,
+        critical_difference,
+        friedman_nemenyi,
+        nemenyi_q_alpha,
+    )
+    from ltr_bench.stats.notation import (
+        MISSING,
+        format_mean_se,
+        mean_se,
+    )
+    from ltr_bench.stats.per_query import (
+        holm,
+        paired_randomization_test,
+        paired_ttest,
+        per_query_comparison,
+        win_tie_loss,
+    )
+    from ltr_bench.stats.ttest import (
+        TTestResult,
+        corrected_resampled_ttest,
+        pairwise_corrected_ttests,
+    )
+
+#: Public name -> the module that defines it (imported on first use).
+_MODULES = {
+    "BayesResult": "bayes",
+    "bayesian_correlated_ttest": "bayes",
+    "pairwise_bayesian_ttests": "bayes",
+    "FriedmanResult": "friedman",
+    "average_ranks": "friedman",
+    "cd_groups": "friedman",
+    "critical_difference": "friedman",
+    "friedman_nemenyi": "friedman",
+    "nemenyi_q_alpha": "friedman",
+    "MISSING": "notation",
+    "format_mean_se": "notation",
+    "mean_se": "notation",
+    "holm": "per_query",
+    "paired_randomization_test": "per_query",
+    "paired_ttest": "per_query",
+    "per_query_comparison": "per_query",
+    "win_tie_loss": "per_query",
+    "TTestResult": "ttest",
+    "corrected_resampled_ttest": "ttest",
+    "pairwise_corrected_ttests": "ttest",
+}
 
 __all__ = [
-    "MISSING",
-    "mean_se",
-    "format_mean_se",
-    "TTestResult",
-    "corrected_resampled_ttest",
-    "pairwise_corrected_ttests",
-    "FriedmanResult",
-    "nemenyi_q_alpha",
-    "critical_difference",
-    "average_ranks",
-    "cd_groups",
-    "friedman_nemenyi",
     "BayesResult",
     "bayesian_correlated_ttest",
     "pairwise_bayesian_ttests",
+    "FriedmanResult",
+    "average_ranks",
+    "cd_groups",
+    "critical_difference",
+    "friedman_nemenyi",
+    "nemenyi_q_alpha",
+    "MISSING",
+    "format_mean_se",
+    "mean_se",
+    "holm",
     "paired_randomization_test",
     "paired_ttest",
-    "holm",
-    "win_tie_loss",
     "per_query_comparison",
+    "win_tie_loss",
+    "TTestResult",
+    "corrected_resampled_ttest",
+    "pairwise_corrected_ttests",
 ]
+
+__getattr__ = lazy_getattr(__name__, globals(), _MODULES)

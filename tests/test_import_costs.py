@@ -1,0 +1,59 @@
+"""A run imports only what it uses: checked in fresh processes through ``sys.modules``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _modules_after(code: str, cwd: Path) -> set[str]:
+    """The top-level packages loaded after ``code`` runs in a fresh interpreter."""
+    probe = (
+        code
+        + "\nimport sys\nprint('MODULES', ' '.join(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    env = {"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False, cwd=cwd, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = [x for x in done.stdout.splitlines() if x.startswith("MODULES ")][-1]
+    return set(line.split()[1:])
+
+
+def test_the_model_and_stats_packages_import_nothing_heavy(tmp_path: Path) -> None:
+    loaded = _modules_after(
+        "import ltr_bench.models, ltr_bench.stats\nfrom ltr_bench.stats import mean_se", tmp_path
+    )
+    assert not loaded & {"torch", "lightning", "scipy", "sklearn", "pandas"}
+
+
+def test_a_class_is_imported_on_first_use(tmp_path: Path) -> None:
+    loaded = _modules_after(
+        "from ltr_bench.models import LambdaMART\nimport ltr_bench.models as m\nassert m.LambdaMART is LambdaMART",
+        tmp_path,
+    )
+    assert "lightning" not in loaded
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    import ltr_bench.models
+
+    with pytest.raises(AttributeError, match="NoSuchRanker"):
+        _ = ltr_bench.models.NoSuchRanker  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("model", ["lambdamart", "adarank"])
+def test_a_tree_or_boosting_run_imports_no_lightning(tmp_path: Path, model: str) -> None:
+    run = (
+        "from ltr_bench.cli import main\n"
+        f"try:\n    main(['model={model}', 'tracking=none', 'hydra.run.dir=run', 'trainer.enable_progress_bar=false'])\n"
+        "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+    )
+    loaded = _modules_after(run, tmp_path)
+    assert "ltr_bench" in loaded
+    assert "lightning" not in loaded
+    assert (tmp_path / "run" / "results.json").is_file()
