@@ -40,24 +40,12 @@ from typing import Any
 
 import numpy as np
 
-CACHE_ENV = "LTR_CACHE"
+from ltr_bench.cache_root import CACHE_ENV as CACHE_ENV
+from ltr_bench.cache_root import OFF_VALUES as _OFF
+from ltr_bench.cache_root import resolve_cache_dir as resolve_cache_dir
+
 VERIFY_ENV = "LTR_CACHE_VERIFY"
-_OFF = {"off", "none", "0", "false", "no"}
 _CHUNK = 1 << 20
-
-
-def resolve_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path | None:
-    """The cache root: the argument, else ``$LTR_CACHE``, else ``~/.cache/ltr_bench``.
-
-    Returns None when caching is switched off (``"off"``/``"none"``/``"0"``).
-    """
-    value = os.fspath(cache_dir) if cache_dir is not None else os.environ.get(CACHE_ENV, "")
-    if value.strip().lower() in _OFF and value.strip():
-        return None
-    if not value.strip():
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
-        return Path(base).expanduser() / "ltr_bench"
-    return Path(value).expanduser()
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -4,6 +4,11 @@ The SQLite store and the experiment are created under an inter-process file lock
 dir, keyed by the database path): two processes creating a fresh ``mlflow.db`` at once otherwise
 fail with ``duplicate column name: step``. Readers go through :func:`open_client`, never through
 the process-wide tracking URI.
+
+A new SQLite store is a copy of an empty, migrated one kept in the cache folder per MLflow version
+(:func:`seed_sqlite_store`): MLflow's own creation runs every schema migration, about 4 s, in each
+new folder. The copy holds no experiment; MLflow creates its Default experiment on opening, with
+the artifact root of the process that opens it, as it does for a store it created itself.
 """
 
 from __future__ import annotations
@@ -84,6 +89,8 @@ def ensure_experiment(tracking_uri: str, name: str, artifact_location: str | Non
         if artifact_location is None:
             artifact_location = str(db.parent / "mlruns" / sanitize_key(name).replace("/", "_"))
     with store_lock(tracking_uri):
+        if db is not None and not db.exists():
+            seed_sqlite_store(db)
         try:
             client = mlflow.MlflowClient(tracking_uri)  # opens (and migrates) a SQLite store
             exp = client.get_experiment_by_name(name)
@@ -114,6 +121,37 @@ def ensure_experiment(tracking_uri: str, name: str, artifact_location: str | Non
             if exp is None:
                 raise
             return exp.experiment_id
+
+
+def seed_sqlite_store(db: Path) -> bool:
+    """Copy the cached empty store of this MLflow version to ``db`` (made once per version, in a
+    scratch folder, by MLflow itself). False, leaving creation to MLflow, where caching is off
+    (``LTR_CACHE=off``) or the cache folder is not writable."""
+    import shutil
+    import sqlite3
+
+    import mlflow
+
+    from ltr_bench.cache_root import resolve_cache_dir
+
+    root = resolve_cache_dir()
+    if root is None:
+        return False
+    template = root / "mlflow" / f"empty-store-{mlflow.__version__}.db"
+    try:
+        if not template.exists():
+            template.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=template.parent) as scratch:
+                fresh = Path(scratch) / "mlflow.db"
+                mlflow.MlflowClient(f"sqlite:///{fresh}").search_experiments()  # every migration
+                with contextlib.closing(sqlite3.connect(fresh)) as con, con:
+                    con.execute("DELETE FROM experiments")  # MLflow re-creates Default on opening
+                os.replace(fresh, template)  # atomic: a parallel process sees all or nothing
+        shutil.copyfile(template, db)
+    except OSError as exc:
+        log.warning("Not using the cached empty MLflow store (%s); MLflow creates %s.", exc, db)
+        return False
+    return True
 
 
 def _is_not_a_database(exc: BaseException) -> bool:
