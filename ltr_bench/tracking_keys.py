@@ -74,6 +74,7 @@ ROLE_EXPERIMENT = "experiment"  # one experiment driver run (a table or figure)
 MLFLOW_PARENT = "mlflow.parentRunId"  # nesting: the UI shows children under it
 MLFLOW_DESCRIPTION = "mlflow.note.content"  # the run's description: its command line
 MLFLOW_GIT_COMMIT = "mlflow.source.git.commit"
+MLFLOW_GIT_BRANCH = "mlflow.source.git.branch"
 MLFLOW_DATASET_CONTEXT = "mlflow.data.context"  # train / vali / test on a logged dataset input
 EXPERIMENT_KIND = "mlflow.experimentKind"  # experiment tag; MLflow 3.x UIs read it
 EXPERIMENT_KIND_ML = "custom_model_development"  # the "Machine learning" kind

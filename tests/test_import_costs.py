@@ -57,3 +57,19 @@ def test_a_tree_or_boosting_run_imports_no_lightning(tmp_path: Path, model: str)
     assert "ltr_bench" in loaded
     assert "lightning" not in loaded
     assert (tmp_path / "run" / "results.json").is_file()
+
+
+def test_a_tracked_run_imports_no_gitpython_and_still_tags_the_commit(tmp_path: Path) -> None:
+    run = (
+        "from ltr_bench.cli import main\n"
+        "try:\n    main(['model=lambdamart', 'hydra.run.dir=run', 'trainer.enable_progress_bar=false'])\n"
+        "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "import mlflow\n"
+        "runs = mlflow.MlflowClient('sqlite:///mlflow.db').search_runs(['1'])\n"
+        "from ltr_bench.tracking.tags import git_commit\n"
+        "assert runs and git_commit()\n"
+        "assert all(r.data.tags.get('mlflow.source.git.commit') == git_commit() for r in runs)\n"
+    )
+    loaded = _modules_after(run, tmp_path)
+    assert "mlflow" in loaded
+    assert "git" not in loaded

@@ -24,25 +24,35 @@ from ltr_bench.tracking.params import flatten_config
 log = logging.getLogger(__package__)
 
 
-def git_commit(repo_dir: str | os.PathLike[str] | None = None) -> str | None:
-    """The checked-out git commit of the package's repository, or None (no git, not a clone).
+def _package_checkout() -> Path | None:
+    """The folder holding the package, if it is a git checkout itself (has ``.git``), so an
+    installed wheel inside some other repository tags no foreign commit."""
+    repo_dir = Path(__file__).resolve().parents[2]
+    return repo_dir if (repo_dir / ".git").exists() else None
 
-    Without ``repo_dir``: the folder holding the package, only if it is a git checkout itself
-    (has ``.git``), so an installed wheel inside some other repository tags no foreign commit."""
-    if repo_dir is None:
-        repo_dir = Path(__file__).resolve().parents[2]
-        if not (repo_dir / ".git").exists():
-            return None
+
+def _git(repo_dir: str | os.PathLike[str], *args: str) -> str | None:
+    """The stripped output of ``git -C repo_dir <args>``, or None (no git, or git failed)."""
     try:
         res = subprocess.run(
-            ["git", "-C", str(repo_dir), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
+            ["git", "-C", str(repo_dir), *args], capture_output=True, text=True, timeout=5
         )
     except (OSError, subprocess.SubprocessError):
         return None
     return res.stdout.strip() or None if res.returncode == 0 else None
+
+
+def git_commit(repo_dir: str | os.PathLike[str] | None = None) -> str | None:
+    """The checked-out git commit of ``repo_dir`` (default: the package's checkout), or None."""
+    repo_dir = repo_dir if repo_dir is not None else _package_checkout()
+    return None if repo_dir is None else _git(repo_dir, "rev-parse", "HEAD")
+
+
+def git_branch(repo_dir: str | os.PathLike[str] | None = None) -> str | None:
+    """The checked-out branch of ``repo_dir`` (default: the package's checkout); None when
+    detached or outside git."""
+    repo_dir = repo_dir if repo_dir is not None else _package_checkout()
+    return None if repo_dir is None else _git(repo_dir, "symbolic-ref", "--short", "-q", "HEAD")
 
 
 def machine_tags(cfg: DictConfig) -> dict[str, str]:
@@ -95,22 +105,31 @@ _CONTEXT: dict[str, str] | None = None
 
 def context_tags() -> dict[str, str]:
     """MLflow's standard run tags from its run-context registry (``mlflow.user``,
-    ``mlflow.source.name`` / ``.type``, ``mlflow.source.git.commit``, plus any installed
-    context-provider plugin), computed once per process; the git commit of the package's
-    checkout is filled in when MLflow found none (e.g. started from outside the clone)."""
+    ``mlflow.source.name`` / ``.type``, plus any installed context-provider plugin), computed
+    once per process, and the git commit and branch of the package's checkout.
+
+    MLflow's own git provider is left out: it imports GitPython (half a second or more per
+    process) to read what two ``git`` calls give, and it looks at the console script, which lives
+    in a virtual environment that git ignores, so it found nothing for ``ltr-bench`` anyway."""
     global _CONTEXT
     if _CONTEXT is None:
+        from mlflow.tracking.context.git_context import GitRunContext
         from mlflow.tracking.context.registry import resolve_tags
 
         try:
-            tags = {k: str(v) for k, v in resolve_tags({}).items()}
+            skip: list[Any] = [
+                GitRunContext
+            ]  # classes, as MLflow's code wants (its hint: instances)
+            tags = {k: str(v) for k, v in resolve_tags({}, ignore=skip).items()}
         except Exception as exc:  # noqa: BLE001 - context is a convenience
             log.debug("MLflow run context not resolved: %s", exc)
             tags = {}
-        if keys.MLFLOW_GIT_COMMIT not in tags:
-            commit = git_commit()
-            if commit:
-                tags[keys.MLFLOW_GIT_COMMIT] = commit
+        for key, value in (
+            (keys.MLFLOW_GIT_COMMIT, git_commit()),
+            (keys.MLFLOW_GIT_BRANCH, git_branch()),
+        ):
+            if value:
+                tags[key] = value
         _CONTEXT = tags
     return dict(_CONTEXT)
 
