@@ -1,0 +1,227 @@
+"""Fixed costs of a run, a trial and the help: each measured against its floor, in one run.
+
+Every figure is a fresh process on this machine, timed from launch to exit (median of
+``--repeat``), with ``OMP_NUM_THREADS=1``; the goals are ratios between figures of this one run,
+so they hold on a faster or slower machine alike:
+
+- ``python -c "import lightning"`` is the floor of a neural run (Lightning imports torch);
+  ``python -c "import hydra"`` is the floor of ``--help`` and ``--cfg job``;
+- a tiny default run (DirectRanker, 1 epoch, MLflow on, 400 synthetic training documents in a
+  folder whose MLflow store exists, and the same run as the first in a new folder;
+- LambdaMART and AdaRank runs: which heavy packages they import;
+- a 20-trial sweep of the tiny job (5 inner folds, 2 joblib workers, no pruner): its wall time
+  against one tiny run, when trial 0 is asked and when the first job runs, and the fixed cost
+  per job (the workers' time not spent in the runs' timed read, fit and evaluation, per job,
+  from the MLflow store as ``bench_sweep_budget.py`` measures it).
+
+    .venv/bin/python benchmarks/bench_fixed_costs.py [--repeat 3] [--trials 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+BIN = Path(sys.executable).parent
+LTR_BENCH = str(BIN / "ltr-bench")
+TINY = [
+    "dataset.n_train=400",
+    "dataset.docs_per_query=20",
+    "model.epochs=1",
+    "trainer.enable_progress_bar=false",
+]
+QUIET = ["hydra.job_logging.root.level=WARNING", "hydra.hydra_logging.root.level=WARNING"]
+HEAVY = ("torch", "lightning", "mlflow", "sklearn", "scipy", "pandas", "git")
+
+
+def env() -> dict[str, str]:
+    out = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    for var in ("MLFLOW_TRACKING_URI", "HYDRA_FULL_ERROR"):
+        out.pop(var, None)
+    return out
+
+
+def timed(cmd: list[str], cwd: Path) -> float:
+    """Wall seconds of one process from launch to exit (it must succeed)."""
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=cwd, env=env(), capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return wall
+
+
+def median_of(repeat: int, once: Callable[[int], float]) -> float:
+    return statistics.median(once(i) for i in range(repeat))
+
+
+def loaded_packages(code: str, cwd: Path) -> list[str]:
+    """Which of ``HEAVY`` are in ``sys.modules`` after ``code`` runs in a fresh interpreter."""
+    probe = f"{code}\nimport sys\nprint('LOADED', *sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=cwd,
+        env=env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"probe failed:\n{done.stderr[-3000:]}")
+    return [x for x in done.stdout.splitlines() if x.startswith("LOADED")][-1].split()[1:]
+
+
+def run_probe(overrides: list[str]) -> str:
+    return (
+        "from ltr_bench.cli import main\n"
+        f"try:\n    main({[*overrides, 'hydra.run.dir=run', *QUIET]!r})\n"
+        "except SystemExit as exc:\n    assert not exc.code\n"
+    )
+
+
+def sweep(root: Path, trials: int) -> dict[str, Any]:
+    """The 20-trial tiny sweep: wall time, trial 0's ask and first job, fixed cost per job."""
+    import optuna
+    from bench_sweep_budget import worker_time  # a sibling benchmark: the same worker table
+
+    cmd = [
+        LTR_BENCH,
+        "-m",
+        "hydra/sweeper=ltr_optuna",
+        f"hydra.sweeper.n_trials={trials}",
+        "optimizer.lr=interval(0.0005,0.01)",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "protocol.inner_cv=5",
+        "threads=1",
+        f"hydra.sweep.dir={root}/sweep",
+        *TINY,
+        *QUIET,
+    ]
+    started = dt.datetime.now()
+    wall = timed(cmd, root)
+    results = yaml.safe_load((root / "sweep" / "optimization_results.yaml").read_text())
+    study = optuna.load_study(study_name=results["study_name"], storage=results["storage"])
+    asked = min(t.datetime_start for t in study.trials if t.datetime_start)
+    done = min(t.datetime_complete for t in study.trials if t.datetime_complete)
+    workers = worker_time(root / "mlflow.db", 2)
+    first_job = _first_trial_run_start(root / "mlflow.db")
+    return {
+        "wall_s": wall,
+        "trials": len(study.trials),
+        "trial0_asked_s": (asked - started).total_seconds(),
+        "first_job_s": first_job - started.timestamp(),
+        "first_done_s": (done - started).total_seconds(),
+        "fixed_per_job_s": (workers["rest_of_runs_s"] + workers["between_s"]) / workers["jobs"],
+        "fitting_per_job_s": workers["fitting_s"] / workers["jobs"],
+        "jobs": workers["jobs"],
+    }
+
+
+def _first_trial_run_start(store: Path) -> float:
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    (start,) = con.execute(
+        "select min(r.start_time) from runs r join tags t on t.run_uuid = r.run_uuid "
+        "where t.key = 'ltr.role' and t.value = 'trial'"
+    ).fetchone()
+    con.close()
+    return float(start) / 1000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3, help="processes per figure (median)")
+    ap.add_argument("--trials", type=int, default=20, help="trials of the tiny sweep")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ltr-fixed-") as tmp:
+        root = Path(tmp)
+        py = sys.executable
+        m: dict[str, float] = {}
+        m["import lightning"] = median_of(
+            args.repeat, lambda i: timed([py, "-c", "import lightning"], root)
+        )
+        m["import hydra"] = median_of(
+            args.repeat, lambda i: timed([py, "-c", "import hydra"], root)
+        )
+        m["ltr-bench --help"] = median_of(args.repeat, lambda i: timed([LTR_BENCH, "--help"], root))
+        m["ltr-bench --cfg job"] = median_of(
+            args.repeat, lambda i: timed([LTR_BENCH, "--cfg", "job"], root)
+        )
+        (root / "warm").mkdir()
+        timed([LTR_BENCH, *TINY, *QUIET], root / "warm")  # the store exists from here on
+
+        def later(i: int) -> float:
+            return timed([LTR_BENCH, *TINY, *QUIET, f"hydra.run.dir=r{i}"], root / "warm")
+
+        def first(i: int) -> float:
+            (root / f"new{i}").mkdir()
+            return timed([LTR_BENCH, *TINY, *QUIET], root / f"new{i}")
+
+        m["tiny run"] = median_of(args.repeat, later)
+        m["tiny run, new folder"] = median_of(args.repeat, first)
+        work = json.loads(next((root / "warm").glob("r0/results.json")).read_text())
+        m["tiny run: read + fit + eval"] = sum(
+            float(work.get(k) or 0) for k in ("time_read_s", "time_fit_s", "time_eval_s")
+        )
+        imports = {
+            name: loaded_packages(run_probe([f"model={name}", "tracking=none"]), _fresh(root, name))
+            for name in ("lambdamart", "adarank", "direct_ranker")
+        }
+        (root / "sweep").mkdir()
+        s = sweep(root, args.trials)
+    print(page(m, imports, s))
+
+
+def _fresh(root: Path, name: str) -> Path:
+    path = root / f"imports-{name}"
+    path.mkdir()
+    return path
+
+
+def page(m: dict[str, float], imports: dict[str, list[str]], s: dict[str, Any]) -> str:
+    lines = ["| what | seconds |", "| --- | ---: |"]
+    lines += [f"| {k} | {v:.2f} |" for k, v in m.items()]
+    lines += [
+        f"| {s['trials']}-trial tiny sweep (5 inner folds, 2 joblib workers) | {s['wall_s']:.2f} |",
+        f"| sweep: trial 0 asked, after launch | {s['trial0_asked_s']:.2f} |",
+        f"| sweep: first job's run started, after launch | {s['first_job_s']:.2f} |",
+        f"| sweep: first trial complete, after launch | {s['first_done_s']:.2f} |",
+        f"| sweep: fixed cost per job ({s['jobs']} jobs; fitting {s['fitting_per_job_s']:.2f} s per job) | {s['fixed_per_job_s']:.2f} |",
+    ]
+    lightning, hydra, tiny = m["import lightning"], m["import hydra"], m["tiny run"]
+    goals = [
+        ("tiny run / import lightning", tiny / lightning, "<= 1.3"),
+        ("new folder - later run (s)", m["tiny run, new folder"] - tiny, "<= 1.0"),
+        ("--help / import hydra", m["ltr-bench --help"] / hydra, "<= 3"),
+        ("--cfg job / import hydra", m["ltr-bench --cfg job"] / hydra, "<= 3"),
+        ("tiny sweep / tiny run", s["wall_s"] / tiny, "<= 1.5"),
+        ("trial 0 asked after launch (s)", s["trial0_asked_s"], "<= ~2"),
+        ("fixed cost per job (s)", s["fixed_per_job_s"], "<= 0.15"),
+    ]
+    lines += ["", "| goal | measured | target | holds |", "| --- | ---: | --- | --- |"]
+    for name, value, target in goals:
+        holds = value <= float(target.split()[-1].lstrip("~"))
+        lines.append(f"| {name} | {value:.2f} | {target} | {'yes' if holds else 'no'} |")
+    lines += ["", "| run | heavy packages imported |", "| --- | --- |"]
+    lines += [
+        f"| model={k}, tracking=none | {', '.join(v) or 'none'} |" for k, v in imports.items()
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
