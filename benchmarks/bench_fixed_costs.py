@@ -6,8 +6,8 @@ so they hold on a faster or slower machine alike:
 
 - ``python -c "import lightning"`` is the floor of a neural run (Lightning imports torch);
   ``python -c "import hydra"`` is the floor of ``--help`` and ``--cfg job``;
-- a tiny default run (DirectRanker, 1 epoch, MLflow on, 400 synthetic training documents in a
-  folder whose MLflow store exists, and the same run as the first in a new folder;
+- a tiny default run (DirectRanker, 1 epoch, MLflow on, 400 synthetic training documents in
+  queries of 20) in a folder whose MLflow store exists, and the same run first in a new folder;
 - LambdaMART and AdaRank runs: which heavy packages they import;
 - a 20-trial sweep of the tiny job (5 inner folds, 2 joblib workers, no pruner): its wall time
   against one tiny run, when trial 0 is asked and when the first job runs, and the fixed cost
