@@ -21,6 +21,7 @@ from omegaconf import DictConfig
 from ltr_bench.cli_help import fast_help
 from ltr_bench.config_tree import CONFIG_PATH, config_dir
 from ltr_bench.errors import UserError, find_in_chain
+from ltr_bench.refits import refit_table, refit_workers, run_refits
 
 _deferred: list[BaseException] = []
 
@@ -73,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except UserError as exc:
         _fail(str(exc))
     if refits is not None and len(refits) > 1:
-        sys.exit(_run_refits(refits))
+        sys.exit(run_refits(refits, refit_workers(args, len(refits))))
     if refits is not None:
         args = refits[0].overrides
     sys.argv = [sys.argv[0] if sys.argv else "ltr-bench"] + args
@@ -122,101 +123,6 @@ def _is_failed_run(exc: BaseException) -> bool:
     from ltr_bench.runner import TrialFailed
 
     return isinstance(exc, TrialFailed)
-
-
-def _run_refits(refits: Sequence[Any]) -> int:
-    """Refit several studies (e.g. one per outer fold, maybe each with several seeds), one
-    ``ltr-bench`` process each, then print the test metrics of every refit of the sweep side by
-    side with the mean (SE); returns the worst exit code."""
-    import subprocess
-
-    codes = []
-    for i, r in enumerate(refits, 1):
-        seed = f" seed={r.seed}" if r.seed is not None else ""
-        print(f"[refit {i}/{len(refits)}] {r.label}{seed} (study {r.study_name})", flush=True)
-        codes.append(subprocess.call([sys.executable, "-m", "ltr_bench.cli", *r.overrides]))
-    table = refit_table(refits[0].sweep_dir)
-    if table:
-        print("\n" + table)
-    return max(codes)
-
-
-def refit_table(sweep_dir: str | None, min_refits: int = 1) -> str | None:
-    """:func:`refit_summary` of every refit of the sweep (the latest per study and seed, from
-    ``<sweep dir>/refit/``), or None with fewer than ``min_refits``."""
-    from ltr_bench.sweeper.job import find_refits
-
-    if not sweep_dir:
-        return None
-    found, superseded = find_refits(sweep_dir)
-    rows = [(r.label, r.seed, (r.results.get("mean") or {}).get("test") or {}) for r in found]
-    rows = [row for row in rows if row[2]]
-    if len(rows) < max(min_refits, 1):
-        return None
-    table = refit_summary(rows)
-    if superseded:
-        table += (
-            f"\n({superseded} older refit(s) of the same study and seed left out: "
-            "the latest of each counts)"
-        )
-    return table
-
-
-def refit_summary(rows: Sequence[tuple[str, int | None, dict[str, float]]]) -> str:
-    """The refits' test metrics as a text table: a row per study and their mean(SE) over the
-    studies. The title says which seeds were averaged. With several seeds per study a row is the
-    study's mean over its seeds (listed at the row's end when studies differ in their seeds), and
-    a last block shows the mean over studies for each seed all studies have and the standard
-    deviation of that figure across seeds (how far a single-seed result can move)."""
-    import numpy as np
-
-    from ltr_bench.stats import format_mean_se, mean_se
-
-    names = list(rows[0][2])
-    labels = list(dict.fromkeys(label for label, _, _ in rows))
-    seeds = list(dict.fromkeys(seed for _, seed, _ in rows if seed is not None))
-    by_label = {lab: [m for label, _, m in rows if label == lab] for lab in labels}
-    seeds_of = {
-        lab: [s for label, s, _ in rows if label == lab and s is not None] for lab in labels
-    }
-    same_seeds = all(sorted(v) == sorted(seeds) for v in seeds_of.values())
-    common = [s for s in seeds if all(s in v for v in seeds_of.values())]
-
-    def mean_of(ms: Sequence[dict[str, float]], n: str) -> float:
-        return float(np.mean([m.get(n, float("nan")) for m in ms]))
-
-    width = max(12, *(len(label) + 2 for label in labels))
-    head = f"{'':<{width}}" + "".join(f"{n:>11}" for n in names)
-    title = "refit test metrics per study"
-    if seeds and same_seeds:
-        title += (
-            f" (mean over seeds {', '.join(map(str, seeds))})"
-            if len(seeds) > 1
-            else f" (seed {seeds[0]})"
-        )
-    elif seeds:
-        title += " (mean over each study's seeds, listed after its metrics)"
-    lines = [title, head]
-    for lab in labels:
-        tail = "" if same_seeds else "   seeds " + ",".join(map(str, seeds_of[lab]))
-        lines.append(
-            f"{lab:<{width}}" + "".join(f"{mean_of(by_label[lab], n):>11.4f}" for n in names) + tail
-        )
-    stats = [mean_se([mean_of(by_label[lab], n) for lab in labels]) for n in names]
-    lines.append(
-        f"{'mean(SE)':<{width}}" + "".join(f"{format_mean_se(mu, se):>11}" for mu, se, _ in stats)
-    )
-    if len(common) > 1:
-        lines += ["", "mean over studies per seed", head]
-        per_seed = []
-        for seed in common:
-            ms = [m for _, s, m in rows if s == seed]
-            values = [mean_of(ms, n) for n in names]
-            per_seed.append(values)
-            lines.append(f"{f'seed={seed}':<{width}}" + "".join(f"{v:>11.4f}" for v in values))
-        sd = np.std(np.asarray(per_seed), axis=0, ddof=1)
-        lines.append(f"{'SD(seeds)':<{width}}" + "".join(f"{v:>11.4f}" for v in sd))
-    return "\n".join(lines)
 
 
 def _interrupted() -> None:

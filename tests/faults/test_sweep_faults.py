@@ -257,7 +257,7 @@ def test_refits_never_overwrite_one_another_and_the_table_reads_them_all(
 
 
 def test_the_refit_table_names_each_studys_seeds_when_they_differ() -> None:
-    from ltr_bench.cli import refit_summary
+    from ltr_bench.refits import refit_summary
 
     text = refit_summary(
         [

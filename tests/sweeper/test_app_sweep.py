@@ -171,6 +171,20 @@ def test_sweep_per_fold_then_refit_best(tmp_path: Path) -> None:
             folds = [r for r in runs["fold"] if r.data.tags.get(MLFLOW_PARENT) == refit.info.run_id]
             assert [r.data.tags[keys.TAG_FOLD] for r in folds] == [str(fold - 1)]
 
+    # Those four refits ran two at a time (refit_jobs defaults to one per core; each printed as one
+    # block); one after the other, seed 0 gives the same test metrics.
+    assert proc.stdout.count("[refit ") == 4
+    proc = ltr_bench(tmp_path, f"refit_best={sweep_dir}", "seed=0", "refit_jobs=1", *COMMON)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    again = [r for r in _runs(client)["protocol"] if r.data.tags.get(TAG_REFIT) == "true"]
+    for study in studies:
+        tested = sorted(
+            r.data.metrics["test/ndcg_at_10"]
+            for r in again
+            if r.data.tags.get(TAG_STUDY) == study["study_name"] and r.data.params["seed"] == "0"
+        )
+        assert len(tested) == 2 and tested[0] == tested[1]
+
 
 def _synthetic_grid_sweep(tmp_path: Path, *overrides: str) -> dict:
     """A grid sweep of DirectRanker on small synthetic data; its ``optimization_results.yaml``."""
