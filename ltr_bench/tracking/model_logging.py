@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ltr_bench.tracking.mlflow_private import pinned_requirements_unchecked
 from ltr_bench.tracking.store import quiet_mlflow
 
 MODEL_NAME = "model"  # the logged model's name: runs:/<run id>/model
@@ -61,6 +62,7 @@ def log_pyfunc_model(
         with (
             tempfile.TemporaryDirectory(prefix="ltr_bench_model_") as tmp,
             warnings.catch_warnings(),
+            pinned_requirements_unchecked(),  # _model_requirements() pins the installed versions
         ):
             warnings.filterwarnings("ignore", message=".*input example was not provided")
             local = Path(tmp) / MODEL_NAME
