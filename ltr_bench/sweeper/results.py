@@ -1,12 +1,5 @@
-"""What a study shows and leaves: its live progress line (:class:`StudyProgress`), its entry of
-``optimization_results.yaml`` (best trial, counts, storage; the re-evaluated choice when there is
-one), the log lines about its best, its plots and trials table under
-``<sweep dir>/studies/<study>/``, and the app's ``sweep.on_study_end`` hook.
-
-The progress line (trials done / n_trials, pruned, failed, best (SE), elapsed, ETA) is a tqdm
-line on a terminal, an ``INFO`` log line per update otherwise. Counts are read from the study, so
-other workers' trials count too; the ETA extrapolates from the trials this process saw finish.
-"""
+"""What a study shows and leaves: its live progress line, its entry of
+``optimization_results.yaml``, its plots and trials table, the app's ``sweep.on_study_end`` hook."""
 
 from __future__ import annotations
 
@@ -25,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from optuna.trial import TrialState
 
 from ltr_bench.sweeper.job import ATTR_SE
-from ltr_bench.sweeper.reevaluation import pooling
+from ltr_bench.sweeper.reevaluation import runs
 from ltr_bench.sweeper.refit import RESULTS_FILE
 from ltr_bench.sweeper.state import StudyState
 from ltr_bench.sweeper.storage import file_stem, redact
@@ -100,8 +93,8 @@ def _overrides(space: Any, params: dict[str, Any]) -> list[str]:
 def select_reevaluated(study: Any, space: Any, summary: dict[str, Any], direction: str) -> None:
     """With re-evaluations stored, the best trial is the re-evaluated one with the best pooled
     value; the search's own best stays in ``search_best_trial``/``search_best_value``."""
-    records = pooling.stored(study)
-    chosen = pooling.select(records, direction == "maximize")
+    records = runs.stored(study)
+    chosen = runs.select(records, direction == "maximize")
     if chosen is None:
         return
     trial = study.get_trials(deepcopy=False)[chosen.trial]  # numbers are list positions
@@ -146,9 +139,7 @@ def write_results(sweep_dir: Path, results: list[dict[str, Any]]) -> None:
 
 
 def finish_study(config: DictConfig, study: Any, summary: dict[str, Any], sweep_dir: Path) -> None:
-    """Write the study's plots and trials table under ``<sweep dir>/studies/<study>/`` and hand
-    them to the app's ``sweep.on_study_end`` hook (dotted path, e.g. MLflow logging), if any.
-    Neither may break a finished sweep: failures are logged as warnings."""
+    """Write the study's artifacts and hand them to ``sweep.on_study_end``; failures are logged."""
     from hydra.utils import get_method
 
     out = sweep_dir / "studies" / file_stem(study.study_name)
@@ -164,9 +155,7 @@ def finish_study(config: DictConfig, study: Any, summary: dict[str, Any], sweep_
 
 
 def write_study_plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
-    """Write Optuna's ``optimization_history.png`` and ``param_importances.png`` of ``study``
-    (matplotlib) to ``out_dir``; the paths written. The history needs one COMPLETE trial, the
-    importances two with a varying parameter; a plot that cannot be drawn is skipped (logged)."""
+    """Write Optuna's history and importance plots to ``out_dir`` (those that can be drawn)."""
     import matplotlib
 
     if "matplotlib.pyplot" not in sys.modules:
@@ -206,8 +195,7 @@ def write_study_plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
 
 
 def write_study_artifacts(study: optuna.Study, out_dir: str | Path) -> list[Path]:
-    """The study's plots (:func:`write_study_plots`) and ``trials.csv``, one row per trial
-    (number, state, value, params, run times), into ``out_dir``; the paths written."""
+    """The study's plots and ``trials.csv`` in ``out_dir``; the paths written."""
     out = Path(out_dir)
     written = write_study_plots(study, out)
     try:
@@ -232,7 +220,7 @@ def format_duration(seconds: float | None) -> str:
 
 
 class StudyProgress:
-    """The progress line of one study; :meth:`update` after every batch, :meth:`close` at the end."""
+    """The progress line of one study: a tqdm line on a terminal, else log lines."""
 
     def __init__(
         self,

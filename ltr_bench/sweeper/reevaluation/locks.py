@@ -1,19 +1,7 @@
-"""Locking a study's re-evaluations through its storage, so that workers sharing it run each once.
-
-Search trials are claimed by Optuna itself (each ``ask`` creates a trial). A re-evaluation
-repeats a finished trial, so it is locked with a trial of the companion study
-``<study>:reevaluations`` in the same storage: a RUNNING lock trial carries the re-evaluated
-trial's number and its worker's identity, written in the transaction that creates it, and gets
-heartbeats like a search trial, so a gone sweeper's locks are failed (``interrupted``) as its
-trials are, and the re-evaluation can be locked again.
-
-Among the RUNNING locks of one trial the one with the lowest storage id wins; the others
-withdraw (FAIL ``duplicate``) before running anything. SQLite serialises writers, so a lock with
-a lower id was committed before a later locker looks; on a database server a second look after a
-short pause covers a concurrent insert not yet committed. A finished lock (COMPLETE, PRUNED when
-the race dropped it, FAIL because the job failed) means the re-evaluation is done. A raced
-re-evaluation reports its folds into its lock trial.
-"""
+"""Locking a study's re-evaluations, so that workers sharing it run each once: a RUNNING trial of
+the companion study ``<study>:reevaluations`` (with heartbeats, like a search trial) locks one; of
+a trial's RUNNING locks the lowest storage id wins (on a server after a second look), the others
+withdraw (FAIL ``duplicate``); a finished lock means the re-evaluation is done."""
 
 from __future__ import annotations
 
@@ -32,6 +20,7 @@ from ltr_bench.sweeper.trials import (
     ATTR_WORKER,
     FAIL_DUPLICATE,
     FAIL_INTERRUPTED,
+    close_trial,
     counts_toward_budget,
 )
 
@@ -57,30 +46,24 @@ def is_done(locks: optuna.Study, number: int) -> bool:
     )
 
 
-def is_locked(locks: optuna.Study, number: int) -> bool:
-    """True when a (live, as far as anyone has checked) lock on trial ``number`` is RUNNING."""
-    return any(t.state == TrialState.RUNNING for t in _locks_of(locks, number))
-
-
 def lock(
     locks: optuna.Study,
     number: int,
     identity: Mapping[str, Any],
     heartbeat: Any,
-    settle_s: float = 0.0,
     attrs: Mapping[str, Any] | None = None,
 ) -> int | None:
-    """Lock the re-evaluation of trial ``number``; the lock's trial id, or None when it is
-    done or another worker holds it. ``heartbeat`` (a :class:`~ltr_bench.sweeper.liveness.Heartbeat`)
-    keeps a won lock alive; ``settle_s`` > 0 looks a second time after that pause; ``attrs`` are
-    more user attributes of the lock trial (what a race needs)."""
-    if is_done(locks, number) or is_locked(locks, number):
+    """Lock the re-evaluation of trial ``number``: the lock's trial id, or None when it is done or
+    held (a RUNNING lock); ``attrs`` go on the lock trial."""
+    if any(counts_toward_budget(t) for t in _locks_of(locks, number)):
         return None
     template = optuna.trial.create_trial(
         state=TrialState.RUNNING,
         user_attrs={**dict(attrs or {}), ATTR_REEVALUATES: number, ATTR_WORKER: dict(identity)},
     )
     storage = study_storage(locks)
+    engine = getattr(storage, "engine", None)  # SQLite serialises writers: no second look
+    settle_s = 0.0 if engine is None or engine.dialect.name == "sqlite" else SETTLE_S
     new_id = storage.create_new_trial(study_id(locks), template_trial=template)
     heartbeat.add(new_id)
     for look in range(2 if settle_s > 0 else 1):
@@ -95,11 +78,6 @@ def lock(
     return new_id
 
 
-def lock_number(locks: optuna.Study, lock_id: int) -> int:
-    """The number of a lock trial in its study (what a raced re-evaluation job is told)."""
-    return int(study_storage(locks).get_trial_number_from_id(lock_id))
-
-
 def last_reported(locks: optuna.Study, lock_id: int) -> tuple[int | None, float | None]:
     """The last fold a raced re-evaluation reported into its lock trial, and its running mean."""
     trial = study_storage(locks).get_trial(lock_id)
@@ -107,38 +85,22 @@ def last_reported(locks: optuna.Study, lock_id: int) -> tuple[int | None, float 
     return step, (None if step is None else float(trial.intermediate_values[step]))
 
 
-def _close(
-    locks: Any, lock_id: int, heartbeat: Any, state: TrialState, value: Any = None, reason: str = ""
+def release(
+    locks: Any,
+    lock_id: int,
+    reason: str,
+    heartbeat: Any,
+    state: TrialState = TrialState.FAIL,
+    value: float | None = None,
 ) -> None:
+    """Finish a lock: FAIL with ``reason`` (``exception``/``nan``: done, others: lockable again),
+    or COMPLETE (its record stored) / PRUNED (the race dropped it) with ``value``."""
     heartbeat.discard(lock_id)
-    storage = study_storage(locks)
-    try:
-        if reason:
-            storage.set_trial_user_attr(lock_id, ATTR_FAIL, reason)
-        values = None if value is None else [value]
-        storage.set_trial_state_values(lock_id, state=state, values=values)
-    except optuna.exceptions.UpdateFinishedTrialError:
-        pass  # failed as stale meanwhile; a stored record is what counts
-
-
-def finish(locks: optuna.Study, lock_id: int, value: float, heartbeat: Any) -> None:
-    """Mark a lock COMPLETE with the re-evaluation's value (after its record is stored)."""
-    _close(locks, lock_id, heartbeat, TrialState.COMPLETE, value)
-
-
-def drop(locks: optuna.Study, lock_id: int, value: float | None, heartbeat: Any) -> None:
-    """Mark a lock PRUNED: the race dropped its re-evaluation (done; never run again)."""
-    _close(locks, lock_id, heartbeat, TrialState.PRUNED, value)
-
-
-def release(locks: optuna.Study, lock_id: int, reason: str, heartbeat: Any) -> None:
-    """Mark a lock FAIL with ``reason`` (``exception``/``nan``: done; others: lockable again)."""
-    _close(locks, lock_id, heartbeat, TrialState.FAIL, reason=reason)
+    close_trial(study_storage(locks), lock_id, state, value, reason)
 
 
 def interrupted(locks: optuna.Study) -> dict[int, float]:
-    """Re-evaluated trial number -> when its latest interrupted lock was failed (epoch seconds):
-    a re-evaluation run of that trial started before then has no process left."""
+    """Re-evaluated trial number -> when its latest interrupted lock was failed (epoch s)."""
     out: dict[int, float] = {}
     for t in locks.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
         number = t.user_attrs.get(ATTR_REEVALUATES)
