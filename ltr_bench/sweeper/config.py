@@ -237,12 +237,7 @@ def register_configs() -> None:
     cs.store(
         group="hydra/sweeper", name="ltr_optuna", node=LtrOptunaSweeperConf, provider="ltr_bench"
     )
-    samplers: tuple[tuple[str, type], ...] = (
-        ("tpe", TPESamplerConf),
-        ("random", RandomSamplerConf),
-        ("grid", GridSamplerConf),
-    )
-    for name, node in samplers:
-        cs.store(group="hydra/sweeper/sampler", name=name, node=node, provider="ltr_bench")
-    for name, node in PRUNERS.items():
-        cs.store(group="hydra/sweeper/pruner", name=name, node=node, provider="ltr_bench")
+    samplers = {"tpe": TPESamplerConf, "random": RandomSamplerConf, "grid": GridSamplerConf}
+    for group, nodes in (("sampler", samplers), ("pruner", PRUNERS)):
+        for name, node in nodes.items():
+            cs.store(group=f"hydra/sweeper/{group}", name=name, node=node, provider="ltr_bench")

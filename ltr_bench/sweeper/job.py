@@ -97,7 +97,9 @@ class TrialReporter:
     @classmethod
     def from_config(cls, cfg: Any) -> TrialReporter | None:
         """The reporter of the job's trial (a re-evaluation's: its lock trial); None without one."""
-        from omegaconf import OmegaConf
+        import optuna
+
+        from ltr_bench.confutil import plain
 
         sweep = cfg.get("sweep") if hasattr(cfg, "get") else None
         if not sweep:
@@ -109,22 +111,11 @@ class TrialReporter:
             name = f"{name}{LOCKS_SUFFIX}" if name else None
         if not url or not name or number is None or not pruner_cfg:
             return None
-        if OmegaConf.is_config(pruner_cfg):
-            pruner_cfg = OmegaConf.to_container(pruner_cfg, resolve=True)
-        return cls.open(str(url), str(name), int(number), pruner_cfg)
-
-    @classmethod
-    def open(
-        cls, url: str, study_name: str, number: int, pruner_cfg: Mapping[str, Any]
-    ) -> TrialReporter:
-        import optuna
-
-        storage = open_storage(url, None, None)
-        study = optuna.load_study(
-            study_name=study_name, storage=storage, pruner=make_pruner(pruner_cfg)
-        )
-        study_id = storage.get_study_id_from_name(study_name)
-        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, number)
+        storage = open_storage(str(url), None, None)
+        pruner = make_pruner(plain(pruner_cfg))
+        study = optuna.load_study(study_name=str(name), storage=storage, pruner=pruner)
+        study_id = storage.get_study_id_from_name(str(name))
+        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, int(number))
         return cls(study, optuna.trial.Trial(study, trial_id))
 
     def plan(self, n_steps: int) -> None:

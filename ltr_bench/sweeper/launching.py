@@ -55,12 +55,6 @@ def sigterm_raises_interrupt() -> Iterator[None]:
         _received.clear()
 
 
-def raise_if_terminated() -> None:
-    """Raise :class:`Terminated` if a SIGTERM arrived in this block but its exception was lost."""
-    if _received:
-        raise Terminated(f"signal {_received[-1]}")
-
-
 def job_overrides(
     study_name: str,
     space: Any,
@@ -230,7 +224,8 @@ class JobPool:
         """``(key, outcome)`` of the jobs that ended, once one has; polls, so signals raise."""
         done: set[concurrent.futures.Future] = set()
         while not done:
-            raise_if_terminated()
+            if _received:  # a SIGTERM whose exception was lost (see _received)
+                raise Terminated(f"signal {_received[-1]}")
             done, _ = concurrent.futures.wait(
                 list(self.futures), timeout=poll_s, return_when=concurrent.futures.FIRST_COMPLETED
             )

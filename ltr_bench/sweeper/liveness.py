@@ -22,8 +22,13 @@ from optuna.trial import TrialState
 
 from ltr_bench.sweeper import optuna_private
 from ltr_bench.sweeper.launching import sigterm_raises_interrupt
-from ltr_bench.sweeper.reevaluation import locks as locks_
-from ltr_bench.sweeper.trials import ATTR_FAIL, ATTR_WORKER, FAIL_INTERRUPTED, close_trial
+from ltr_bench.sweeper.trials import (
+    ATTR_FAIL,
+    ATTR_REEVALUATES,
+    ATTR_WORKER,
+    FAIL_INTERRUPTED,
+    close_trial,
+)
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +137,14 @@ def report_interrupted(config: DictConfig, study: Any, locks: Any) -> None:
         for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
         if t.user_attrs.get(ATTR_FAIL) == FAIL_INTERRUPTED
     )
-    reevaluations = locks_.interrupted(locks) if locks is not None else {}
+    reevaluations: dict[int, float] = {}  # re-evaluated trial -> when its latest lock was failed
+    for t in [] if locks is None else locks.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
+        number = t.user_attrs.get(ATTR_REEVALUATES)
+        reason = t.user_attrs.get(ATTR_FAIL)
+        if number is None or reason != FAIL_INTERRUPTED or t.datetime_complete is None:
+            continue
+        end = t.datetime_complete.timestamp()
+        reevaluations[int(number)] = max(reevaluations.get(int(number), 0.0), end)
     if not trials and not reevaluations:
         return
     try:
@@ -165,7 +177,6 @@ def _run_guarded(task_function: Any, sweeper: Mapping[str, Any], grace_s: float,
                 name = "ltr-sweeper-orphan-guard"
                 threading.Thread(target=_watch, args=args, name=name, daemon=True).start()
             return task_function(cfg)
-
     except KeyboardInterrupt:
         if is_dead_local_worker(sweeper):
             os._exit(1)  # the job has cleaned up; nobody is left to take its result

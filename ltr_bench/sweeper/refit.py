@@ -87,7 +87,8 @@ def _refit_of_study(
     late_keys = {_key(o) for o in late}
     forced = ["protocol.objective=final"]
     early = [a for a in sweep_fixed + args if _key(a) not in late_keys | {_key(forced[0])}]
-    early = _dedupe_last_wins(early)
+    last = {(_key(a) or a): i for i, a in enumerate(early)}  # a repeated key: the last one wins
+    early = [a for i, a in enumerate(early) if last[_key(a) or a] == i]
     out = early + late + forced
     if st["study_name"]:
         out = [a for a in out if _key(a) != "sweep.study_name"]
@@ -293,11 +294,6 @@ def _key(arg: str) -> str | None:
     if arg.startswith("-") or "=" not in arg:
         return None
     return arg.split("=", 1)[0].lstrip("+~").strip()
-
-
-def _dedupe_last_wins(args: list[str]) -> list[str]:
-    last = {(_key(a) or a): i for i, a in enumerate(args)}
-    return [a for i, a in enumerate(args) if last[_key(a) or a] == i]
 
 
 def _value(value: Any) -> str:

@@ -26,10 +26,6 @@ from ltr_bench.sweeper.trials import is_counted_failure
 
 log = logging.getLogger(__name__)
 
-HISTORY_PNG = "optimization_history.png"
-IMPORTANCES_PNG = "param_importances.png"
-TRIALS_CSV = "trials.csv"
-
 
 def within_one_se(values: list[float], best: float, se: float, maximize: bool) -> int:
     """How many of ``values`` lie within ``se`` of ``best`` (on the good side of best - se)."""
@@ -71,17 +67,10 @@ def summarize(state: StudyState) -> dict[str, Any]:
             best_overrides=_overrides(space, best.params),
         )
         se = best.user_attrs.get(ATTR_SE)
-        if se is not None:
-            # How many trials the objective cannot tell from the best: the choice among them is noise.
-            summary.update(
-                best_value_se=float(se),
-                n_within_one_se=within_one_se(
-                    [float(t.value) for t in complete],
-                    float(best.value),
-                    float(se),
-                    direction == "maximize",
-                ),
-            )
+        if se is not None:  # the trials the objective cannot tell from the best (noise to choose)
+            values = [float(t.value) for t in complete]
+            n = within_one_se(values, float(best.value), float(se), direction == "maximize")
+            summary.update(best_value_se=float(se), n_within_one_se=n)
         select_reevaluated(study, space, summary, direction)
     return summary
 
@@ -168,13 +157,13 @@ def write_study_plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     written: list[Path] = []
     plots: list[tuple[str, Callable[[Any], Any], int]] = [
-        (HISTORY_PNG, ovm.plot_optimization_history, 1)
+        ("optimization_history.png", ovm.plot_optimization_history, 1)
     ]
     varying = {
         n for t in complete for n in t.params if len({repr(u.params.get(n)) for u in complete}) > 1
     }
     if varying:
-        plots.append((IMPORTANCES_PNG, ovm.plot_param_importances, 2))
+        plots.append(("param_importances.png", ovm.plot_param_importances, 2))
     for filename, plot, needed in plots:
         if len(complete) < needed:
             log.info("Skipping %s: %d complete trial(s), need %d.", filename, len(complete), needed)
@@ -204,8 +193,8 @@ def write_study_artifacts(study: optuna.Study, out_dir: str | Path) -> list[Path
         log.warning("Could not tabulate the trials of study %s: %s", study.study_name, e)
         return written
     if len(frame):
-        frame.to_csv(out / TRIALS_CSV, index=False)
-        written.append(out / TRIALS_CSV)
+        frame.to_csv(out / "trials.csv", index=False)
+        written.append(out / "trials.csv")
     return written
 
 
@@ -250,12 +239,7 @@ class StudyProgress:
             desc = study_name if len(study_name) <= 40 else "..." + study_name[-37:]
             # "<study>, 3/30 trials, ..."
             self._bar = tqdm(
-                total=self.budget,
-                desc=desc,
-                file=stream,
-                leave=True,
-                ncols=cols,
-                bar_format="{desc}{postfix}",
+                total=self.budget, desc=desc, file=stream, ncols=cols, bar_format="{desc}{postfix}"
             )
 
     def update(self, study: Any) -> str:

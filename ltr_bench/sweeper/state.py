@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
 from ltr_bench.sweeper.config import Settings
-from ltr_bench.sweeper.job import make_pruner
+from ltr_bench.sweeper.job import LOCKS_SUFFIX, make_pruner
 from ltr_bench.sweeper.launching import Jobs
 from ltr_bench.sweeper.liveness import (
     Heartbeat,
@@ -24,7 +24,6 @@ from ltr_bench.sweeper.liveness import (
     report_interrupted,
     worker_identity,
 )
-from ltr_bench.sweeper.reevaluation.locks import open_locks
 from ltr_bench.sweeper.search.grid import GridSearchSampler
 from ltr_bench.sweeper.search.space import SearchSpace
 from ltr_bench.sweeper.storage import default_storage_url, open_storage, open_study, redact
@@ -143,7 +142,7 @@ def open_study_state(
     fail_interrupted_trials(study, rdb, s.grace_period)
     locks = None
     if s.top_k > 0:
-        locks = open_locks(rdb, study)
+        locks = open_study(rdb, study.study_name + LOCKS_SUFFIX, s.direction)
         fail_interrupted_trials(locks, rdb, s.grace_period)
     report_interrupted(config, study, locks)
     n_existing = len(study.get_trials(deepcopy=False))  # before enqueueing: keeps a fresh seed

@@ -15,6 +15,7 @@ from optuna.trial import FrozenTrial, TrialState
 ATTR_WORKER = "ltr_sweeper.worker"  # who runs a RUNNING trial (liveness.worker_identity)
 ATTR_FAIL = "ltr_sweeper.fail_reason"
 ATTR_ERROR = "ltr_sweeper.error"
+ATTR_REEVALUATES = "ltr_sweeper.reevaluates"  # the trial a re-evaluation lock is for
 
 # Fail reasons. Only the first two count toward n_trials.
 FAIL_EXCEPTION = "exception"

@@ -1,1 +1,1 @@
-"""Re-evaluating a study's top trials after the search: locks, the race, the runs and their pooling."""
+"""Re-evaluating a study's top trials after the search: the runs (locked, pooled) and the race."""

@@ -15,7 +15,7 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from ltr_bench.sweeper.job import ATTR_N_STEPS
-from ltr_bench.sweeper.reevaluation.locks import ATTR_REEVALUATES
+from ltr_bench.sweeper.trials import ATTR_REEVALUATES
 
 ATTR_SEARCH_VALUE = "ltr_sweeper.search_value"  # the re-evaluated trial's search value
 ATTR_SEARCH_N = "ltr_sweeper.search_n"  # ... and how many folds it pooled

@@ -1,7 +1,10 @@
-"""Running the re-evaluations of a study's top trials (each locked once across workers, raced with
-``reevaluate.pruner``) and pooling them: the winner has the best mean over the folds of its search
-and its re-evaluation (a noisy objective's best is mostly the luckiest). Records live in the
-study's user attributes ``reevaluation:<trial number>``, so resuming repeats none."""
+"""Running the re-evaluations of a study's top trials and pooling them: the winner has the best
+mean over the folds of its search and its re-evaluation (a noisy objective's best is mostly the
+luckiest). Records live in the study's user attributes ``reevaluation:<trial number>``, so
+resuming repeats none. Each re-evaluation is locked, so that workers sharing the study run it
+once: a RUNNING trial of the companion study ``<study>:reevaluations`` (with heartbeats, like a
+search trial); of a trial's RUNNING locks the lowest storage id wins (on a server after a second
+look), the others withdraw (FAIL ``duplicate``); a finished lock means the re-evaluation is done."""
 
 from __future__ import annotations
 
@@ -12,17 +15,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import optuna
 from hydra.core.utils import JobStatus
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from ltr_bench.sweeper import job, launching
 from ltr_bench.sweeper.liveness import report_interrupted, worker_identity
-from ltr_bench.sweeper.optuna_private import job_error, study_storage
-from ltr_bench.sweeper.reevaluation import locks as rl
+from ltr_bench.sweeper.optuna_private import job_error, study_id, study_storage, trial_id
 from ltr_bench.sweeper.reevaluation.racing import lock_attrs
 from ltr_bench.sweeper.search import pruning
 from ltr_bench.sweeper.state import StudyState
-from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_EXCEPTION, FAIL_INTERRUPTED
+from ltr_bench.sweeper.trials import (
+    ATTR_REEVALUATES,
+    ATTR_WORKER,
+    FAIL_CONFIG,
+    FAIL_DUPLICATE,
+    FAIL_EXCEPTION,
+    FAIL_INTERRUPTED,
+    close_trial,
+    counts_toward_budget,
+)
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +139,75 @@ def select(records: Mapping[int, Reevaluation], maximize: bool) -> Reevaluation 
     return min(finished, key=lambda r: ((-r.value if maximize else r.value), r.trial))
 
 
+SETTLE_S = 1.0  # on database servers a locker looks a second time after this pause
+
+
+def _locks_of(locks: optuna.Study, number: int) -> list[FrozenTrial]:
+    return [
+        t for t in locks.get_trials(deepcopy=False) if t.user_attrs.get(ATTR_REEVALUATES) == number
+    ]
+
+
+def is_done(locks: optuna.Study, number: int) -> bool:
+    """True when a lock on trial ``number`` finished: the re-evaluation ran (or its job failed)."""
+    return any(
+        t.state != TrialState.RUNNING and counts_toward_budget(t) for t in _locks_of(locks, number)
+    )
+
+
+def lock(
+    locks: optuna.Study,
+    number: int,
+    identity: Mapping[str, Any],
+    heartbeat: Any,
+    attrs: Mapping[str, Any] | None = None,
+) -> int | None:
+    """Lock the re-evaluation of trial ``number``: the lock's trial id, or None when it is done or
+    held (a RUNNING lock); ``attrs`` go on the lock trial."""
+    if any(counts_toward_budget(t) for t in _locks_of(locks, number)):
+        return None
+    template = optuna.trial.create_trial(
+        state=TrialState.RUNNING,
+        user_attrs={**dict(attrs or {}), ATTR_REEVALUATES: number, ATTR_WORKER: dict(identity)},
+    )
+    storage = study_storage(locks)
+    engine = getattr(storage, "engine", None)  # SQLite serialises writers: no second look
+    settle_s = 0.0 if engine is None or engine.dialect.name == "sqlite" else SETTLE_S
+    new_id = storage.create_new_trial(study_id(locks), template_trial=template)
+    heartbeat.add(new_id)
+    for look in range(2 if settle_s > 0 else 1):
+        if look:
+            time.sleep(settle_s)
+        mine = _locks_of(locks, number)
+        running = [trial_id(t) for t in mine if t.state == TrialState.RUNNING]
+        done = any(t.state != TrialState.RUNNING and counts_toward_budget(t) for t in mine)
+        if done or not running or min(running) != new_id:
+            release(locks, new_id, FAIL_DUPLICATE, heartbeat)
+            return None
+    return new_id
+
+
+def last_reported(locks: optuna.Study, lock_id: int) -> tuple[int | None, float | None]:
+    """The last fold a raced re-evaluation reported into its lock trial, and its running mean."""
+    trial = study_storage(locks).get_trial(lock_id)
+    step = trial.last_step
+    return step, (None if step is None else float(trial.intermediate_values[step]))
+
+
+def release(
+    locks: Any,
+    lock_id: int,
+    reason: str,
+    heartbeat: Any,
+    state: TrialState = TrialState.FAIL,
+    value: float | None = None,
+) -> None:
+    """Finish a lock: FAIL with ``reason`` (``exception``/``nan``: done, others: lockable again),
+    or COMPLETE (its record stored) / PRUNED (the race dropped it) with ``value``."""
+    heartbeat.discard(lock_id)
+    close_trial(study_storage(locks), lock_id, state, value, reason)
+
+
 def pause(state: StudyState) -> float:
     """How long to wait before looking at other workers' trials or locks again."""
     return min(float(state.settings.heartbeat_interval), 2.0)
@@ -162,7 +243,7 @@ def reevaluate(state: StudyState) -> None:
                     untold.remove(key)
     except BaseException:  # Ctrl-C, SIGTERM: the running re-evaluations can be locked again
         for _, lock_id, _ in [*untold, *pool.abort()]:
-            rl.release(locks, lock_id, FAIL_INTERRUPTED, state.heartbeat)
+            release(locks, lock_id, FAIL_INTERRUPTED, state.heartbeat)
         report_interrupted(state.config, state.study, locks)
         raise
     if error is not None:
@@ -180,7 +261,7 @@ def _todo(state: StudyState, pool: Any) -> list[Any]:
     return [
         t
         for t in top
-        if t.number not in done and t.number not in mine and not rl.is_done(locks, t.number)
+        if t.number not in done and t.number not in mine and not is_done(locks, t.number)
     ]
 
 
@@ -188,12 +269,11 @@ def _lock_and_submit(state: StudyState, todo: list[Any], pool: Any) -> BaseExcep
     """Lock and start re-evaluations of ``todo`` until ``n_jobs`` run; a config error, if any."""
     s, heartbeat, locks = state.settings, state.heartbeat, state.locks
     assert locks is not None
-
     for t in todo:
         if len(pool) >= s.n_jobs:
             break
         attrs = lock_attrs(t.value, search_n(t))
-        lock_id = rl.lock(locks, t.number, worker_identity(), heartbeat, attrs=attrs)
+        lock_id = lock(locks, t.number, worker_identity(), heartbeat, attrs=attrs)
         if lock_id is None:
             continue
         number = int(study_storage(locks).get_trial_number_from_id(lock_id))
@@ -212,10 +292,10 @@ def _lock_and_submit(state: StudyState, todo: list[Any], pool: Any) -> BaseExcep
         try:
             pool.submit((t, lock_id, number), overrides)
         except Exception as e:  # noqa: BLE001 - a config Hydra cannot compose: fatal, raised by the caller
-            rl.release(locks, lock_id, FAIL_CONFIG, heartbeat)
+            release(locks, lock_id, FAIL_CONFIG, heartbeat)
             return e
         except BaseException:
-            rl.release(locks, lock_id, FAIL_INTERRUPTED, heartbeat)
+            release(locks, lock_id, FAIL_INTERRUPTED, heartbeat)
             raise
     return None
 
@@ -242,34 +322,34 @@ def record(state: StudyState, key: Any, outcome: Any) -> BaseException | None:
     trial, lock_id, _ = key
     if isinstance(outcome, BaseException):  # no JobReturn: a dead worker, a config error
         died = launching.worker_died(outcome)
-        rl.release(locks, lock_id, FAIL_INTERRUPTED if died else FAIL_CONFIG, heartbeat)
+        release(locks, lock_id, FAIL_INTERRUPTED if died else FAIL_CONFIG, heartbeat)
         log.error("Re-evaluation of trial %d did not run to the end: %r", trial.number, outcome)
         return outcome
     value = job_error(outcome)
     if outcome.status == JobStatus.COMPLETED and job.is_finite(value):
         rec = make_record(trial, float(value), job.user_attrs_of(value))
         store(study, rec)
-        rl.release(locks, lock_id, "", heartbeat, TrialState.COMPLETE, rec.reevaluation_value)
+        release(locks, lock_id, "", heartbeat, TrialState.COMPLETE, rec.reevaluation_value)
         log.info(
             f"Trial {trial.number} re-evaluated: {rec.reevaluation_value:.6g} "
             f"(search {rec.search_value:.6g}, pooled {rec.value:.6g})."
         )
-    elif pruning.is_pruned(value) and rl.last_reported(locks, lock_id)[0] is not None:
-        folds, running = rl.last_reported(locks, lock_id)
+    elif pruning.is_pruned(value) and last_reported(locks, lock_id)[0] is not None:
+        folds, running = last_reported(locks, lock_id)
         assert folds is not None and running is not None
         rec = make_record(trial, running, {}, dropped_after=folds)
         store(study, rec)
-        rl.release(locks, lock_id, "", heartbeat, TrialState.PRUNED, running)
+        release(locks, lock_id, "", heartbeat, TrialState.PRUNED, running)
         log.info(
             f"Re-evaluation of trial {trial.number} dropped after {folds} fold(s) (running "
             f"{running:.6g}, pooled {rec.value:.6g}): it cannot catch up with another candidate; "
             "left out of the selection."
         )
     elif launching.is_fatal(value, state.settings.fatal_classes):
-        rl.release(locks, lock_id, FAIL_CONFIG, heartbeat)
+        release(locks, lock_id, FAIL_CONFIG, heartbeat)
         return value
     else:
-        rl.release(locks, lock_id, FAIL_EXCEPTION, heartbeat)
+        release(locks, lock_id, FAIL_EXCEPTION, heartbeat)
         log.warning(
             f"Re-evaluation of trial {trial.number} failed ({value!r}); left out of selection."
         )

@@ -226,13 +226,8 @@ def tell_outcome(state: StudyState, trial: Any, outcome: Any) -> BaseException |
     why = f"{type(outcome).__name__}: {outcome}"
     what = "its worker process died" if died else "aborting the sweep"
     log.error(f"Trial {trial.number} did not run to the end ({what}): {why}")
-    fail_all(
-        state.study,
-        [trial],
-        state.heartbeat,
-        trials.FAIL_INTERRUPTED if died else trials.FAIL_CONFIG,
-        why,
-    )
+    reason = trials.FAIL_INTERRUPTED if died else trials.FAIL_CONFIG
+    fail_all(state.study, [trial], state.heartbeat, reason, why)
     return outcome
 
 
@@ -246,21 +241,20 @@ def tell(state: StudyState, trial: Any, ret: JobReturn) -> BaseException | None:
         _tell_pruned(state, trial)
         return None
     fatal = launching.is_fatal(error, state.settings.fatal_classes)
+    what = "aborting the sweep" if fatal else "recorded as FAIL, sweep goes on"
+    traced = isinstance(error, BaseException) and not fatal  # a config error is one sentence
+    exc_info = (type(error), error, error.__traceback__) if traced else None
     log.error(
         "Trial %d failed (%s): %s: %s",
         trial.number,
-        "aborting the sweep" if fatal else "recorded as FAIL, sweep goes on",
+        what,
         type(error).__name__,
         error,
-        # a config error is one sentence (the CLI repeats it), not a traceback
-        exc_info=(type(error), error, error.__traceback__)
-        if isinstance(error, BaseException) and not fatal
-        else None,
+        exc_info=exc_info,
     )
     trial.set_user_attr(trials.ATTR_ERROR, f"{type(error).__name__}: {error}"[:2000])
-    reject(
-        state.study, trial, trials.FAIL_CONFIG if fatal else trials.FAIL_EXCEPTION, state.heartbeat
-    )
+    reason = trials.FAIL_CONFIG if fatal else trials.FAIL_EXCEPTION
+    reject(state.study, trial, reason, state.heartbeat)
     return error if fatal and isinstance(error, BaseException) else None
 
 
