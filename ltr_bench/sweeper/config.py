@@ -1,12 +1,5 @@
-"""Structured configs of the ``ltr_optuna`` Hydra sweeper, registered in Hydra's ConfigStore.
-
-Groups: ``hydra/sweeper`` -> ``ltr_optuna``; ``hydra/sweeper/sampler`` -> ``tpe`` (default),
-``random``, ``grid``; ``hydra/sweeper/pruner`` -> ``none`` (default), ``median``,
-``successive_halving``, ``hyperband``. The surface follows hydra-optuna-sweeper (``params``, ``sampler``,
-``direction``, ``n_trials``, ``n_jobs``, ``storage``, ``study_name``, ``max_failure_rate``) and adds
-the keys this project needs for resumable, shareable sweeps (see ``LtrOptunaSweeperConf``).
-:class:`Settings` is the same keys as the sweeper uses them: plain data, each checked once.
-"""
+"""Structured configs of the ``ltr_optuna`` sweeper and its ``sampler``/``pruner`` groups (Hydra's
+ConfigStore), and :class:`Settings`, the same keys checked once as the sweeper uses them."""
 
 from __future__ import annotations
 
@@ -47,8 +40,7 @@ class RandomSamplerConf:
 
 @dataclass
 class GridSamplerConf:
-    """Every point of the grid of the (discrete) params once: in product order (``seed: null``,
-    params in declaration order) or a seeded shuffle (when ``n_trials`` is below the grid size)."""
+    """Every grid point once: in product order (``seed: null``) or a seeded shuffle."""
 
     _target_: str = "ltr_bench.sweeper.search.grid.GridSearchSampler"
     seed: int | None = None
@@ -63,8 +55,7 @@ class NopPrunerConf:
 
 @dataclass
 class MedianPrunerConf:
-    """Optuna's MedianPruner: stop a trial worse at a step than the median of the completed
-    trials' values at that step."""
+    """Optuna's MedianPruner: stop a trial worse at a step than the median there."""
 
     _target_: str = "optuna.pruners.MedianPruner"
     n_startup_trials: int = 5
@@ -75,8 +66,7 @@ class MedianPrunerConf:
 
 @dataclass
 class SuccessiveHalvingPrunerConf:
-    """Optuna's asynchronous successive halving: at rungs of ``min_resource *
-    reduction_factor**k`` steps only the top ``1/reduction_factor`` go on."""
+    """Optuna's asynchronous successive halving."""
 
     _target_: str = "optuna.pruners.SuccessiveHalvingPruner"
     min_resource: Any = "auto"
@@ -106,71 +96,19 @@ PRUNERS = {
 
 @dataclass
 class ReevaluateConf:
-    """Re-evaluation of a study's best trials after the search (off with ``top_k: 0``); see
-    ``LtrOptunaSweeperConf.reevaluate`` and :mod:`ltr_bench.sweeper.reevaluation`."""
+    """Re-evaluation of a study's best trials after the search (off with ``top_k: 0``)."""
 
     top_k: int = 0
     overrides: list[str] = field(default_factory=list)
-    # null: every re-evaluation runs all its folds; a pruner config (``_target_``) races them, e.g.
-    # {_target_: ltr_bench.sweeper.reevaluation.racing.PairedRacePruner, z: 2.0, min_folds: 3}
-    # (the search=<model> TPE configs): a candidate that cannot catch up is dropped.
+    # null: every re-evaluation runs all its folds; a pruner config (``_target_``) races them
     pruner: Any = None
 
 
 @dataclass
 class LtrOptunaSweeperConf:
-    """Config of the project's Optuna sweeper (``hydra/sweeper=ltr_optuna``).
-
-    storage: ``null`` -> SQLite file ``<storage_dir>/<study_name>.db`` (``storage_dir`` relative to
-      the directory the command was started in), so re-running the same command resumes the study;
-      any SQLAlchemy URL (``postgresql://...``, ``sqlite:///abs/path.db``) shares one study between
-      processes and machines. The folder of a ``sqlite:///`` URL must exist (as for
-      ``tracking.tracking_uri``; only the default ``storage_dir`` is created).
-    study_name: ``null`` -> ``<job name>[-<task override>...]-<sampler>`` built from the sorted
-      non-sweep command-line overrides (``hydra.*``/``sweep.*`` excluded), so the same command maps
-      to the same study. Interpolations such as ``${model.name}-${dataset.name}`` also work.
-    n_trials: trials of the study in total (over all processes and resumptions); ``null`` -> the
-      grid size for ``sampler=grid``, 20 otherwise.
-    study_per: override keys whose values (``key=0,1,2`` / ``range(5)``) each get their own study
-      (run one after another, name suffixed ``-key=value``) instead of being optimised.
-    max_failure_rate: abort once more than this fraction of ``n_trials`` failed (raised / NaN).
-    fatal_errors: exception classes (dotted paths) that abort the sweep at once (config errors).
-    sampler.seed: a fresh study is reproducible; a resumed study uses seed + (trials stored), so it
-      does not replay its first proposals; with an explicit ``storage`` the seed is also salted per
-      process, so that workers sharing a study explore differently.
-    enqueue_defaults: evaluate the composed config's own values of the swept parameters first (the
-      option chosen for a group such as ``activation``; a default outside the space is left to the
-      sampler), so the search starts from a known-good point -- Optuna's ``enqueue_trial``.
-    enqueue_trials: further points to evaluate first, each a mapping parameter -> value (e.g. a
-      published config); values must lie in the search space. Both are enqueued once per study
-      (again on resume when their trial was interrupted), count toward ``n_trials``, and are
-      chosen as best only on their merit.
-    reevaluate: ``top_k`` (0 = off) best trials are re-run after the search as re-evaluation jobs
-      (``++sweep.reevaluation=true`` plus ``reevaluate.overrides``) and the best trial is the one
-      with the best value pooled over search and re-evaluation; a less lucky, more reliable choice
-      when the objective is noisy. Stored in the study, so resuming does not repeat them.
-      ``reevaluate.pruner`` (a pruner config, null = off) races them fold by fold and drops a
-      candidate that cannot catch up (:mod:`ltr_bench.sweeper.reevaluation.racing`).
-    Every job gets the overrides ``++sweep.trial_number=<n>`` and ``++sweep.study_name=<name>``.
-    pruner: ``hydra/sweeper/pruner=none|median|successive_halving|hyperband`` (Optuna's pruners,
-      options as keys, e.g. ``hydra.sweeper.pruner.n_startup_trials=8``); with one, search jobs
-      also get ``++sweep.storage=<url>`` and ``++sweep.pruner={...}`` so that they can report
-      their running objective and stop early (:mod:`ltr_bench.sweeper.search.pruning`).
-    progress: one updating line per study (trials done, pruned, failed, best with its SE,
-      elapsed, ETA): a tqdm bar on a terminal, plain log lines otherwise.
-    heartbeat_interval / grace_period: seconds; a trial of another host whose heartbeat is older
-      than ``grace_period`` (default 2 x interval) is marked FAIL; a trial of a dead process on this
-      host is marked FAIL at once.
-    orphan_grace_period: seconds a launcher's worker (e.g. joblib) whose sweeper was killed gets to
-      end its job after SIGTERM before it is ended for good (a job may handle SIGTERM itself).
-    asynchronous: with ``hydra/launcher=joblib`` and ``n_jobs > 1``, keep ``n_jobs`` trials in
-      flight and start the next as soon as one ends (done, pruned or failed): no worker waits for
-      the slowest trial of a batch. ``false``, or another launcher: batches of ``n_jobs``.
-    reproducible: trials in fixed batches of ``n_jobs`` in number order, each job's pruner seeing
-      only the trials of earlier batches (re-evaluations alike), so that a sweep's trials and
-      choice do not depend on how fast its jobs run: the same seed, the same result. Costs the
-      batch barrier (see docs/guides/sweeps.md, "Reproducible parallel sweeps").
-    """
+    """Config of the project's Optuna sweeper (``hydra/sweeper=ltr_optuna``): the keys of
+    hydra-optuna-sweeper plus resuming, sharing, pruning, parallel trials and re-evaluation; each
+    key's meaning is in docs/guides/sweeps.md ("Sweeper options")."""
 
     _target_: str = SWEEPER_TARGET
     _recursive_: bool = False  # the sweeper builds the sampler itself (seed offset, grid space)
@@ -206,8 +144,7 @@ class LtrOptunaSweeperConf:
 
 
 class Settings:
-    """The ``hydra.sweeper`` keys (:class:`LtrOptunaSweeperConf`) as the sweeper uses them: plain
-    data, each checked here once, a bad value one sentence naming its key."""
+    """The ``hydra.sweeper`` keys as the sweeper uses them: plain data, each checked here once."""
 
     def __init__(self, **options: Any) -> None:
         c = LtrOptunaSweeperConf(**options)  # an unknown key: TypeError, as for any constructor
@@ -300,12 +237,7 @@ def register_configs() -> None:
     cs.store(
         group="hydra/sweeper", name="ltr_optuna", node=LtrOptunaSweeperConf, provider="ltr_bench"
     )
-    samplers: tuple[tuple[str, type], ...] = (
-        ("tpe", TPESamplerConf),
-        ("random", RandomSamplerConf),
-        ("grid", GridSamplerConf),
-    )
-    for name, node in samplers:
-        cs.store(group="hydra/sweeper/sampler", name=name, node=node, provider="ltr_bench")
-    for name, node in PRUNERS.items():
-        cs.store(group="hydra/sweeper/pruner", name=name, node=node, provider="ltr_bench")
+    samplers = {"tpe": TPESamplerConf, "random": RandomSamplerConf, "grid": GridSamplerConf}
+    for group, nodes in (("sampler", samplers), ("pruner", PRUNERS)):
+        for name, node in nodes.items():
+            cs.store(group=f"hydra/sweeper/{group}", name=name, node=node, provider="ltr_bench")

@@ -1,12 +1,5 @@
-"""The job's side of the sweeper: the one module of it that the app imports.
-
-A job learns what it runs from config keys (``sweep.trial_number``, ``sweep.study_name``,
-``sweep.reevaluation``; with a pruner ``sweep.storage``, ``sweep.pruner`` and, in a raced
-re-evaluation, ``sweep.reevaluation_trial``), returns its objective (a float or an
-:class:`Objective`; an exception, NaN or None fails the trial) and may report a running objective
-through a :class:`TrialReporter`. :func:`plan_refits` turns a finished sweep into refit runs,
-:func:`find_refits` reads them back. Light to import: Optuna loads when a reporter opens a trial.
-"""
+"""The job's side of the sweeper, the one module of it the app imports: the ``sweep.*`` keys a job
+is given, :class:`Objective`, :class:`TrialReporter` and refit planning. Light to import."""
 
 from __future__ import annotations
 
@@ -35,9 +28,8 @@ __all__ += ["redact"]
 
 
 class Objective(float):
-    """A job's objective with finite numeric ``attrs`` (e.g. ``se``, ``n_folds``), stored as the
-    trial's user attributes ``objective_<name>`` (with ``se`` the summary counts the trials within
-    one SE of the best). A float to other sweepers; pickles intact across joblib workers."""
+    """A float with finite numeric ``attrs`` (e.g. ``se``, ``n_folds``), stored as the trial's
+    user attributes ``objective_<name>``; a plain float to other sweepers."""
 
     attrs: dict[str, float]
 
@@ -75,8 +67,7 @@ def user_attrs_of(value: Any) -> dict[str, float]:
 
 
 def make_pruner(cfg: Mapping[str, Any] | None, key: str = "hydra.sweeper.pruner") -> Any:
-    """The Optuna pruner of a ``_target_`` config (none: Optuna's NopPruner); a bad config is a
-    UserError naming ``key``."""
+    """The Optuna pruner of a ``_target_`` config (none: NopPruner); a bad one names ``key``."""
     import optuna
     from hydra.errors import InstantiationException
     from hydra.utils import instantiate
@@ -94,9 +85,8 @@ def make_pruner(cfg: Mapping[str, Any] | None, key: str = "hydra.sweeper.pruner"
 
 
 class TrialReporter:
-    """A job's handle on its own Optuna trial (:meth:`from_config`; None without a pruner): it
-    reports its running objective after each unit of work (step = units done: inner folds for
-    ltr_bench) and, when :meth:`report` says so, cleans up and raises :meth:`pruned`."""
+    """A job's handle on its own trial: it reports its running objective per step and, when
+    :meth:`report` says so, cleans up and raises :meth:`pruned`."""
 
     def __init__(self, study: Any, trial: Any) -> None:
         self.study = study
@@ -106,9 +96,10 @@ class TrialReporter:
 
     @classmethod
     def from_config(cls, cfg: Any) -> TrialReporter | None:
-        """Open the trial of ``sweep.storage/study_name/trial_number`` (of a re-evaluation: its
-        lock trial ``sweep.reevaluation_trial``) with ``sweep.pruner``; None when one is missing."""
-        from omegaconf import OmegaConf
+        """The reporter of the job's trial (a re-evaluation's: its lock trial); None without one."""
+        import optuna
+
+        from ltr_bench.confutil import plain
 
         sweep = cfg.get("sweep") if hasattr(cfg, "get") else None
         if not sweep:
@@ -120,22 +111,11 @@ class TrialReporter:
             name = f"{name}{LOCKS_SUFFIX}" if name else None
         if not url or not name or number is None or not pruner_cfg:
             return None
-        if OmegaConf.is_config(pruner_cfg):
-            pruner_cfg = OmegaConf.to_container(pruner_cfg, resolve=True)
-        return cls.open(str(url), str(name), int(number), pruner_cfg)
-
-    @classmethod
-    def open(
-        cls, url: str, study_name: str, number: int, pruner_cfg: Mapping[str, Any]
-    ) -> TrialReporter:
-        import optuna
-
-        storage = open_storage(url, None, None)
-        study = optuna.load_study(
-            study_name=study_name, storage=storage, pruner=make_pruner(pruner_cfg)
-        )
-        study_id = storage.get_study_id_from_name(study_name)
-        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, number)
+        storage = open_storage(str(url), None, None)
+        pruner = make_pruner(plain(pruner_cfg))
+        study = optuna.load_study(study_name=str(name), storage=storage, pruner=pruner)
+        study_id = storage.get_study_id_from_name(str(name))
+        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, int(number))
         return cls(study, optuna.trial.Trial(study, trial_id))
 
     def plan(self, n_steps: int) -> None:
@@ -143,8 +123,7 @@ class TrialReporter:
         self.trial.set_user_attr(ATTR_N_STEPS, int(n_steps))
 
     def report(self, value: float, step: int) -> bool:
-        """Record ``value`` at ``step``; True when the pruner stops the trial here (a non-finite
-        value is not reported: the job fails on it anyway)."""
+        """Record a finite ``value`` at ``step``; True when the pruner stops the trial here."""
         if not math.isfinite(float(value)):
             return False
         self.trial.report(float(value), int(step))

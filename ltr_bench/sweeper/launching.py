@@ -1,14 +1,6 @@
-"""How the sweeper's jobs run: their overrides, SIGTERM, and the two pools they run in.
-
-A pool takes a job under a key (its trial, or its re-evaluation lock) with :meth:`submit`, gives
-``(key, outcome)`` pairs from :meth:`wait` (the ``JobReturn``, or the exception that kept the job
-from returning one: a config Hydra could not compose, a worker that died) and stops on Ctrl-C or
-SIGTERM with :meth:`abort`. :class:`BatchPool` (any launcher) runs its jobs as one batch of the
-launcher; :class:`JobPool` (``hydra/launcher=joblib``, ``n_jobs > 1``, not ``asynchronous=false``
-nor ``reproducible=true``) starts each job at once in joblib's reusable loky workers, through
-the launcher's own job function (same config, job number, logging and orphan guard), and returns
-as soon as one ends, so a freed worker takes the next trial at once.
-"""
+"""How the sweeper's jobs run: their overrides, SIGTERM, and two pools with one interface
+(``submit``, ``wait`` for ``(key, outcome)`` pairs, ``abort``): :class:`BatchPool` runs a batch of
+any launcher, :class:`JobPool` keeps jobs in flight in joblib's reusable workers."""
 
 from __future__ import annotations
 
@@ -41,9 +33,7 @@ _received: list[int] = []
 
 @contextlib.contextmanager
 def sigterm_raises_interrupt() -> Iterator[None]:
-    """Make SIGTERM raise in the main thread, so that running trials are marked before exiting:
-    :class:`Terminated`, unless the app has a handler of its own (``ltr-bench``'s ends its MLflow
-    runs KILLED and exits 143)."""
+    """Make SIGTERM raise :class:`Terminated` in the main thread (unless the app handles it)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -65,12 +55,6 @@ def sigterm_raises_interrupt() -> Iterator[None]:
         _received.clear()
 
 
-def raise_if_terminated() -> None:
-    """Raise :class:`Terminated` if a SIGTERM arrived in this block but its exception was lost."""
-    if _received:
-        raise Terminated(f"signal {_received[-1]}")
-
-
 def job_overrides(
     study_name: str,
     space: Any,
@@ -79,8 +63,7 @@ def job_overrides(
     number: int,
     extra: Sequence[str] = (),
 ) -> list[str]:
-    """A job's overrides: the trial's parameters, the study's own overrides, ``extra``, and
-    the trial number and study name the job is told."""
+    """A job's overrides: parameters, the study's own overrides, ``extra``, trial and study."""
     return [
         *space.job_overrides(params),
         *variant,
@@ -91,8 +74,7 @@ def job_overrides(
 
 
 def release_workers(executors: set[Any]) -> None:
-    """End the idle workers of ``executors`` once the sweep's every job has returned (else the
-    sweeper's exit waits for each worker's interpreter to shut down, ~3 s with torch loaded)."""
+    """End the idle workers of ``executors`` (else the exit waits for each to shut down)."""
     for executor in executors:
         executor.shutdown(wait=True, kill_workers=True)
     executors.clear()
@@ -106,16 +88,14 @@ def worker_died(error: BaseException) -> bool:
 
 
 def is_fatal(error: Any, fatal_errors: tuple[type[BaseException], ...]) -> bool:
-    """A config error, also wrapped (``InstantiationException`` from a constructor's ``UserError``):
-    every other trial would fail the same way."""
+    """A config error (also wrapped): every other trial would fail the same way."""
     if not isinstance(error, BaseException):
         return False
     return find_in_chain(error, fatal_errors) is not None
 
 
 class Jobs:
-    """The sweep's Hydra launcher and what all its studies' jobs share: the job numbers, the
-    joblib executors to release at the end, Hydra's check that a batch's configs compose."""
+    """The sweep's launcher and what its studies' jobs share: job numbers, joblib executors."""
 
     def __init__(
         self, launcher: Any, validate: Callable[[Any], None], n_jobs: int, in_flight: bool
@@ -137,12 +117,11 @@ class Jobs:
         self.executors: set[Any] = set()  # joblib executors of the sweep's jobs in flight
 
     def pool(self) -> BatchPool | JobPool:
-        """A pool for a phase of a study (see the module docstring)."""
+        """A pool for a phase of a study."""
         return JobPool(self) if self.in_flight else BatchPool(self)
 
     def launch(self, jobs: list[list[str]]) -> Sequence[Any]:
-        """Run ``jobs`` as one batch; their ``JobReturn`` s. Several jobs are composed first (one
-        bad config wastes no other run); launcher errors, Ctrl-C and SIGTERM propagate."""
+        """Run ``jobs`` as one batch (composed first); their ``JobReturn`` s."""
         if len(jobs) > 1:
             self.validate(jobs)
         with sigterm_raises_interrupt():
@@ -170,8 +149,7 @@ class BatchPool:
         self.pending.append((key, overrides))
 
     def wait(self) -> list[tuple[Any, Any]]:
-        """Launch the pending jobs as one batch; ``(key, outcome)`` in submission order. A launch
-        error is every job's outcome; Ctrl-C and SIGTERM propagate with the jobs pending."""
+        """Launch the pending jobs as one batch; ``(key, outcome)`` in submission order."""
         jobs = [overrides for _, overrides in self.pending]
         try:
             returns = self.jobs.launch(jobs)
@@ -191,8 +169,7 @@ class BatchPool:
 
 
 class JobPool:
-    """Jobs in flight in joblib's loky worker processes (``hydra.launcher.n_jobs`` of them, as
-    joblib's ``effective_n_jobs`` counts); :meth:`wait` returns as soon as any ends."""
+    """Jobs in flight in joblib's loky workers; :meth:`wait` returns as soon as any ends."""
 
     in_flight = True  # a submitted job starts at once
 
@@ -222,9 +199,7 @@ class JobPool:
         return list(self.futures.values())
 
     def submit(self, key: Any, overrides: list[str]) -> None:
-        """Start the job in a worker with the next job number. The pool's first job is composed
-        here too (a config error raises before any worker is busy); the workers compose the
-        others (composing each here cost ~0.3 s of the workers' cores per trial)."""
+        """Start the job in a worker (the pool's first is composed here too, to fail early)."""
         from hydra.core.singleton import Singleton
 
         from ltr_bench.sweeper.optuna_private import joblib_execute_job
@@ -246,11 +221,11 @@ class JobPool:
         self.futures[future] = key
 
     def wait(self, poll_s: float = 1.0) -> list[tuple[Any, Any]]:
-        """``(key, outcome)`` of the jobs that ended, once at least one has (submission order).
-        Polls so that a signal handler's exception (Ctrl-C, SIGTERM) is raised promptly."""
+        """``(key, outcome)`` of the jobs that ended, once one has; polls, so signals raise."""
         done: set[concurrent.futures.Future] = set()
         while not done:
-            raise_if_terminated()
+            if _received:  # a SIGTERM whose exception was lost (see _received)
+                raise Terminated(f"signal {_received[-1]}")
             done, _ = concurrent.futures.wait(
                 list(self.futures), timeout=poll_s, return_when=concurrent.futures.FIRST_COMPLETED
             )
@@ -258,8 +233,7 @@ class JobPool:
         return [(self.futures.pop(f), f.exception() or f.result()) for f in ended]
 
     def abort(self) -> list[Any]:
-        """Stop the running jobs as ``joblib.Parallel`` does on an interrupt (their workers are
-        ended); the keys of the jobs that did not report back."""
+        """End the running jobs' workers; the keys of the jobs that did not report back."""
         keys = self.keys()
         self.futures.clear()
         if keys:

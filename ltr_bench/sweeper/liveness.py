@@ -1,12 +1,6 @@
-"""Liveness and recovery: who runs a trial, whether that process is still there, and what
-becomes of the trials of a sweeper that is gone.
-
-Every RUNNING trial (and re-evaluation lock) carries its sweeper's identity (host, pid namespace,
-pid, process start time) and gets heartbeats from that sweeper (:class:`Heartbeat`). A trial of a
-dead process on this host is failed (``interrupted``) at once, one of another host once its
-heartbeat is older than the grace period, and the app's ``sweep.on_interrupted`` hook hears of
-it. A killed sweeper's jobs still running in launcher workers stop (:func:`orphan_guard`).
-"""
+"""Liveness and recovery: every RUNNING trial (and re-evaluation lock) carries its sweeper's
+identity and heartbeats; a gone sweeper's trials are failed (``interrupted``) and reported to the
+app's ``sweep.on_interrupted`` hook; its jobs in launcher workers stop (:func:`orphan_guard`)."""
 
 from __future__ import annotations
 
@@ -24,11 +18,17 @@ from typing import Any
 
 import optuna
 from omegaconf import DictConfig, OmegaConf
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import TrialState
 
 from ltr_bench.sweeper import optuna_private
-from ltr_bench.sweeper.reevaluation import locks as locks_
-from ltr_bench.sweeper.trials import ATTR_FAIL, ATTR_WORKER, FAIL_INTERRUPTED
+from ltr_bench.sweeper.launching import sigterm_raises_interrupt
+from ltr_bench.sweeper.trials import (
+    ATTR_FAIL,
+    ATTR_REEVALUATES,
+    ATTR_WORKER,
+    FAIL_INTERRUPTED,
+    close_trial,
+)
 
 log = logging.getLogger(__name__)
 
@@ -83,24 +83,14 @@ def is_dead_local_worker(worker: Mapping[str, Any]) -> bool:
     return False
 
 
-def _mark_failed(storage: Any, trial: FrozenTrial, reason: str) -> bool:
-    try:
-        storage.set_trial_user_attr(optuna_private.trial_id(trial), ATTR_FAIL, reason)
-        return storage.set_trial_state_values(optuna_private.trial_id(trial), state=TrialState.FAIL)
-    except optuna.exceptions.UpdateFinishedTrialError:
-        return False  # its owner finished it meanwhile
-
-
 def fail_interrupted_trials(
     study: optuna.Study,
     rdb: optuna.storages.RDBStorage,
     grace_period_s: float,
     now: Callable[[], dt.datetime] = dt.datetime.now,
 ) -> list[int]:
-    """Mark RUNNING trials whose sweeper is gone FAIL (``interrupted``); their numbers. Gone: of
-    this host, its process is dead (Optuna's ``fail_stale_trials`` would wait out the grace
-    period); of another host, its heartbeat is stale; without an owner, its heartbeat is stale or
-    it started more than the grace period ago (by ``now()``, a clock tests can replace)."""
+    """Fail (``interrupted``) the RUNNING trials whose sweeper is gone: a dead process of this
+    host, a stale heartbeat of another, or no owner and older than the grace period."""
     running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
     if not running:
         return []
@@ -126,7 +116,8 @@ def fail_interrupted_trials(
                 optuna_private.trial_id(t) in stale_ids
                 or (current - started).total_seconds() > grace_period_s
             )
-        if gone and _mark_failed(rdb, t, FAIL_INTERRUPTED):
+        tid = optuna_private.trial_id(t)
+        if gone and close_trial(rdb, tid, TrialState.FAIL, reason=FAIL_INTERRUPTED):
             failed.append(t.number)
     if failed:
         log.warning("Marked interrupted trials %s of study '%s' as FAIL.", failed, study.study_name)
@@ -134,9 +125,8 @@ def fail_interrupted_trials(
 
 
 def report_interrupted(config: DictConfig, study: Any, locks: Any) -> None:
-    """Hand the study's interrupted trial numbers and, per re-evaluated trial, when its latest
-    interrupted lock was failed (epoch seconds) to the app's ``sweep.on_interrupted`` hook (ltr-bench
-    marks their MLflow runs KILLED); it may be called again with the same. Failures are logged."""
+    """Hand the interrupted trials and re-evaluations to the app's ``sweep.on_interrupted`` hook
+    (it may hear the same again); a failing hook is logged."""
     from hydra.utils import get_method
 
     hook = OmegaConf.select(config, "sweep.on_interrupted", default=None)
@@ -147,7 +137,14 @@ def report_interrupted(config: DictConfig, study: Any, locks: Any) -> None:
         for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
         if t.user_attrs.get(ATTR_FAIL) == FAIL_INTERRUPTED
     )
-    reevaluations = locks_.interrupted(locks) if locks is not None else {}
+    reevaluations: dict[int, float] = {}  # re-evaluated trial -> when its latest lock was failed
+    for t in [] if locks is None else locks.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
+        number = t.user_attrs.get(ATTR_REEVALUATES)
+        reason = t.user_attrs.get(ATTR_FAIL)
+        if number is None or reason != FAIL_INTERRUPTED or t.datetime_complete is None:
+            continue
+        end = t.datetime_complete.timestamp()
+        reevaluations[int(number)] = max(reevaluations.get(int(number), 0.0), end)
     if not trials and not reevaluations:
         return
     try:
@@ -157,10 +154,8 @@ def report_interrupted(config: DictConfig, study: Any, locks: Any) -> None:
 
 
 def orphan_guard(task_function: Any, grace_s: float) -> Any:
-    """``task_function`` wrapped so that, run in a launcher's worker process, the job stops once
-    this sweeper is gone: a thread of the worker then raises KeyboardInterrupt in the job through
-    SIGTERM (its ``finally`` blocks run, e.g. an MLflow run ends KILLED) and ends the worker
-    ``grace_s`` later if the job is still there (a job may handle SIGTERM itself)."""
+    """``task_function`` that, in a launcher's worker, is interrupted by SIGTERM once this sweeper
+    is gone, the worker ending ``grace_s`` later."""
     return functools.partial(_run_guarded, task_function, worker_identity(), float(grace_s))
 
 
@@ -174,30 +169,18 @@ def _run_guarded(task_function: Any, sweeper: Mapping[str, Any], grace_s: float,
         or threading.current_thread() is not threading.main_thread()
     ):
         return task_function(cfg)
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"the sweeper (pid {sweeper.get('pid')}) is gone")
-
-    previous = signal.getsignal(signal.SIGTERM)
-    if not callable(previous):
-        signal.signal(signal.SIGTERM, interrupt)
-    if sweeper.get("pid") not in _WATCHED:
-        _WATCHED.add(int(sweeper.get("pid", -1)))
-        threading.Thread(
-            target=_watch,
-            args=(dict(sweeper), grace_s),
-            name="ltr-sweeper-orphan-guard",
-            daemon=True,
-        ).start()
     try:
-        return task_function(cfg)
+        with sigterm_raises_interrupt():  # the watcher's SIGTERM: the job's finally blocks run
+            if sweeper.get("pid") not in _WATCHED:
+                _WATCHED.add(int(sweeper.get("pid", -1)))
+                args = (dict(sweeper), grace_s)
+                name = "ltr-sweeper-orphan-guard"
+                threading.Thread(target=_watch, args=args, name=name, daemon=True).start()
+            return task_function(cfg)
     except KeyboardInterrupt:
         if is_dead_local_worker(sweeper):
             os._exit(1)  # the job has cleaned up; nobody is left to take its result
         raise
-    finally:
-        if not callable(previous):
-            signal.signal(signal.SIGTERM, previous)
 
 
 def _watch(sweeper: dict[str, Any], grace_s: float, every_s: float = 1.0) -> None:
@@ -211,8 +194,8 @@ def _watch(sweeper: dict[str, Any], grace_s: float, every_s: float = 1.0) -> Non
 
 
 class Heartbeat:
-    """One thread beating for this process's running trials and locks (Optuna's own heartbeat
-    thread serves one trial, and only inside ``Study.optimize``; the sweeper asks and tells)."""
+    """One thread beating for this process's running trials and locks (Optuna's beats only
+    inside ``Study.optimize``)."""
 
     def __init__(self, rdb: optuna.storages.RDBStorage, interval_s: float) -> None:
         self._rdb = rdb

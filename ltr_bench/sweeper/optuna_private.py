@@ -1,16 +1,5 @@
-"""Every private Optuna, Hydra (and joblib) name the sweeper needs, in one place.
-
-Optuna's public API has no trial id (storage methods take one), no study id, no study storage,
-no query for the stale trials of a study without failing them Optuna's way, and no way to show a
-pruner part of a study; Hydra's ``JobReturn`` offers its job's exception only by re-raising it.
-The sweeper needs each: heartbeats and re-evaluation locks address trials by id; a stale trial of
-this host is failed only once its process is found gone, not on staleness alone; the
-reproducible mode's pruner sees the trials of earlier batches only (:func:`earlier_trials`); a
-failed job's exception is inspected, not raised; an override value is escaped as Hydra's grammar
-does. Jobs in flight run through the joblib launcher's own job function with the thread caps
-joblib gives its workers, neither public. ``tests/sweeper/test_optuna_private.py`` fails naming
-the attribute when a release removes or changes one of them.
-"""
+"""Every private Optuna, Hydra and joblib name the sweeper needs, in one place;
+``tests/sweeper/test_optuna_private.py`` fails naming the one a release removes or changes."""
 
 from __future__ import annotations
 
@@ -56,15 +45,12 @@ def study_id(study: Any) -> int:
 
 
 def stale_trial_ids(rdb: Any, study: Any) -> set[int]:
-    """Ids of the study's RUNNING trials whose heartbeat is older than the storage's grace period
-    (the query ``optuna.storages.fail_stale_trials`` runs before failing them all)."""
+    """Ids of the study's RUNNING trials whose heartbeat is older than the grace period."""
     return set(rdb._get_stale_trial_ids(study_id(study)))
 
 
 class _EarlierTrials(optuna.Study):
-    """A view of a study whose trial lists hold only the trials numbered below ``before``: it
-    overrides ``Study._get_trials``, which ``get_trials`` and Optuna's pruners read; it shares the
-    study's storage, so a pruner's writes (e.g. successive halving's rungs) land in the study."""
+    """A view of a study (its storage shared) whose ``_get_trials`` keeps those below ``before``."""
 
     def __init__(self, study: optuna.Study, before: int) -> None:  # no Study.__init__: a view
         self.__dict__.update(study.__dict__)
@@ -86,10 +72,7 @@ def earlier_trials(study: optuna.Study, before: int) -> optuna.Study:
 
 
 def remember_schema_head() -> None:
-    """Have ``RDBStorage()`` look up Optuna's schema head revision once per process: alembic
-    finds it by running Optuna's migration scripts, ~0.1 s of every open (a racing job opens the
-    storage once per trial), and it depends on the installed Optuna alone. The database's own
-    revision is still read on every open."""
+    """Have ``RDBStorage()`` look up Optuna's schema head revision (~0.1 s) once per process."""
     from optuna.storages._rdb.storage import _VersionManager
 
     if getattr(_VersionManager.get_head_version, "remembered", False):
@@ -112,23 +95,19 @@ def distribution_contains(distribution: Any, internal_value: float) -> bool:
 
 
 def job_error(ret: Any) -> Any:
-    """What a finished Hydra job left: its exception when it failed (``JobReturn.return_value``
-    would raise it and write to stderr), its return value otherwise."""
+    """A finished job's exception when it failed, else its return value (never raised)."""
     return ret._return_value
 
 
 def joblib_execute_job() -> Any:
-    """The joblib launcher's function that runs one Hydra job in a worker process
-    (``execute_job(idx, overrides, hydra_context, config, task_function, singleton_state)``:
-    composes the job's config, runs it in its folder, returns its ``JobReturn``)."""
+    """The joblib launcher's function that runs one Hydra job in a worker process."""
     from hydra_plugins.hydra_joblib_launcher._core import execute_job
 
     return execute_job
 
 
 def joblib_worker_env(n_jobs: int) -> dict[str, str]:
-    """The environment joblib's loky backend gives ``n_jobs`` workers: thread pools (OpenMP,
-    MKL, OpenBLAS, ...) capped to cores / ``n_jobs`` unless set already."""
+    """The environment (thread caps) joblib's loky backend gives ``n_jobs`` workers."""
     from joblib._parallel_backends import LokyBackend
 
     return dict(LokyBackend()._prepare_worker_env(n_jobs=n_jobs))

@@ -1,7 +1,5 @@
 """Reading a finished sweep back: the refit jobs of ``refit_best=<sweep dir>`` (each study's best
-config from ``optimization_results.yaml``, the sweep command's fixed overrides from
-``multirun.yaml`` beside it: an ordinary ``final`` run, evaluated once on test) and their results.
-"""
+config as an ordinary ``final`` run) and their results."""
 
 from __future__ import annotations
 
@@ -30,21 +28,9 @@ class Refit:
 
 
 def plan_refits(args: Sequence[str], subdir: str = "refit") -> list[Refit] | None:
-    """The refit jobs of ``refit_best=<results>`` on a command line (the results file or the
-    sweep folder holding it), or None without it; their folders in ``<sweep dir>/<subdir>``.
-
-    Per study (one, or one per ``study_per`` value) the overrides are, in order: the sweep's fixed
-    command-line overrides (no sweep ranges, no ``hydra`` keys) then the user's arguments, so a
-    bare ``refit_best=<dir>`` repeats the sweep's model/dataset/protocol; the study's own
-    overrides and best parameters, replacing earlier values of their keys;
-    ``protocol.objective=final``, ``sweep.study_name=<study>`` (the run nests under the study's
-    MLflow run), ``refit_best=<file>`` (tags it ``ltr.refit``) and, unless the user gave one,
-    ``hydra.run.dir=<sweep dir>/refit/<study>/seed<k>``. Arguments that pin a study's overrides
-    (``dataset.fold=3``) refit the matching studies only; a seed list (``seed=0,1,2,3``,
-    ``seed=range(0,4)``) refits each study once per seed (the seed alone moves a small dataset's
-    test metric). Refits never overwrite one another: ``seed<k>`` is created here, or the next
-    free ``seed<k>-2``, ``seed<k>-3``, ... when it exists.
-    """
+    """The refit jobs of ``refit_best=<sweep dir or results file>`` on a command line (None
+    without it): per matching study and seed, the sweep's fixed overrides, the user's, the
+    study's own and best ones, ``protocol.objective=final``, in a new ``<subdir>`` folder."""
     args = list(args)
     idx = [i for i, a in enumerate(args) if a.lstrip("+").startswith(REFIT_KEY + "=")]
     if not idx:
@@ -101,7 +87,8 @@ def _refit_of_study(
     late_keys = {_key(o) for o in late}
     forced = ["protocol.objective=final"]
     early = [a for a in sweep_fixed + args if _key(a) not in late_keys | {_key(forced[0])}]
-    early = _dedupe_last_wins(early)
+    last = {(_key(a) or a): i for i, a in enumerate(early)}  # a repeated key: the last one wins
+    early = [a for i, a in enumerate(early) if last[_key(a) or a] == i]
     out = early + late + forced
     if st["study_name"]:
         out = [a for a in out if _key(a) != "sweep.study_name"]
@@ -127,8 +114,7 @@ def _single_seed(seed_args: list[str], default: int | None) -> int | None:
 
 
 def _reserve(folder: Path) -> Path:
-    """Create ``folder`` or, if it exists, the first free ``<folder>-2``, ``<folder>-3``, ...
-    (creating it is the reservation: two refits started at once never share a folder)."""
+    """Create ``folder`` or, if it exists, the first free ``<folder>-2``, ``<folder>-3``, ..."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     n = 1
     while True:
@@ -141,8 +127,7 @@ def _reserve(folder: Path) -> Path:
 
 
 def _seed_list(args: list[str]) -> tuple[list[int] | None, int | None]:
-    """The seeds of a ``seed=a,b,...`` / ``seed=range(a,b)`` argument and its position, or
-    ``(None, None)`` when the seed is a single value or not given."""
+    """The seeds of a ``seed=a,b,...``/``seed=range(a,b)`` argument and its position, or Nones."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     pos = [i for i, a in enumerate(args) if _key(a) == "seed"]
@@ -169,8 +154,7 @@ def _seed_list(args: list[str]) -> tuple[list[int] | None, int | None]:
 
 
 def _results_path(raw: str) -> Path:
-    """The results file of ``refit_best=<raw>``; a one-sentence UserError saying what ``raw`` is
-    instead (missing, a folder that is not a sweep's, a sweep without results yet)."""
+    """The results file of ``refit_best=<raw>``; else a UserError saying what ``raw`` is."""
     p = Path(raw).expanduser()
     if p.is_dir():
         if (p / RESULTS_FILE).is_file():
@@ -224,8 +208,7 @@ def load_studies(path: Path) -> list[dict[str, Any]]:
 
 
 def _read_sweep(multirun_yaml: Path) -> tuple[list[str], int | None]:
-    """The sweep command's fixed task overrides (no ranges/choices, no hydra keys) and the
-    ``seed`` of its saved config (what a refit without ``seed=`` runs with)."""
+    """The sweep command's fixed task overrides and the ``seed`` of its saved config."""
     if not multirun_yaml.is_file():
         return [], None
     import yaml
@@ -260,9 +243,8 @@ class RefitResult:
 
 
 def find_refits(sweep_dir: str | Path, subdir: str = "refit") -> tuple[list[RefitResult], int]:
-    """Every refit of a sweep, the latest per study and seed, in the order of the sweep's
-    studies then by seed, and how many older refits of a study and seed were left out: each
-    readable ``<subdir>/<study>/<run>/results.json`` (or ``<subdir>/<study>/results.json``)."""
+    """Every refit of a sweep (the latest per study and seed, in study then seed order) and how
+    many older ones were left out."""
     import json
 
     root = Path(sweep_dir) / subdir
@@ -312,11 +294,6 @@ def _key(arg: str) -> str | None:
     if arg.startswith("-") or "=" not in arg:
         return None
     return arg.split("=", 1)[0].lstrip("+~").strip()
-
-
-def _dedupe_last_wins(args: list[str]) -> list[str]:
-    last = {(_key(a) or a): i for i, a in enumerate(args)}
-    return [a for i, a in enumerate(args) if last[_key(a) or a] == i]
 
 
 def _value(value: Any) -> str:

@@ -1,12 +1,5 @@
-"""What a study shows and leaves: its live progress line (:class:`StudyProgress`), its entry of
-``optimization_results.yaml`` (best trial, counts, storage; the re-evaluated choice when there is
-one), the log lines about its best, its plots and trials table under
-``<sweep dir>/studies/<study>/``, and the app's ``sweep.on_study_end`` hook.
-
-The progress line (trials done / n_trials, pruned, failed, best (SE), elapsed, ETA) is a tqdm
-line on a terminal, an ``INFO`` log line per update otherwise. Counts are read from the study, so
-other workers' trials count too; the ETA extrapolates from the trials this process saw finish.
-"""
+"""What a study shows and leaves: its live progress line, its entry of
+``optimization_results.yaml``, its plots and trials table, the app's ``sweep.on_study_end`` hook."""
 
 from __future__ import annotations
 
@@ -25,17 +18,13 @@ from omegaconf import DictConfig, OmegaConf
 from optuna.trial import TrialState
 
 from ltr_bench.sweeper.job import ATTR_SE
-from ltr_bench.sweeper.reevaluation import pooling
+from ltr_bench.sweeper.reevaluation import runs
 from ltr_bench.sweeper.refit import RESULTS_FILE
 from ltr_bench.sweeper.state import StudyState
 from ltr_bench.sweeper.storage import file_stem, redact
 from ltr_bench.sweeper.trials import is_counted_failure
 
 log = logging.getLogger(__name__)
-
-HISTORY_PNG = "optimization_history.png"
-IMPORTANCES_PNG = "param_importances.png"
-TRIALS_CSV = "trials.csv"
 
 
 def within_one_se(values: list[float], best: float, se: float, maximize: bool) -> int:
@@ -78,17 +67,10 @@ def summarize(state: StudyState) -> dict[str, Any]:
             best_overrides=_overrides(space, best.params),
         )
         se = best.user_attrs.get(ATTR_SE)
-        if se is not None:
-            # How many trials the objective cannot tell from the best: the choice among them is noise.
-            summary.update(
-                best_value_se=float(se),
-                n_within_one_se=within_one_se(
-                    [float(t.value) for t in complete],
-                    float(best.value),
-                    float(se),
-                    direction == "maximize",
-                ),
-            )
+        if se is not None:  # the trials the objective cannot tell from the best (noise to choose)
+            values = [float(t.value) for t in complete]
+            n = within_one_se(values, float(best.value), float(se), direction == "maximize")
+            summary.update(best_value_se=float(se), n_within_one_se=n)
         select_reevaluated(study, space, summary, direction)
     return summary
 
@@ -100,8 +82,8 @@ def _overrides(space: Any, params: dict[str, Any]) -> list[str]:
 def select_reevaluated(study: Any, space: Any, summary: dict[str, Any], direction: str) -> None:
     """With re-evaluations stored, the best trial is the re-evaluated one with the best pooled
     value; the search's own best stays in ``search_best_trial``/``search_best_value``."""
-    records = pooling.stored(study)
-    chosen = pooling.select(records, direction == "maximize")
+    records = runs.stored(study)
+    chosen = runs.select(records, direction == "maximize")
     if chosen is None:
         return
     trial = study.get_trials(deepcopy=False)[chosen.trial]  # numbers are list positions
@@ -146,9 +128,7 @@ def write_results(sweep_dir: Path, results: list[dict[str, Any]]) -> None:
 
 
 def finish_study(config: DictConfig, study: Any, summary: dict[str, Any], sweep_dir: Path) -> None:
-    """Write the study's plots and trials table under ``<sweep dir>/studies/<study>/`` and hand
-    them to the app's ``sweep.on_study_end`` hook (dotted path, e.g. MLflow logging), if any.
-    Neither may break a finished sweep: failures are logged as warnings."""
+    """Write the study's artifacts and hand them to ``sweep.on_study_end``; failures are logged."""
     from hydra.utils import get_method
 
     out = sweep_dir / "studies" / file_stem(study.study_name)
@@ -164,9 +144,7 @@ def finish_study(config: DictConfig, study: Any, summary: dict[str, Any], sweep_
 
 
 def write_study_plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
-    """Write Optuna's ``optimization_history.png`` and ``param_importances.png`` of ``study``
-    (matplotlib) to ``out_dir``; the paths written. The history needs one COMPLETE trial, the
-    importances two with a varying parameter; a plot that cannot be drawn is skipped (logged)."""
+    """Write Optuna's history and importance plots to ``out_dir`` (those that can be drawn)."""
     import matplotlib
 
     if "matplotlib.pyplot" not in sys.modules:
@@ -179,13 +157,13 @@ def write_study_plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     written: list[Path] = []
     plots: list[tuple[str, Callable[[Any], Any], int]] = [
-        (HISTORY_PNG, ovm.plot_optimization_history, 1)
+        ("optimization_history.png", ovm.plot_optimization_history, 1)
     ]
     varying = {
         n for t in complete for n in t.params if len({repr(u.params.get(n)) for u in complete}) > 1
     }
     if varying:
-        plots.append((IMPORTANCES_PNG, ovm.plot_param_importances, 2))
+        plots.append(("param_importances.png", ovm.plot_param_importances, 2))
     for filename, plot, needed in plots:
         if len(complete) < needed:
             log.info("Skipping %s: %d complete trial(s), need %d.", filename, len(complete), needed)
@@ -206,8 +184,7 @@ def write_study_plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
 
 
 def write_study_artifacts(study: optuna.Study, out_dir: str | Path) -> list[Path]:
-    """The study's plots (:func:`write_study_plots`) and ``trials.csv``, one row per trial
-    (number, state, value, params, run times), into ``out_dir``; the paths written."""
+    """The study's plots and ``trials.csv`` in ``out_dir``; the paths written."""
     out = Path(out_dir)
     written = write_study_plots(study, out)
     try:
@@ -216,8 +193,8 @@ def write_study_artifacts(study: optuna.Study, out_dir: str | Path) -> list[Path
         log.warning("Could not tabulate the trials of study %s: %s", study.study_name, e)
         return written
     if len(frame):
-        frame.to_csv(out / TRIALS_CSV, index=False)
-        written.append(out / TRIALS_CSV)
+        frame.to_csv(out / "trials.csv", index=False)
+        written.append(out / "trials.csv")
     return written
 
 
@@ -232,7 +209,7 @@ def format_duration(seconds: float | None) -> str:
 
 
 class StudyProgress:
-    """The progress line of one study; :meth:`update` after every batch, :meth:`close` at the end."""
+    """The progress line of one study: a tqdm line on a terminal, else log lines."""
 
     def __init__(
         self,
@@ -262,12 +239,7 @@ class StudyProgress:
             desc = study_name if len(study_name) <= 40 else "..." + study_name[-37:]
             # "<study>, 3/30 trials, ..."
             self._bar = tqdm(
-                total=self.budget,
-                desc=desc,
-                file=stream,
-                leave=True,
-                ncols=cols,
-                bar_format="{desc}{postfix}",
+                total=self.budget, desc=desc, file=stream, ncols=cols, bar_format="{desc}{postfix}"
             )
 
     def update(self, study: Any) -> str:

@@ -1,6 +1,5 @@
-"""One study being swept (:class:`StudyState`, what the search, the re-evaluation and the
-summary are handed) and how it is set up before its first trial: storage, study, interrupted
-trials, enqueued points, sampler, pruner, budget, heartbeat."""
+"""One study being swept (:class:`StudyState`, handed to the search, the re-evaluation and the
+summary) and its setup before the first trial."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
 from ltr_bench.sweeper.config import Settings
-from ltr_bench.sweeper.job import make_pruner
+from ltr_bench.sweeper.job import LOCKS_SUFFIX, make_pruner
 from ltr_bench.sweeper.launching import Jobs
 from ltr_bench.sweeper.liveness import (
     Heartbeat,
@@ -25,7 +24,6 @@ from ltr_bench.sweeper.liveness import (
     report_interrupted,
     worker_identity,
 )
-from ltr_bench.sweeper.reevaluation.locks import open_locks
 from ltr_bench.sweeper.search.grid import GridSearchSampler
 from ltr_bench.sweeper.search.space import SearchSpace
 from ltr_bench.sweeper.storage import default_storage_url, open_storage, open_study, redact
@@ -109,8 +107,7 @@ def points_to_enqueue(
 
 
 def default_point(config: DictConfig, space: Any) -> dict[str, Any]:
-    """Each swept parameter's value in the composed config: the chosen option of a config
-    group, else the value at its key; one outside the search space is left to the sampler."""
+    """Each swept parameter's value (or group option) in the composed config, if in the space."""
     choices = OmegaConf.select(config, "hydra.runtime.choices", default={}) or {}
     point: dict[str, Any] = {}
     for name in space.params:
@@ -128,14 +125,6 @@ def default_point(config: DictConfig, space: Any) -> dict[str, Any]:
     return point
 
 
-def storage_url(settings: Settings, config: DictConfig, study_name: str) -> str:
-    """``hydra.sweeper.storage``, else a SQLite file named after the study under ``storage_dir``."""
-    if settings.storage:
-        return str(settings.storage)
-    base = OmegaConf.select(config, "hydra.runtime.cwd", default=None) or Path.cwd()
-    return default_storage_url(settings.storage_dir, study_name, base)
-
-
 def open_study_state(
     settings: Settings,
     config: DictConfig,
@@ -144,16 +133,16 @@ def open_study_state(
     space: SearchSpace,
     variant: list[str],
 ) -> StudyState:
-    """Create or load the study, fail its interrupted trials (and locks), enqueue the configured
-    points, give it its sampler and pruner; its heartbeat runs until ``heartbeat.close()``."""
+    """Open the study: recover, enqueue, sampler, pruner, budget; heartbeats until closed."""
     s = settings
-    url = storage_url(s, config, study_name)
+    cwd = OmegaConf.select(config, "hydra.runtime.cwd", default=None) or Path.cwd()
+    url = str(s.storage or default_storage_url(s.storage_dir, study_name, cwd))
     rdb = open_storage(url, s.heartbeat_interval, s.grace_period)
     study = open_study(rdb, study_name, s.direction)
     fail_interrupted_trials(study, rdb, s.grace_period)
     locks = None
     if s.top_k > 0:
-        locks = open_locks(rdb, study)
+        locks = open_study(rdb, study.study_name + LOCKS_SUFFIX, s.direction)
         fail_interrupted_trials(locks, rdb, s.grace_period)
     report_interrupted(config, study, locks)
     n_existing = len(study.get_trials(deepcopy=False))  # before enqueueing: keeps a fresh seed

@@ -1,7 +1,5 @@
-"""Where a study lives: default study names, the default SQLite path, opening RDB storages.
-
-Light to import (Optuna is loaded when a storage is opened): a job opens its trial's storage.
-"""
+"""Where a study lives: study names, the default SQLite path, opening RDB storages (Optuna loads
+only then: a job opens its trial's storage)."""
 
 from __future__ import annotations
 
@@ -26,9 +24,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+@-]+")
 
 
 def default_study_name(job_name: str, task_overrides: Sequence[str], sampler_name: str) -> str:
-    """``<job>[-<override>...]-<sampler>``: the non-sweep command-line overrides, sorted, without
-    ``hydra.*`` and ``sweep.*`` keys (they do not change what is optimised): the same command
-    names the same study."""
+    """``<job>[-<override>...]-<sampler>``: the sorted fixed overrides but ``hydra``/``sweep``."""
     kept = sorted(o for o in task_overrides if not o.lstrip("+~").startswith(("hydra.", "sweep.")))
     return "-".join([job_name, *kept, sampler_name])
 
@@ -70,11 +66,7 @@ def redact(url: str) -> str:
 
 
 def with_installed_driver(url: str) -> str:
-    """``postgresql://`` -> ``postgresql+psycopg2://`` when only psycopg2 is installed.
-
-    SQLAlchemy 2.1 maps a bare ``postgresql://`` to psycopg 3, while the dev extra installs
-    psycopg2-binary; an explicit ``+driver`` in the URL is left alone.
-    """
+    """``postgresql://`` -> ``postgresql+psycopg2://`` when only psycopg2 is installed."""
     scheme, sep, rest = url.partition("://")
     if sep and scheme in ("postgresql", "postgres"):
         if (
@@ -88,9 +80,8 @@ def with_installed_driver(url: str) -> str:
 def open_storage(
     url: str, heartbeat_interval: int | None, grace_period: int | None
 ) -> optuna.storages.RDBStorage:
-    """Open (and create if needed) an Optuna RDB storage. SQLite gets a 60 s busy timeout, so that
-    processes can share a file; workers starting together on a fresh database race to create
-    Optuna's tables, and a loser ("... already exists") or a busy database is retried briefly."""
+    """Open (create) an RDB storage: SQLite waits 60 s when busy; a lost race creating the tables
+    or a busy database is retried briefly."""
     import optuna
     from sqlalchemy import exc
 

@@ -1,12 +1,6 @@
-"""The ``ltr_optuna`` Hydra sweeper: Optuna ask/tell over Hydra jobs, resumable and shareable.
-
-Per study (one, or one per value of the ``study_per`` keys) it opens the storage and the study
-before any job starts (:mod:`~ltr_bench.sweeper.state`), searches within the budget of the whole
-study (:mod:`~ltr_bench.sweeper.search.loop`), re-evaluates the top trials once the search's
-last trials of every worker are told (:mod:`~ltr_bench.sweeper.reevaluation.runs`) and writes
-what the study leaves (:mod:`~ltr_bench.sweeper.results`). SIGTERM, without a handler of the
-app, ends the process by SIGTERM once the running trials are marked. Light to import (Hydra scans
-plugins in every app): the modules that need Optuna are imported when a sweep starts.
+"""The ``ltr_optuna`` Hydra sweeper: per study, open it (``state``), search (``search.loop``),
+re-evaluate its top trials (``reevaluation.runs``) and write its results. Light to import (Hydra
+scans plugins in every app): the modules that need Optuna load when a sweep starts.
 """
 
 from __future__ import annotations
@@ -122,30 +116,22 @@ class OptunaSweeperImpl(Sweeper):
     def _run_study(
         self, name: str, space: Any, variant: list[str], sweep_dir: Path, done: list[Any]
     ) -> dict[str, Any]:
-        """Search one study (then re-evaluate its top trials), write its summary and artifacts;
-        a trial of a worker that is gone meanwhile frees its budget: search on."""
+        """Search one study, re-evaluate its top trials, write its summary and artifacts."""
+        from ltr_bench.sweeper import results
         from ltr_bench.sweeper.liveness import report_interrupted
         from ltr_bench.sweeper.reevaluation.runs import reevaluate, wait_for_running_trials
-        from ltr_bench.sweeper.results import (
-            StudyProgress,
-            finish_study,
-            log_best,
-            summarize,
-            write_results,
-        )
-        from ltr_bench.sweeper.search.asking import remaining
-        from ltr_bench.sweeper.search.loop import search
+        from ltr_bench.sweeper.search.loop import remaining, search
         from ltr_bench.sweeper.state import open_study_state
 
         assert self.config is not None
         s = self.settings
         state = open_study_state(s, self.config, self.jobs, name, space, variant)
         study = state.study
-        progress = StudyProgress(name, state.budget, s.direction, enabled=s.progress)
+        progress = results.StudyProgress(name, state.budget, s.direction, enabled=s.progress)
 
         def after_tell() -> None:
             progress.update(study)
-            write_results(sweep_dir, [*done, summarize(state)])
+            results.write_results(sweep_dir, [*done, results.summarize(state)])
 
         try:
             progress.update(study)
@@ -163,7 +149,7 @@ class OptunaSweeperImpl(Sweeper):
             progress.close()
             state.heartbeat.close()
         report_interrupted(self.config, study, state.locks)  # e.g. of another worker gone meanwhile
-        summary = summarize(state)
-        log_best(summary)
-        finish_study(self.config, study, summary, sweep_dir)
+        summary = results.summarize(state)
+        results.log_best(summary)
+        results.finish_study(self.config, study, summary, sweep_dir)
         return summary

@@ -1,10 +1,6 @@
-"""What a trial's state means to the sweeper: whether it uses the budget, which point it holds.
-
-COMPLETE, PRUNED, RUNNING, and FAIL when the job itself failed (raised, returned NaN/None) use one
-of the study's ``n_trials``: those parameters were evaluated. A FAIL because the sweep was
-interrupted, a config error, a duplicate or a surplus trial does not (the reason is the user
-attribute ``ltr_sweeper.fail_reason``), so a resumed sweep runs the trial again.
-"""
+"""What a trial's state means to the sweeper: COMPLETE, PRUNED, RUNNING and a FAIL of the job
+itself use one of the budget's ``n_trials``; a FAIL for another reason (user attribute
+``ltr_sweeper.fail_reason``) does not, so a resumed sweep runs it again."""
 
 from __future__ import annotations
 
@@ -13,11 +9,13 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import FrozenTrial, TrialState
 
 ATTR_WORKER = "ltr_sweeper.worker"  # who runs a RUNNING trial (liveness.worker_identity)
 ATTR_FAIL = "ltr_sweeper.fail_reason"
 ATTR_ERROR = "ltr_sweeper.error"
+ATTR_REEVALUATES = "ltr_sweeper.reevaluates"  # the trial a re-evaluation lock is for
 
 # Fail reasons. Only the first two count toward n_trials.
 FAIL_EXCEPTION = "exception"
@@ -27,6 +25,19 @@ FAIL_CONFIG = "config_error"
 FAIL_DUPLICATE = "duplicate"
 FAIL_SURPLUS = "surplus"
 COUNTED_FAIL_REASONS = frozenset({FAIL_EXCEPTION, FAIL_NAN})
+
+
+def close_trial(
+    storage: Any, trial_id: int, state: TrialState, value: float | None = None, reason: str = ""
+) -> bool:
+    """Finish a trial through its storage (FAIL with ``reason``); False when already finished."""
+    try:
+        if reason:
+            storage.set_trial_user_attr(trial_id, ATTR_FAIL, reason)
+        values = None if value is None else [value]
+        return bool(storage.set_trial_state_values(trial_id, state=state, values=values))
+    except UpdateFinishedTrialError:
+        return False  # finished meanwhile (by its owner, or failed as stale)
 
 
 def is_counted_failure(trial: FrozenTrial) -> bool:
@@ -64,16 +75,14 @@ def taken_points(
 
 
 def holds_a_place(trial: FrozenTrial, before: int) -> bool:
-    """True when ``trial`` takes a place of the budget ahead of trial ``before``: it counts, or it
-    waits in the queue (taken later, although trials numbered after it were asked first)."""
+    """True when ``trial`` takes (or waits queued for) a place of the budget ahead of ``before``."""
     if trial.number >= before:
         return False
     return counts_toward_budget(trial) or trial.state == TrialState.WAITING
 
 
 def queued_points(trials: Iterable[FrozenTrial], names: Sequence[str], before: int) -> set:
-    """Points of the trials waiting in the queue numbered before ``before``: taken, whoever will
-    run them."""
+    """Points of the queued trials numbered before ``before`` (taken, whoever runs them)."""
     points = set()
     for t in trials:
         if t.state == TrialState.WAITING and t.number < before:
@@ -86,9 +95,7 @@ def queued_points(trials: Iterable[FrozenTrial], names: Sequence[str], before: i
 def settled_others(
     study: Any, number: int, names: Sequence[str], wait_s: float = 5.0
 ) -> list[FrozenTrial]:
-    """The study's trials other than ``number``, read once every earlier RUNNING trial holds all
-    of ``names`` (read between another worker's ``ask`` and its last parameter write, its point
-    looks free); ``wait_s`` bounds the wait for a worker that died mid-ask."""
+    """The other trials, once every earlier RUNNING one holds all ``names`` (<= ``wait_s``)."""
     deadline = time.monotonic() + wait_s
     while True:
         others = [t for t in study.get_trials(deepcopy=False) if t.number != number]
@@ -105,8 +112,7 @@ def settled_others(
 
 
 def _same_point(trial: FrozenTrial, point: Mapping[str, Any]) -> bool:
-    """True when ``trial`` was enqueued with (or sampled) exactly ``point``, compared as Optuna's
-    ``enqueue_trial(skip_if_exists=True)`` compares (numbers with ``isclose``)."""
+    """Whether ``trial`` holds ``point`` (compared as ``enqueue_trial(skip_if_exists=True)``)."""
     params = trial.system_attrs.get("fixed_params", trial.params)
     if set(params) != set(point):
         return False
@@ -120,9 +126,8 @@ def _same_point(trial: FrozenTrial, point: Mapping[str, Any]) -> bool:
 
 
 def needs_enqueueing(trials: Iterable[FrozenTrial], point: Mapping[str, Any]) -> bool:
-    """True unless a trial with ``point`` waits, runs or was evaluated (uses budget): unlike
-    ``skip_if_exists``, a point whose trial was interrupted, stopped by a config error or rejected
-    is enqueued again on resume (the default config is not lost when trial 0 is killed)."""
+    """True unless a trial with ``point`` waits or uses budget (unlike ``skip_if_exists``, an
+    interrupted one's point is enqueued again)."""
     return not any(
         (t.state == TrialState.WAITING or counts_toward_budget(t)) and _same_point(t, point)
         for t in trials

@@ -11,7 +11,7 @@ import pytest
 from optuna.distributions import IntDistribution
 from optuna.trial import TrialState
 
-from ltr_bench.sweeper.search.asking import ask_one
+from ltr_bench.sweeper.search.loop import ask_one
 
 
 class _NoBeat:

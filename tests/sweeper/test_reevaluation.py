@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltr_bench.sweeper.reevaluation.pooling import (
+from ltr_bench.sweeper.reevaluation.runs import (
     Reevaluation,
     make_record,
     pooled_mean_se,

@@ -12,7 +12,6 @@ import yaml
 from optuna.trial import TrialState
 
 from ltr_bench.sweeper.job import ATTR_N_STEPS
-from ltr_bench.sweeper.reevaluation.locks import ATTR_REEVALUATES
 from ltr_bench.sweeper.reevaluation.racing import (
     Candidate,
     PairedRacePruner,
@@ -20,6 +19,7 @@ from ltr_bench.sweeper.reevaluation.racing import (
     fold_values,
     lock_attrs,
 )
+from ltr_bench.sweeper.trials import ATTR_REEVALUATES
 from tests.sweeper.toy import calls, load, run_toy
 from tests.waiting import TEST_GUARD_S
 

@@ -1,29 +1,6 @@
-"""Racing the re-evaluation of a study's top trials: drop a candidate that cannot catch up.
-
-The selection rule stays the one of :mod:`~ltr_bench.sweeper.reevaluation.pooling`: the re-evaluated
-trial with the best value pooled over its search folds and its re-evaluation folds. With
-``hydra.sweeper.reevaluate.pruner`` set to :class:`PairedRacePruner` (the ``search=<model>`` TPE
-configs do), each re-evaluation job reports its running mean after every fold into its lock trial
-of ``<study>:reevaluations`` and is stopped -- *dropped* -- as soon as, against another candidate
-still in the race that has run at least as many re-evaluation folds, even an optimistic
-projection of its final pooled value falls below that candidate's pooled value:
-
-* every re-evaluation scores the same folds (ltr_bench: the same inner-CV repeats and seeds), so
-  the differences ``d_i = mine_i - theirs_i`` on the ``j`` folds both have run are paired (a fold's
-  difficulty cancels); ``d`` = their mean, ``s`` = their standard deviation;
-* over all ``n`` re-evaluation folds the mean difference is at most
-  ``d + z * s * sqrt((n - j) / (j * n))`` (a ``z``-sigma prediction bound for the ``n - j`` folds to
-  come, 0 once ``j = n``);
-* dropped when ``(n_s * search_mine + n * (m + bound)) / (n_s + n)`` is below
-  ``(n_s' * search_theirs + n * m) / (n_s' + n)``, with ``m`` their mean on the common folds and
-  ``n_s``, ``n_s'`` the search fold counts (the pooled values of the selection rule).
-
-Never before ``min_folds`` folds, never at a candidate's last fold (a finished re-evaluation is a
-result), never against a dropped candidate. A dropped candidate is left out of the selection; the
-study's summary lists it with ``dropped_after`` (its folds). The re-evaluation job must say how
-many folds it will run (:meth:`~ltr_bench.sweeper.job.TrialReporter.plan`); without that no
-candidate is dropped.
-"""
+"""Racing the re-evaluations of a study's top trials: :class:`PairedRacePruner` drops a candidate
+whose optimistic projected pooled value, paired fold by fold with a candidate that ran as many
+folds, stays behind that one's (the rule: docs/guides/sweeps.md, "Racing the re-evaluation")."""
 
 from __future__ import annotations
 
@@ -38,7 +15,7 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from ltr_bench.sweeper.job import ATTR_N_STEPS
-from ltr_bench.sweeper.reevaluation.locks import ATTR_REEVALUATES
+from ltr_bench.sweeper.trials import ATTR_REEVALUATES
 
 ATTR_SEARCH_VALUE = "ltr_sweeper.search_value"  # the re-evaluated trial's search value
 ATTR_SEARCH_N = "ltr_sweeper.search_n"  # ... and how many folds it pooled
@@ -50,8 +27,7 @@ def lock_attrs(search_value: float, search_n: int) -> dict[str, Any]:
 
 
 def fold_values(trial: FrozenTrial) -> list[float]:
-    """The per-fold values behind a trial's reported running means (steps 1, 2, ... without a
-    gap; the values up to the first missing step)."""
+    """The per-fold values behind a trial's running means (steps 1, 2, ... up to a gap)."""
     means = trial.intermediate_values
     out: list[float] = []
     previous = 0.0
@@ -101,12 +77,8 @@ def cannot_catch_up(
 
 
 class PairedRacePruner(optuna.pruners.BasePruner):
-    """Drop a re-evaluation that cannot catch up with another candidate (module docstring).
-
-    Args:
-        z: width of the prediction bound in standard deviations (larger: fewer drops).
-        min_folds: re-evaluation folds a candidate runs before it can be dropped (at least 2).
-    """
+    """Drop a re-evaluation that cannot catch up with another candidate: ``z`` is the prediction
+    bound's width in SDs, ``min_folds`` (>= 2) the folds run before a drop."""
 
     def __init__(self, z: float = 2.0, min_folds: int = 3) -> None:
         if not (isinstance(z, (int, float)) and math.isfinite(z) and z >= 0):

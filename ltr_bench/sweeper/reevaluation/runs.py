@@ -1,35 +1,211 @@
-"""Running the re-evaluations of a study's top trials, each once across the workers sharing it:
-once the search's last trials are told, the ``reevaluate.top_k`` best trials not yet re-evaluated
-run as ``++sweep.reevaluation=true`` jobs, ``n_jobs`` at a time through the search's kind of
-pool, each locked first (:mod:`~ltr_bench.sweeper.reevaluation.locks`), raced with
-``reevaluate.pruner``, its pooled record stored in the study.
-"""
+"""Running the re-evaluations of a study's top trials and pooling them: the winner has the best
+mean over the folds of its search and its re-evaluation (a noisy objective's best is mostly the
+luckiest). Records live in the study's user attributes ``reevaluation:<trial number>``, so
+resuming repeats none. Each re-evaluation is locked, so that workers sharing the study run it
+once: a RUNNING trial of the companion study ``<study>:reevaluations`` (with heartbeats, like a
+search trial); of a trial's RUNNING locks the lowest storage id wins (on a server after a second
+look), the others withdraw (FAIL ``duplicate``); a finished lock means the re-evaluation is done."""
 
 from __future__ import annotations
 
 import logging
+import math
 import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
+import optuna
 from hydra.core.utils import JobStatus
+from optuna.trial import FrozenTrial, TrialState
 
-from ltr_bench.sweeper.job import REEVALUATION_KEY, REEVALUATION_TRIAL_KEY, is_finite, user_attrs_of
-from ltr_bench.sweeper.launching import (
-    is_fatal,
-    job_overrides,
-    sigterm_raises_interrupt,
-    worker_died,
-)
+from ltr_bench.sweeper import job, launching
 from ltr_bench.sweeper.liveness import report_interrupted, worker_identity
-from ltr_bench.sweeper.optuna_private import job_error, study_storage
-from ltr_bench.sweeper.reevaluation import locks as rl
-from ltr_bench.sweeper.reevaluation import pooling as rv
+from ltr_bench.sweeper.optuna_private import job_error, study_id, study_storage, trial_id
 from ltr_bench.sweeper.reevaluation.racing import lock_attrs
 from ltr_bench.sweeper.search import pruning
 from ltr_bench.sweeper.state import StudyState
-from ltr_bench.sweeper.trials import FAIL_CONFIG, FAIL_EXCEPTION, FAIL_INTERRUPTED
+from ltr_bench.sweeper.trials import (
+    ATTR_REEVALUATES,
+    ATTR_WORKER,
+    FAIL_CONFIG,
+    FAIL_DUPLICATE,
+    FAIL_EXCEPTION,
+    FAIL_INTERRUPTED,
+    close_trial,
+    counts_toward_budget,
+)
 
 log = logging.getLogger(__name__)
+
+ATTR_KEY_PREFIX = "reevaluation:"
+ATTR_N_FOLDS = job.ATTR_PREFIX + "n_folds"
+
+
+@dataclass(frozen=True)
+class Reevaluation:
+    """One top trial's search value, its re-evaluation and the two pooled."""
+
+    trial: int
+    search_value: float
+    search_se: float | None
+    search_n: int
+    reevaluation_value: float
+    reevaluation_se: float | None
+    reevaluation_n: int
+    value: float  # pooled mean over search_n + reevaluation_n folds
+    se: float | None  # SE of the pooled mean (None when either part has no SE)
+    dropped_after: int | None = None  # re-evaluation folds run before the race dropped it
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def top_trials(trials: Sequence[Any], k: int, maximize: bool) -> list[Any]:
+    """The ``k`` best COMPLETE trials by search value (ties: the earlier trial first)."""
+    done = [t for t in trials if t.state.name == "COMPLETE" and t.value is not None]
+    done.sort(key=lambda t: ((-t.value if maximize else t.value), t.number))
+    return done[: max(int(k), 0)]
+
+
+def pooled_mean_se(parts: Sequence[tuple[float, float | None, int]]) -> tuple[float, float | None]:
+    """Mean and SE of the union of ``(mean, se, n)`` parts (SE None when a part lacks one)."""
+    total = sum(n for _, _, n in parts)
+    if total <= 0:
+        raise ValueError("pooled_mean_se needs at least one value")
+    mean = sum(m * n for m, _, n in parts) / total
+    if total < 2 or any(se is None or not math.isfinite(se) for _, se, _ in parts):
+        return mean, None
+    # squared deviations from the pooled mean: within-part + between-part (every se is finite)
+    ss = sum(
+        (n - 1) * (float(se or 0.0) * math.sqrt(n)) ** 2 + n * (m - mean) ** 2 for m, se, n in parts
+    )
+    return mean, math.sqrt(ss / (total - 1) / total)
+
+
+def make_record(
+    trial: Any, value: float, attrs: Mapping[str, float], dropped_after: int | None = None
+) -> Reevaluation:
+    """Pool ``trial``'s search value with a re-evaluation ``value`` (attributes ``attrs``)."""
+    s_se, s_n = _se_n(trial.user_attrs)
+    r_se, r_n = _se_n(attrs)
+    if dropped_after is not None:
+        r_se, r_n = None, max(int(dropped_after), 1)
+    mean, se = pooled_mean_se([(float(trial.value), s_se, s_n), (float(value), r_se, r_n)])
+    return Reevaluation(
+        trial.number,
+        float(trial.value),
+        s_se,
+        s_n,
+        float(value),
+        r_se,
+        r_n,
+        mean,
+        se,
+        dropped_after,
+    )
+
+
+def search_n(trial: Any) -> int:
+    """How many folds a trial's search value pooled (its ``objective_n_folds``; 1 without)."""
+    return _se_n(trial.user_attrs)[1]
+
+
+def _se_n(attrs: Mapping[str, Any]) -> tuple[float | None, int]:
+    se = attrs.get(job.ATTR_SE)
+    n = attrs.get(ATTR_N_FOLDS)
+    return (None if se is None else float(se)), (int(n) if n is not None and n >= 1 else 1)
+
+
+def stored(study: Any) -> dict[int, Reevaluation]:
+    """The re-evaluations recorded in ``study`` so far, by trial number."""
+    out: dict[int, Reevaluation] = {}
+    for key, value in study.user_attrs.items():
+        if key.startswith(ATTR_KEY_PREFIX) and isinstance(value, Mapping):
+            rec = Reevaluation(**value)
+            out[rec.trial] = rec
+    return out
+
+
+def store(study: Any, record: Reevaluation) -> None:
+    study.set_user_attr(f"{ATTR_KEY_PREFIX}{record.trial}", record.to_dict())
+
+
+def select(records: Mapping[int, Reevaluation], maximize: bool) -> Reevaluation | None:
+    """The re-evaluated trial with the best pooled value (ties: the earlier), not a dropped one."""
+    finished = [r for r in records.values() if r.dropped_after is None]
+    if not finished:
+        return None
+    return min(finished, key=lambda r: ((-r.value if maximize else r.value), r.trial))
+
+
+SETTLE_S = 1.0  # on database servers a locker looks a second time after this pause
+
+
+def _locks_of(locks: optuna.Study, number: int) -> list[FrozenTrial]:
+    return [
+        t for t in locks.get_trials(deepcopy=False) if t.user_attrs.get(ATTR_REEVALUATES) == number
+    ]
+
+
+def is_done(locks: optuna.Study, number: int) -> bool:
+    """True when a lock on trial ``number`` finished: the re-evaluation ran (or its job failed)."""
+    return any(
+        t.state != TrialState.RUNNING and counts_toward_budget(t) for t in _locks_of(locks, number)
+    )
+
+
+def lock(
+    locks: optuna.Study,
+    number: int,
+    identity: Mapping[str, Any],
+    heartbeat: Any,
+    attrs: Mapping[str, Any] | None = None,
+) -> int | None:
+    """Lock the re-evaluation of trial ``number``: the lock's trial id, or None when it is done or
+    held (a RUNNING lock); ``attrs`` go on the lock trial."""
+    if any(counts_toward_budget(t) for t in _locks_of(locks, number)):
+        return None
+    template = optuna.trial.create_trial(
+        state=TrialState.RUNNING,
+        user_attrs={**dict(attrs or {}), ATTR_REEVALUATES: number, ATTR_WORKER: dict(identity)},
+    )
+    storage = study_storage(locks)
+    engine = getattr(storage, "engine", None)  # SQLite serialises writers: no second look
+    settle_s = 0.0 if engine is None or engine.dialect.name == "sqlite" else SETTLE_S
+    new_id = storage.create_new_trial(study_id(locks), template_trial=template)
+    heartbeat.add(new_id)
+    for look in range(2 if settle_s > 0 else 1):
+        if look:
+            time.sleep(settle_s)
+        mine = _locks_of(locks, number)
+        running = [trial_id(t) for t in mine if t.state == TrialState.RUNNING]
+        done = any(t.state != TrialState.RUNNING and counts_toward_budget(t) for t in mine)
+        if done or not running or min(running) != new_id:
+            release(locks, new_id, FAIL_DUPLICATE, heartbeat)
+            return None
+    return new_id
+
+
+def last_reported(locks: optuna.Study, lock_id: int) -> tuple[int | None, float | None]:
+    """The last fold a raced re-evaluation reported into its lock trial, and its running mean."""
+    trial = study_storage(locks).get_trial(lock_id)
+    step = trial.last_step
+    return step, (None if step is None else float(trial.intermediate_values[step]))
+
+
+def release(
+    locks: Any,
+    lock_id: int,
+    reason: str,
+    heartbeat: Any,
+    state: TrialState = TrialState.FAIL,
+    value: float | None = None,
+) -> None:
+    """Finish a lock: FAIL with ``reason`` (``exception``/``nan``: done, others: lockable again),
+    or COMPLETE (its record stored) / PRUNED (the race dropped it) with ``value``."""
+    heartbeat.discard(lock_id)
+    close_trial(study_storage(locks), lock_id, state, value, reason)
 
 
 def pause(state: StudyState) -> float:
@@ -38,16 +214,14 @@ def pause(state: StudyState) -> float:
 
 
 def reevaluate(state: StudyState) -> None:
-    """Re-evaluate the top trials not yet re-evaluated, waiting for those other workers hold. A
-    failed or dropped (raced) re-evaluation leaves its trial out of the selection; a config
-    error aborts, as for trials."""
+    """Re-evaluate the top trials not yet re-evaluated, waiting for those other workers hold."""
     locks: Any = state.locks
     pool = state.jobs.pool()
     error: BaseException | None = None
     untold: list[Any] = []  # re-evaluations whose job ended, not yet recorded
     waited = False
     try:
-        with sigterm_raises_interrupt():
+        with launching.sigterm_raises_interrupt():
             while True:
                 todo: list[Any] = []
                 if error is None:
@@ -69,7 +243,7 @@ def reevaluate(state: StudyState) -> None:
                     untold.remove(key)
     except BaseException:  # Ctrl-C, SIGTERM: the running re-evaluations can be locked again
         for _, lock_id, _ in [*untold, *pool.abort()]:
-            rl.release(locks, lock_id, FAIL_INTERRUPTED, state.heartbeat)
+            release(locks, lock_id, FAIL_INTERRUPTED, state.heartbeat)
         report_interrupted(state.config, state.study, locks)
         raise
     if error is not None:
@@ -80,61 +254,54 @@ def _todo(state: StudyState, pool: Any) -> list[Any]:
     """The top trials whose re-evaluation is neither stored, done, nor running here."""
     state.recover(locks_too=True)
     locks: Any = state.locks
-    done = rv.stored(state.study)
+    done = stored(state.study)
     mine = {t.number for t, _, _ in pool.keys()}
     s = state.settings
-    top = rv.top_trials(state.study.get_trials(deepcopy=False), s.top_k, s.direction == "maximize")
+    top = top_trials(state.study.get_trials(deepcopy=False), s.top_k, s.direction == "maximize")
     return [
         t
         for t in top
-        if t.number not in done and t.number not in mine and not rl.is_done(locks, t.number)
+        if t.number not in done and t.number not in mine and not is_done(locks, t.number)
     ]
 
 
 def _lock_and_submit(state: StudyState, todo: list[Any], pool: Any) -> BaseException | None:
-    """Lock and start re-evaluations of ``todo`` (best first) until ``n_jobs`` run; a config
-    error that stops them, if any."""
+    """Lock and start re-evaluations of ``todo`` until ``n_jobs`` run; a config error, if any."""
     s, heartbeat, locks = state.settings, state.heartbeat, state.locks
     assert locks is not None
-    settle = 0.0 if locks_on_sqlite(locks) else rl.SETTLE_S
     for t in todo:
         if len(pool) >= s.n_jobs:
             break
-        attrs = lock_attrs(t.value, rv.search_n(t))
-        lock_id = rl.lock(locks, t.number, worker_identity(), heartbeat, settle, attrs=attrs)
+        attrs = lock_attrs(t.value, search_n(t))
+        lock_id = lock(locks, t.number, worker_identity(), heartbeat, attrs=attrs)
         if lock_id is None:
             continue
-        number = rl.lock_number(locks, lock_id)
-        extra = [*s.reevaluate_overrides, f"++{REEVALUATION_KEY}=true"]
+        number = int(study_storage(locks).get_trial_number_from_id(lock_id))
+        extra = [*s.reevaluate_overrides, f"++{job.REEVALUATION_KEY}=true"]
         if pruning.is_racing(s.race):
             # reproducible: the race sees the candidates locked before this batch's first
             before = (pool.keys()[0][2] if len(pool) else number) if s.reproducible else None
             extra += pruning.job_overrides(state.url, s.race, before=before)
-            extra.append(f"++{REEVALUATION_TRIAL_KEY}={number}")
+            extra.append(f"++{job.REEVALUATION_TRIAL_KEY}={number}")
         study_name = state.study.study_name
-        overrides = job_overrides(study_name, state.space, state.variant, t.params, t.number, extra)
+        overrides = launching.job_overrides(
+            study_name, state.space, state.variant, t.params, t.number, extra
+        )
         log.info("Re-evaluating trial(s) %d of study '%s'.", t.number, study_name)
         log.info("Re-evaluation of study '%s': %s", study_name, " ".join(overrides))
         try:
             pool.submit((t, lock_id, number), overrides)
         except Exception as e:  # noqa: BLE001 - a config Hydra cannot compose: fatal, raised by the caller
-            rl.release(locks, lock_id, FAIL_CONFIG, heartbeat)
+            release(locks, lock_id, FAIL_CONFIG, heartbeat)
             return e
         except BaseException:
-            rl.release(locks, lock_id, FAIL_INTERRUPTED, heartbeat)
+            release(locks, lock_id, FAIL_INTERRUPTED, heartbeat)
             raise
     return None
 
 
-def locks_on_sqlite(locks: Any) -> bool:
-    """Whether the lock study lives in SQLite (writers serialised: no second look needed)."""
-    engine = getattr(study_storage(locks), "engine", None)
-    return engine is None or engine.dialect.name == "sqlite"
-
-
 def wait_for_running_trials(state: StudyState) -> None:
-    """Wait until no trial of the study is RUNNING (other workers' last trials are told, or
-    their workers are found gone and the trials failed as interrupted)."""
+    """Wait until no trial of the study is RUNNING (told, or failed as interrupted)."""
     announced = False
     while True:
         state.recover()
@@ -149,41 +316,40 @@ def wait_for_running_trials(state: StudyState) -> None:
 
 
 def record(state: StudyState, key: Any, outcome: Any) -> BaseException | None:
-    """Store one re-evaluation's outcome and finish its lock: a record (pooled), a dropped
-    record (the race stopped it), or a released lock (failed); the error that aborts, if any."""
+    """Store one re-evaluation's outcome and close its lock; the error that aborts, if any."""
     study, heartbeat, locks = state.study, state.heartbeat, state.locks
     assert locks is not None
     trial, lock_id, _ = key
     if isinstance(outcome, BaseException):  # no JobReturn: a dead worker, a config error
-        died = worker_died(outcome)
-        rl.release(locks, lock_id, FAIL_INTERRUPTED if died else FAIL_CONFIG, heartbeat)
+        died = launching.worker_died(outcome)
+        release(locks, lock_id, FAIL_INTERRUPTED if died else FAIL_CONFIG, heartbeat)
         log.error("Re-evaluation of trial %d did not run to the end: %r", trial.number, outcome)
         return outcome
     value = job_error(outcome)
-    if outcome.status == JobStatus.COMPLETED and is_finite(value):
-        rec = rv.make_record(trial, float(value), user_attrs_of(value))
-        rv.store(study, rec)
-        rl.finish(locks, lock_id, rec.reevaluation_value, heartbeat)
+    if outcome.status == JobStatus.COMPLETED and job.is_finite(value):
+        rec = make_record(trial, float(value), job.user_attrs_of(value))
+        store(study, rec)
+        release(locks, lock_id, "", heartbeat, TrialState.COMPLETE, rec.reevaluation_value)
         log.info(
             f"Trial {trial.number} re-evaluated: {rec.reevaluation_value:.6g} "
             f"(search {rec.search_value:.6g}, pooled {rec.value:.6g})."
         )
-    elif pruning.is_pruned(value) and rl.last_reported(locks, lock_id)[0] is not None:
-        folds, running = rl.last_reported(locks, lock_id)
+    elif pruning.is_pruned(value) and last_reported(locks, lock_id)[0] is not None:
+        folds, running = last_reported(locks, lock_id)
         assert folds is not None and running is not None
-        rec = rv.make_record(trial, running, {}, dropped_after=folds)
-        rv.store(study, rec)
-        rl.drop(locks, lock_id, running, heartbeat)
+        rec = make_record(trial, running, {}, dropped_after=folds)
+        store(study, rec)
+        release(locks, lock_id, "", heartbeat, TrialState.PRUNED, running)
         log.info(
             f"Re-evaluation of trial {trial.number} dropped after {folds} fold(s) (running "
             f"{running:.6g}, pooled {rec.value:.6g}): it cannot catch up with another candidate; "
             "left out of the selection."
         )
-    elif is_fatal(value, state.settings.fatal_classes):
-        rl.release(locks, lock_id, FAIL_CONFIG, heartbeat)
+    elif launching.is_fatal(value, state.settings.fatal_classes):
+        release(locks, lock_id, FAIL_CONFIG, heartbeat)
         return value
     else:
-        rl.release(locks, lock_id, FAIL_EXCEPTION, heartbeat)
+        release(locks, lock_id, FAIL_EXCEPTION, heartbeat)
         log.warning(
             f"Re-evaluation of trial {trial.number} failed ({value!r}); left out of selection."
         )

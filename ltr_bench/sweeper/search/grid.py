@@ -1,7 +1,5 @@
-"""Exhaustive grid search as an Optuna sampler: every grid point exactly once. Optuna's
-``GridSampler`` treats every finished trial as visited (an interrupted trial's point would be
-lost); this one gives each new trial the first point (product order or a seeded shuffle) that no
-budget-counting trial holds."""
+"""Grid search as an Optuna sampler: each new trial gets the first grid point no budget-counting
+trial holds (Optuna's ``GridSampler`` would lose an interrupted trial's point)."""
 
 from __future__ import annotations
 

@@ -1,42 +1,156 @@
-"""The search of one study: ask trials within the budget, run them through a pool (``n_jobs`` in
-flight, or batches of ``n_jobs``: :mod:`~ltr_bench.sweeper.launching`), tell each outcome to
-Optuna: its value, FAIL with a reason, or PRUNED. A job's config error (``fatal_errors``, also
-wrapped) and too many failures stop the asking; the jobs in flight are told first, then the
-error is raised. Ctrl-C and SIGTERM fail the trials in flight as interrupted.
-"""
+"""The search of one study: ask new trials within the budget (counted over every process sharing
+it; a surplus or repeated trial fails as ``surplus``/``duplicate``), run them through a pool, tell
+Optuna each outcome (a value, FAIL with a reason, PRUNED)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-from collections.abc import Callable
+import random
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
 from optuna.trial import TrialState
 
-from ltr_bench.sweeper import trials
+from ltr_bench.sweeper import launching, trials
 from ltr_bench.sweeper.job import user_attrs_of
-from ltr_bench.sweeper.launching import (
-    BatchPool,
-    JobPool,
-    is_fatal,
-    job_overrides,
-    sigterm_raises_interrupt,
-    worker_died,
-)
-from ltr_bench.sweeper.liveness import report_interrupted
+from ltr_bench.sweeper.liveness import report_interrupted, worker_identity
 from ltr_bench.sweeper.optuna_private import job_error, trial_id
 from ltr_bench.sweeper.search import pruning
-from ltr_bench.sweeper.search.asking import TooManyFailures, ask_one, fail_all, reject, remaining
 from ltr_bench.sweeper.state import StudyState
 
 log = logging.getLogger(__name__)
 
+MAX_ENUMERATED_POINTS = 100_000  # finite spaces up to this size get a free point queued on repeats
+
+
+class TooManyFailures(RuntimeError):
+    """More trials failed than ``hydra.sweeper.max_failure_rate`` allows."""
+
+
+def reject(study: Any, trial: Any, reason: str, heartbeat: Any) -> None:
+    """Tell the trial FAIL with ``reason`` (a ``ltr_sweeper.fail_reason`` attribute), stop its beat."""
+    trial.set_user_attr(trials.ATTR_FAIL, reason)
+    study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+    heartbeat.discard(trial_id(trial))
+
+
+def fail_all(
+    study: Any, asked: Sequence[Any], heartbeat: Any, reason: str, error: str | None = None
+) -> None:
+    """:func:`reject` each trial (best effort: the sweep is failing already)."""
+    for trial in asked:
+        with contextlib.suppress(Exception):
+            if error:
+                trial.set_user_attr(trials.ATTR_ERROR, error[:2000])
+            reject(study, trial, reason, heartbeat)
+
+
+def remaining(study: Any, space: Any, budget: int, max_failure_rate: float) -> int:
+    """How many trials the study may still start (0 once the space is exhausted); raises
+    :class:`TooManyFailures` when more than ``max_failure_rate`` of the budget failed."""
+    stored = study.get_trials(deepcopy=False)
+    used = sum(trials.counts_toward_budget(t) for t in stored)
+    failed = sum(trials.is_counted_failure(t) for t in stored)
+    if failed > max_failure_rate * budget:
+        raise TooManyFailures(
+            f"{failed} of n_trials={budget} trials of study '{study.study_name}' failed, more than "
+            f"hydra.sweeper.max_failure_rate={max_failure_rate}; see the job logs."
+        )
+    size = space.size()
+    if (
+        size is not None
+        and len(trials.taken_points(stored, list(space.params))) >= size
+        and budget - used > 0
+    ):
+        log.info(
+            f"Search space of study '{study.study_name}' exhausted after {size} distinct points."
+        )
+        return 0
+    if budget - used <= 0:
+        log.info("Study '%s' has used its n_trials=%d.", study.study_name, budget)
+    return budget - used
+
+
+def ask_one(study: Any, space: Any, budget: int, heartbeat: Any, max_retries: int) -> Any:
+    """Ask one new trial; None when the budget is used up (a signal fails it as interrupted)."""
+    asked: list[Any] = []  # the trial being checked, failed as interrupted on Ctrl-C/SIGTERM
+    try:
+        return _ask_checked(study, space, budget, heartbeat, max_retries, asked)
+    except BaseException:
+        fail_all(study, asked, heartbeat, trials.FAIL_INTERRUPTED)
+        raise
+
+
+def _ask_checked(
+    study: Any, space: Any, budget: int, heartbeat: Any, max_retries: int, asked: list[Any]
+) -> Any:
+    """:func:`ask_one`'s loop; ``asked`` holds the trial being checked (none once told)."""
+    names = list(space.params)
+    distributions = space.distributions()
+    identity = worker_identity()
+    for attempt in range(max_retries + 1):
+        asked.clear()
+        with warnings.catch_warnings():  # Optuna: heartbeats are for Study.optimize; we beat
+            warnings.filterwarnings("ignore", message=".*Heartbeat of storage.*")
+            trial = study.ask(distributions)
+        try:  # a signal landing before the trial is handed on fails it (no RUNNING orphan)
+            asked.append(trial)
+            heartbeat.add(trial_id(trial))
+            trial.set_user_attr(trials.ATTR_WORKER, identity)
+            others = trials.settled_others(study, trial.number, names)  # no half-asked rival
+            # A queued trial numbered before this one holds its place: taken later, it counts only
+            # the trials numbered before it, so this one must count it now.
+            if sum(trials.holds_a_place(t, trial.number) for t in others) >= budget:
+                reject(study, trial, trials.FAIL_SURPLUS, heartbeat)
+                asked.clear()
+                return None
+            key = trials.params_key(trial.params, names)
+            rivals = [
+                t
+                for t in others
+                if trials.counts_toward_budget(t)
+                and (t.number < trial.number or t.state.is_finished())
+            ]
+            taken = trials.taken_points(rivals, names) | trials.queued_points(
+                others, names, trial.number
+            )
+            if key is None or key not in taken:
+                return trial
+            size = space.size()
+            enumerable = size is not None and size <= MAX_ENUMERATED_POINTS
+            if attempt == max_retries and not enumerable:
+                log.warning(
+                    f"Trial {trial.number} repeats evaluated params {trial.params}; running it anyway."
+                )
+                return trial
+            reject(study, trial, trials.FAIL_DUPLICATE, heartbeat)
+            asked.clear()
+            if enumerable and attempt >= max_retries // 2:
+                enqueue_free_point(study, space, trial.number)
+        except BaseException:
+            fail_all(study, [trial], heartbeat, trials.FAIL_INTERRUPTED)
+            raise
+    log.warning(
+        f"No new parameters after {max_retries + 1} proposals; ending study '{study.study_name}'."
+    )
+    return None
+
+
+def enqueue_free_point(study: Any, space: Any, seed: int) -> None:
+    """Queue a random not-yet-evaluated point of a finite space (the sampler keeps repeating)."""
+    names = list(space.params)
+    taken = trials.taken_points(study.get_trials(deepcopy=False), names)
+    free = [p for p in space.grid_points() if tuple(p[n] for n in names) not in taken]
+    if free:
+        study.enqueue_trial(random.Random(seed).choice(free))
+
 
 def search(state: StudyState, after_tell: Callable[[], None]) -> None:
-    """Run trials until the study's budget is used (by any worker sharing it) or the sampler
-    has no new point; ``after_tell()`` after each round of told trials (progress, summary)."""
+    """Run trials until the budget is used or no new point is left; ``after_tell()`` per round."""
     study, heartbeat = state.study, state.heartbeat
     pool = state.jobs.pool()
     if pool.in_flight:
@@ -47,7 +161,7 @@ def search(state: StudyState, after_tell: Callable[[], None]) -> None:
     error: BaseException | None = None
     untold: list[Any] = []  # trials whose job ended, not yet told
     try:
-        with sigterm_raises_interrupt():
+        with launching.sigterm_raises_interrupt():
             while True:
                 if error is None:
                     error = fill(state, pool)
@@ -70,9 +184,8 @@ def search(state: StudyState, after_tell: Callable[[], None]) -> None:
         raise error
 
 
-def fill(state: StudyState, pool: BatchPool | JobPool) -> BaseException | None:
-    """Ask and submit trials until ``n_jobs`` are in the pool or the budget is used; the error
-    that stops the search (too many failures, a config error), if any."""
+def fill(state: StudyState, pool: launching.BatchPool | launching.JobPool) -> BaseException | None:
+    """Ask and submit trials until ``n_jobs`` run; the error that stops the search, if any."""
     s, study, heartbeat = state.settings, state.study, state.heartbeat
     state.recover()
     while len(pool) < s.n_jobs:
@@ -89,7 +202,7 @@ def fill(state: StudyState, pool: BatchPool | JobPool) -> BaseException | None:
             first = pool.keys()[0] if len(pool) else trial
             before = first.number if s.reproducible else None
             racing = pruning.job_overrides(state.url, s.pruner, before=before)
-            overrides = job_overrides(
+            overrides = launching.job_overrides(
                 study.study_name, state.space, state.variant, trial.params, trial.number, racing
             )
             log.info(f"Trial {trial.number} of study '{study.study_name}': {' '.join(overrides)}")
@@ -106,21 +219,15 @@ def fill(state: StudyState, pool: BatchPool | JobPool) -> BaseException | None:
 
 
 def tell_outcome(state: StudyState, trial: Any, outcome: Any) -> BaseException | None:
-    """Tell a job's outcome: its ``JobReturn`` (:func:`tell`), or the exception that kept it from
-    returning one: FAIL ``interrupted`` when its worker died, else ``config_error`` (fatal)."""
+    """Tell a job's ``JobReturn``, or the exception that kept it from returning one."""
     if not isinstance(outcome, BaseException):
         return tell(state, trial, outcome)
-    died = worker_died(outcome)
+    died = launching.worker_died(outcome)
     why = f"{type(outcome).__name__}: {outcome}"
     what = "its worker process died" if died else "aborting the sweep"
     log.error(f"Trial {trial.number} did not run to the end ({what}): {why}")
-    fail_all(
-        state.study,
-        [trial],
-        state.heartbeat,
-        trials.FAIL_INTERRUPTED if died else trials.FAIL_CONFIG,
-        why,
-    )
+    reason = trials.FAIL_INTERRUPTED if died else trials.FAIL_CONFIG
+    fail_all(state.study, [trial], state.heartbeat, reason, why)
     return outcome
 
 
@@ -133,22 +240,21 @@ def tell(state: StudyState, trial: Any, ret: JobReturn) -> BaseException | None:
     if pruning.is_pruned(error):
         _tell_pruned(state, trial)
         return None
-    fatal = is_fatal(error, state.settings.fatal_classes)
+    fatal = launching.is_fatal(error, state.settings.fatal_classes)
+    what = "aborting the sweep" if fatal else "recorded as FAIL, sweep goes on"
+    traced = isinstance(error, BaseException) and not fatal  # a config error is one sentence
+    exc_info = (type(error), error, error.__traceback__) if traced else None
     log.error(
         "Trial %d failed (%s): %s: %s",
         trial.number,
-        "aborting the sweep" if fatal else "recorded as FAIL, sweep goes on",
+        what,
         type(error).__name__,
         error,
-        # a config error is one sentence (the CLI repeats it), not a traceback
-        exc_info=(type(error), error, error.__traceback__)
-        if isinstance(error, BaseException) and not fatal
-        else None,
+        exc_info=exc_info,
     )
     trial.set_user_attr(trials.ATTR_ERROR, f"{type(error).__name__}: {error}"[:2000])
-    reject(
-        state.study, trial, trials.FAIL_CONFIG if fatal else trials.FAIL_EXCEPTION, state.heartbeat
-    )
+    reason = trials.FAIL_CONFIG if fatal else trials.FAIL_EXCEPTION
+    reject(state.study, trial, reason, state.heartbeat)
     return error if fatal and isinstance(error, BaseException) else None
 
 
@@ -176,8 +282,7 @@ def _tell_value(state: StudyState, trial: Any, value: Any) -> None:
 
 
 def _tell_pruned(state: StudyState, trial: Any) -> None:
-    """Record a job that stopped because the pruner said so: PRUNED, with the last value it
-    reported into the study (Optuna's rule), which the job wrote from its own process."""
+    """Tell PRUNED a job the pruner stopped (its last reported value stays in the study)."""
     reported = state.study.get_trials(deepcopy=False)[trial.number]
     step = reported.last_step
     value = None if step is None else float(reported.intermediate_values[step])

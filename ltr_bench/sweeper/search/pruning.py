@@ -1,13 +1,6 @@
-"""The pruners of a study's jobs (Optuna's, ``hydra/sweeper/pruner=...``), run by each job on
-its own trial: with one, a job also gets ``++sweep.storage=<url>`` and ``++sweep.pruner={...}``,
-reports through :class:`~ltr_bench.sweeper.job.TrialReporter` and, stopped, ends PRUNED (it uses
-budget, is never best nor re-evaluated). A raced re-evaluation gets ``reevaluate.pruner`` alike.
-
-In the reproducible mode a job's pruner is wrapped in :class:`EarlierTrialsOnly`: it sees only
-the trials of earlier batches, all finished, so how far its batch's other jobs have run changes
-nothing. This holds for pruners that read ``Study.get_trials`` (median, percentile, successive
-halving, the race); Hyperband builds studies of its own from the storage and sees every trial.
-"""
+"""The pruners of a study's jobs, run by each job on its own trial through the
+``sweep.storage``/``sweep.pruner`` overrides; in the reproducible mode wrapped in
+:class:`EarlierTrialsOnly` (Hyperband, reading the storage itself, sees every trial)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
-"""Hydra sweep overrides -> Optuna distributions, and sampled values -> job overrides.
-
-Grammar (Hydra's own override parser), as in hydra-optuna-sweeper:
-
-- ``choice(a,b,c)`` and plain comma lists ``a,b,c`` -> ``CategoricalDistribution`` (list or dict
-  choices such as ``choice([64,64],[128])`` are kept as their override text);
-- ``range(1,5)`` (stop exclusive, like Python) -> ``IntDistribution(1, 4, step=1)``; float steps ->
-  ``FloatDistribution(step=...)``; ``shuffle(range(...))`` -> categorical;
-- ``interval(0.001, 1)`` -> ``FloatDistribution``; ``int(interval(1, 9))`` -> ``IntDistribution``;
-- ``tag(log, interval(...))`` or ``tag(log, range(...))`` -> the same with ``log=True``;
-- anything else (``x=3``, ``+y=a``, ``~z``, ``group=option``) is a fixed override for every job.
-
-A command-line override replaces a ``hydra.sweeper.params`` entry for the same key.
-"""
+"""Hydra sweep overrides -> Optuna distributions (``choice``/comma lists categorical, ``range``
+and ``interval`` numeric, ``tag(log, ...)`` log-scaled, as hydra-optuna-sweeper), and sampled
+values -> job overrides; a command-line override replaces a ``params`` entry of its key."""
 
 from __future__ import annotations
 
@@ -93,13 +82,8 @@ _QUOTE_ESCAPES = re.compile(r"(\\*)('|$)")
 
 
 def format_value(value: Any) -> str:
-    """Render a value as a Hydra override value that parses back to exactly ``value``.
-
-    Scalars, lists/tuples (as lists) and dicts, nested; NumPy scalars as their Python value.
-    Strings are left bare, quoted (``'3'``, ``'true'``, ``'a\\b'``) or escaped (``a\\,b``), whichever
-    parses back to the same string in its place; floats use ``repr`` so that no digits are lost.
-    A :class:`UserError` when Hydra's grammar cannot express the value (e.g. a non-ASCII dict key).
-    """
+    """``value`` (scalars, lists, dicts) as a Hydra override value that parses back to exactly
+    it; a UserError when Hydra's grammar cannot express it."""
     return _format(value, "top")
 
 
@@ -164,8 +148,7 @@ class SearchParam:
         return f"{self.key}={text}"
 
     def encode(self, value: Any, where: str) -> Any:
-        """``value`` (as a config holds it: a list, a number, an option name) in this parameter's
-        Optuna representation; a UserError when it lies outside the search space."""
+        """A config's ``value`` in Optuna's representation; a UserError outside the space."""
         if isinstance(self.distribution, CategoricalDistribution):
             if self.encoded:  # choices kept as override text: compare texts of parsed values
                 parsed: Any = (
@@ -228,8 +211,7 @@ class SearchSpace:
             yield dict(zip(names, combo))
 
     def point(self, values: Mapping[str, Any], where: str) -> dict[str, Any]:
-        """Optuna params of a (partial) point given as parameter name -> value; unknown names and
-        values outside the space are UserErrors naming ``where``."""
+        """Optuna params of a (partial) point; a UserError naming ``where`` outside the space."""
         out: dict[str, Any] = {}
         for name, value in values.items():
             param = self.params.get(str(name).lstrip("+~"))
