@@ -255,6 +255,8 @@ def run_sweeps(exp: ExperimentRun) -> pd.DataFrame:
         *plain(spec.get("cell_overrides") or []),
     ]
     extra_refits = {str(k): list(v) for k, v in plain(spec.get("extra_refits") or {}).items()}
+    # Per model config, its sweeps' overrides (a scale's budget); a fixed key leaves the space.
+    per_model = {str(k): list(v) for k, v in plain(spec.get("model_overrides") or {}).items()}
     rows: list[dict[str, Any]] = []
     extra_rows: dict[str, list[dict[str, Any]]] = {label: [] for label in extra_refits}
     failed: list[dict[str, Any]] = []
@@ -270,6 +272,7 @@ def run_sweeps(exp: ExperimentRun) -> pd.DataFrame:
                     *(o.format(**fmt) for o in sweep_o),
                     *vspec["overrides"],
                     *entry.overrides,
+                    *per_model.get(entry.model, []),
                     f"experiment_name={mlflow_exp}",
                 ]
                 sweep_dir = exp.path(f"sweeps/{variant}/{ds}/{label}")

@@ -121,9 +121,16 @@ def provenance(run: Any) -> str:
 
 
 def execute(
-    run: RunSpec, scale: str, seed: int, forwarded: list[str], out: Path, log: Path
+    run: RunSpec,
+    scale: str,
+    seed: int,
+    forwarded: list[str],
+    out: Path,
+    log: Path,
+    in_process: bool = False,
 ) -> None:
-    """``ltr-bench experiment=<...> scale=<scale> <overrides>`` in a subprocess into ``out``;
+    """``ltr-bench experiment=<...> scale=<scale> <overrides>`` in a subprocess (or, with
+    ``in_process``, in this one: :mod:`~ltr_bench.experiments.ledger.in_process`) into ``out``;
     raises RuntimeError with the log's tail on failure."""
     args = [
         f"experiment={run.experiment}",
@@ -138,9 +145,14 @@ def execute(
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         fh.write(f"=== ltr-bench {' '.join(args)} (started {stamp})\n")
         fh.flush()
-        code = subprocess.call(
-            [sys.executable, "-m", "ltr_bench.cli", *args], stdout=fh, stderr=subprocess.STDOUT
-        )
+        if in_process:
+            from ltr_bench.experiments.ledger.in_process import run_in_process
+
+            code = run_in_process(args, out, fh)
+        else:
+            code = subprocess.call(
+                [sys.executable, "-m", "ltr_bench.cli", *args], stdout=fh, stderr=subprocess.STDOUT
+            )
     if code != 0:
         tail = " / ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
         raise RuntimeError(f"exit {code} (log {log}): {tail}")
@@ -184,6 +196,11 @@ class Context:
     run_missing: bool
     bundles: Path | None  # experiment.bundles_dir (None: no bundles read or written)
     work: Path | None = None  # experiment.work_dir (None: in the ledger's own output folder)
+
+    @property
+    def in_process(self) -> bool:
+        """``experiment.in_process``: run invocations in this process (a scale of small runs)."""
+        return bool(self.exp.spec.get("in_process", False))
 
     def run_dir(self, inv: Invocation) -> Path:
         """Where ``inv`` runs: ``<work_dir>/<scale>/<run>-<key>`` (the same folder each time the
@@ -273,7 +290,7 @@ def _obtain(ctx: Context, inv: Invocation, head: str) -> None:
     print(f"{head}: running (log {log})", flush=True)
     begun = start(_command(inv.run, ctx.scale, ctx.seed, ctx.forwarded))
     try:
-        execute(inv.run, ctx.scale, ctx.seed, ctx.forwarded, out, log)
+        execute(inv.run, ctx.scale, ctx.seed, ctx.forwarded, out, log, ctx.in_process)
     except RuntimeError as exc:
         inv.status, inv.reason = "failed", str(exc)
         print(f"{head}: FAILED {exc}", flush=True)
