@@ -35,9 +35,11 @@ def test_without_a_work_dir_a_run_works_in_the_ledgers_own_output(tmp_path: Path
     assert ctx.run_dir(PART) == tmp_path / "outputs" / "first" / "runs" / PART.run.name
 
 
-def test_a_runs_log_keeps_the_attempts_before_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_process", [False, True], ids=["subprocess", "in_process"])
+def test_a_runs_log_keeps_the_attempts_before_it(tmp_path: Path, in_process: bool) -> None:
     """Two attempts of a run that cannot start (an experiment that does not exist): each fails
-    with the log's tail, and the log holds both, the first above the second."""
+    with the log's tail, and the log holds both, the first above the second; in a new process or
+    in this one alike."""
     out = tmp_path / "work" / "full" / "broken-0123456789ab"
     log = out.with_name(f"{out.name}.log")
     log.parent.mkdir(parents=True)
@@ -45,7 +47,7 @@ def test_a_runs_log_keeps_the_attempts_before_it(tmp_path: Path) -> None:
     run = RunSpec("broken", "no_such_experiment")
     for _ in range(2):
         with pytest.raises(RuntimeError, match=r"exit [1-9].*broken-0123456789ab\.log"):
-            execute(run, "quick", 0, ["threads=1"], out, log)
+            execute(run, "quick", 0, ["threads=1"], out, log, in_process)
     text = log.read_text()
     assert text.startswith("the log of an attempt the machine did not finish\n=== ltr-bench ")
     headers = [line for line in text.splitlines() if line.startswith("=== ltr-bench ")]
