@@ -104,6 +104,7 @@ def sweep(root: Path, trials: int) -> dict[str, Any]:
         "optimizer.lr=interval(0.0005,0.01)",
         "hydra/launcher=joblib",
         "hydra.launcher.n_jobs=2",
+        "hydra.sweeper.n_jobs=2",
         "protocol.inner_cv=5",
         "threads=1",
         f"hydra.sweep.dir={root}/sweep",

@@ -80,6 +80,18 @@ def release_workers(executors: set[Any]) -> None:
     executors.clear()
 
 
+def import_objects(names: Sequence[str]) -> None:
+    """Import each object or module of ``names`` (in a worker, ahead of its jobs); a name that
+    does not import is left for the job to report."""
+    from hydra.utils import get_object
+
+    for name in names:
+        try:
+            get_object(name)
+        except Exception as e:  # noqa: BLE001 - a warm-up only saves time; the job reports errors
+            log.debug("warm-up import of %s failed: %s", name, e)
+
+
 def worker_died(error: BaseException) -> bool:
     """Whether an outcome's exception says the job's worker process died (killed, out of memory)."""
     from concurrent.futures.process import BrokenProcessPool
@@ -115,6 +127,36 @@ class Jobs:
         self.in_flight = in_flight and n_jobs > 1 and joblib
         self.job_idx = 0
         self.executors: set[Any] = set()  # joblib executors of the sweep's jobs in flight
+        if self.in_flight:
+            self.warm_up()
+
+    def executor(self) -> Any:
+        """joblib's reusable loky executor for the jobs in flight (the same one on every call)."""
+        import joblib
+        from hydra.core.utils import setup_globals
+        from joblib.externals.loky import get_reusable_executor
+
+        from ltr_bench.sweeper.optuna_private import joblib_worker_env
+
+        n_workers = joblib.effective_n_jobs(self.launcher.joblib.get("n_jobs", -1))
+        setup_globals()  # what the launcher does before a batch: Hydra's resolvers
+        executor = get_reusable_executor(
+            max_workers=n_workers, timeout=IDLE_WORKER_TIMEOUT_S, env=joblib_worker_env(n_workers)
+        )
+        self.executors.add(executor)
+        return executor
+
+    def warm_up(self) -> None:
+        """Start the workers now, each importing the app's ``sweep.warm_up`` objects, so that they
+        load their libraries while the study is set up; the first jobs queue behind."""
+        from omegaconf import OmegaConf
+
+        names = OmegaConf.select(self.launcher.config, "sweep.warm_up", default=None) or []
+        import joblib
+
+        executor = self.executor()
+        for _ in range(joblib.effective_n_jobs(self.launcher.joblib.get("n_jobs", -1))):
+            executor.submit(import_objects, [str(n) for n in names])
 
     def pool(self) -> BatchPool | JobPool:
         """A pool for a phase of a study."""
@@ -174,21 +216,8 @@ class JobPool:
     in_flight = True  # a submitted job starts at once
 
     def __init__(self, jobs: Jobs) -> None:
-        import joblib
-        from hydra.core.utils import setup_globals
-        from joblib.externals.loky import get_reusable_executor
-
-        from ltr_bench.sweeper.optuna_private import joblib_worker_env
-
         self.jobs = jobs
-        n_workers = joblib.effective_n_jobs(jobs.launcher.joblib.get("n_jobs", -1))
-        setup_globals()  # what the launcher does before a batch: Hydra's resolvers
-        self.executor = get_reusable_executor(
-            max_workers=n_workers,
-            timeout=IDLE_WORKER_TIMEOUT_S,
-            env=joblib_worker_env(n_workers),
-        )
-        jobs.executors.add(self.executor)
+        self.executor = jobs.executor()
         self.futures: dict[concurrent.futures.Future, Any] = {}  # -> key, in submission order
         self.validated = False
 

@@ -220,3 +220,36 @@ def test_a_config_error_of_a_later_trial_in_flight_aborts_the_sweep(
     assert [t.params["opt"] for t in trials[:2]] == ["sgd", "nope"]
     assert reasons(trials)[1] == "config_error"
     assert 1 not in {c["trial"] for c in calls(tmp_path)}  # no job ran the bad config
+
+
+def test_the_workers_warm_up_before_their_first_trial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sweep.warm_up`` is imported by every joblib worker as the sweep starts, ahead of the
+    trials that then run in those same workers."""
+    warm = tmp_path / "warm"
+    warm.mkdir()
+    monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
+    monkeypatch.setenv("LTR_TEST_WARM_DIR", str(warm))
+    proc = run_toy(
+        tmp_path,
+        *JOBLIB,
+        "hydra.sweeper.study_name=warm",
+        "hydra/sweeper/sampler=grid",
+        "hydra.sweeper.n_trials=4",
+        "+sweep.warm_up=[tests.sweeper.warm_marker.MARK,no.such.module]",
+    )
+    _ok(proc)
+    warmed = {int(p.name) for p in warm.iterdir()}
+    ran = {r["pid"] for r in calls(tmp_path)}
+    assert len(warmed) == 2 and ran <= warmed
+
+
+def test_the_launchers_pool_without_warm_up_keys_still_runs(tmp_path: Path) -> None:
+    """An app without ``sweep.warm_up`` (the toy) gets no warm-up and the same trials."""
+    from ltr_bench.sweeper.launching import import_objects
+
+    import_objects(["no.such.module", "json.dumps"])  # a failing name is left to the job
+    proc = run_toy(tmp_path, *JOBLIB, "hydra.sweeper.study_name=cold", "hydra.sweeper.n_trials=2")
+    _ok(proc)
+    assert len(load(_url(tmp_path, "cold"), "cold")) == 2
