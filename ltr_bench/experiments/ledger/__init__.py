@@ -24,7 +24,10 @@ fit its function), then runs each needed invocation once, however many claims re
   the run ``<run>.part<k>``): the same folder whenever the same invocation runs, so a ledger
   interrupted mid-run (Ctrl-C, a machine that went away) resumes that run's sweeps where they
   stopped when started again (the sweeps' Optuna studies live there). With ``work_dir: null``
-  it works in ``runs/<run>/`` of the ledger's own output folder, from scratch each time.
+  it works in ``runs/<run>/`` of the ledger's own output folder, from scratch each time. With
+  ``experiment.in_process`` (the ``quick`` scale) the invocation runs inside the ledger's process
+  instead (:mod:`~ltr_bench.experiments.ledger.in_process`): same outputs and key, no new
+  process and imports per run.
   ``experiment.execute=false`` only re-reads (claims with nothing to read: "not yet run").
 
 Each invocation that ran, or was re-used from the MLflow store without a bundle, writes its
