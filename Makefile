@@ -21,7 +21,7 @@ PYTEST_SLOWEST ?= --durations=15
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS=tests/test_stats.py` (one file only).
 PYTEST_ARGS ?=
 
-.PHONY: setup lint test test-all test-heavy test-slow bench docs docs-screenshots results results-models results-claims results-leaderboard results-leaderboard-compute gpu-check gpu-wheels clean
+.PHONY: setup lint test test-all test-heavy test-slow bench docs docs-screenshots results results-models results-costs results-claims results-leaderboard results-leaderboard-compute gpu-check gpu-wheels clean
 
 setup:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -83,6 +83,16 @@ results:
 results-models:
 	$(PAGE) docs/results/saved-model-size.md --title "Saved-model size per ranker" -- \
 	  $(BIN)/python benchmarks/saved_model_size.py
+
+# Minutes, on an idle machine: what a run, a trial, --help and each experiment's quick scale cost
+# beyond their floors, and the refit with one and two workers. Needs LTR_DATA for MQ2008.
+results-costs:
+	$(PAGE) docs/results/fixed-costs.md --title "Fixed costs" -- \
+	  $(BIN)/python benchmarks/bench_fixed_costs.py
+	$(PAGE) docs/results/quick-scales.md --title "Every experiment at scale=quick" -- \
+	  $(BIN)/python benchmarks/bench_quick_scales.py
+	$(PAGE) docs/results/refit-workers.md --title "The refit with one and two workers" -- \
+	  $(BIN)/python benchmarks/bench_refit_workers.py
 
 # Seconds: the claims ledger judged from the committed results bundles (docs/results/bundles/),
 # training nothing and reading no MLflow store; claims without a bundle read "not yet run".
