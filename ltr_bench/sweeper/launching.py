@@ -151,7 +151,10 @@ class Jobs:
         load their libraries while the study is set up; the first jobs queue behind."""
         from omegaconf import OmegaConf
 
-        names = OmegaConf.select(self.launcher.config, "sweep.warm_up", default=None) or []
+        config = self.launcher.config
+        if config is None:  # a launcher not set up by Hydra: no app to warm up for
+            return
+        names = OmegaConf.select(config, "sweep.warm_up", default=None) or []
         import joblib
 
         executor = self.executor()
