@@ -205,7 +205,7 @@ def main() -> None:
         m["tiny run, new folder"] = median_of(args.repeat, first)
         work = json.loads(next((root / "warm").glob("r0/results.json")).read_text())
         m["tiny run: read + fit + eval"] = sum(
-            float(work.get(k) or 0) for k in ("time_read_s", "time_fit_s", "time_eval_s")
+            float(work["times"].get(k) or 0) for k in ("time_read_s", "time_fit_s", "time_eval_s")
         )
         imports = {
             name: loaded_packages(run_probe([f"model={name}", "tracking=none"]), _fresh(root, name))
