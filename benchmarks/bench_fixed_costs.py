@@ -70,8 +70,14 @@ def median_of(repeat: int, once: Callable[[int], float]) -> float:
 def loaded_packages(code: str, cwd: Path) -> list[str]:
     """Which of ``HEAVY`` are in ``sys.modules`` after ``code`` runs in a fresh interpreter."""
     probe = f"{code}\nimport sys\nprint('LOADED', *sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))"
+    out = python_output(probe, cwd)
+    return [x for x in out.splitlines() if x.startswith("LOADED")][-1].split()[1:]
+
+
+def python_output(code: str, cwd: Path) -> str:
+    """The standard output of ``code`` run by a fresh interpreter in ``cwd`` (it must succeed)."""
     done = subprocess.run(
-        [sys.executable, "-c", probe],
+        [sys.executable, "-c", code],
         cwd=cwd,
         env=env(),
         capture_output=True,
@@ -79,8 +85,8 @@ def loaded_packages(code: str, cwd: Path) -> list[str]:
         check=False,
     )
     if done.returncode != 0:
-        raise SystemExit(f"probe failed:\n{done.stderr[-3000:]}")
-    return [x for x in done.stdout.splitlines() if x.startswith("LOADED")][-1].split()[1:]
+        raise SystemExit(f"python -c failed:\n{done.stderr[-3000:]}")
+    return done.stdout
 
 
 def run_probe(overrides: list[str]) -> str:
@@ -108,16 +114,7 @@ print("COMPOSE", statistics.median(times[2:]))
 def compose_floor(root: Path) -> float:
     """Seconds Hydra takes to compose one job's config from conf/ (median, warm process): the
     launcher does this for every job, so it is the floor of a job's fixed cost under Hydra."""
-    code = f"TINY = {TINY!r}\n{COMPOSE}"
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=root,
-        env=env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return float(done.stdout.split("COMPOSE")[-1])
+    return float(python_output(f"TINY = {TINY!r}\n{COMPOSE}", root).split("COMPOSE")[-1])
 
 
 def sweep(root: Path, trials: int) -> dict[str, Any]:
