@@ -5,6 +5,8 @@ Every figure is a fresh process on this machine, timed from launch to exit (medi
 so they hold on a faster or slower machine alike:
 
 - ``python -c "import lightning"`` is the floor of a neural run (Lightning imports torch);
+  adding MLflow, its SQL store and matplotlib gives the floor of a tracked run (MLflow's store
+  module alone loads ``mlflow.genai``), the one a library forces on the tiny run below;
   ``python -c "import hydra"`` is the floor of ``--help`` and ``--cfg job``;
 - a tiny default run (DirectRanker, 1 epoch, MLflow on, 400 synthetic training documents in
   queries of 20) in a folder whose MLflow store exists, and the same run first in a new folder;
@@ -43,6 +45,9 @@ TINY = [
     "trainer.enable_progress_bar=false",
 ]
 QUIET = ["hydra.job_logging.root.level=WARNING", "hydra.hydra_logging.root.level=WARNING"]
+TRACKED_RUN_IMPORTS = (
+    "import lightning, mlflow, matplotlib.pyplot, mlflow.store.tracking.sqlalchemy_store"
+)
 HEAVY = ("torch", "lightning", "mlflow", "sklearn", "scipy", "pandas", "git")
 
 
@@ -181,6 +186,9 @@ def main() -> None:
         m["import lightning"] = median_of(
             args.repeat, lambda i: timed([py, "-c", "import lightning"], root)
         )
+        m["import lightning, mlflow, its SQL store, matplotlib"] = median_of(
+            args.repeat, lambda i: timed([py, "-c", TRACKED_RUN_IMPORTS], root)
+        )
         m["import hydra"] = median_of(
             args.repeat, lambda i: timed([py, "-c", "import hydra"], root)
         )
@@ -200,6 +208,12 @@ def main() -> None:
 
         m["tiny run"] = median_of(args.repeat, later)
         m["tiny run, new folder"] = median_of(args.repeat, first)
+        m["tiny run, tracking=none"] = median_of(
+            args.repeat,
+            lambda i: timed(
+                [LTR_BENCH, *TINY, *QUIET, "tracking=none", f"hydra.run.dir=n{i}"], root
+            ),
+        )
         work = json.loads(next((root / "warm").glob("r0/results.json")).read_text())
         m["tiny run: read + fit + eval"] = sum(
             float(work["times"].get(k) or 0) for k in ("time_read_s", "time_fit_s", "time_eval_s")
@@ -234,6 +248,16 @@ def page(m: dict[str, float], imports: dict[str, list[str]], s: dict[str, Any]) 
     lightning, hydra, tiny = m["import lightning"], m["import hydra"], m["tiny run"]
     goals = [
         ("tiny run / import lightning", tiny / lightning, "<= 1.3"),
+        (
+            "tiny run / import lightning, mlflow, its SQL store, matplotlib",
+            tiny / m["import lightning, mlflow, its SQL store, matplotlib"],
+            "(floor 1)",
+        ),
+        (
+            "tiny run, tracking=none / import lightning",
+            m["tiny run, tracking=none"] / lightning,
+            "(floor 1)",
+        ),
         ("new folder - later run (s)", m["tiny run, new folder"] - tiny, "<= 1.0"),
         ("--help / import hydra", m["ltr-bench --help"] / hydra, "<= 3"),
         ("--cfg job / import hydra", m["ltr-bench --cfg job"] / hydra, "<= 3"),

@@ -62,6 +62,25 @@ def test_quantile_normal_matches_sklearn(table, monkeypatch):
         np.testing.assert_allclose(ours, _sklearn(train, data), atol=2e-6, rtol=0)
 
 
+def test_quantile_normal_gives_the_same_bits_with_and_without_lookup_tables(monkeypatch):
+    """A few rows are searched without the tables (they cost more to build than they save);
+    both searches count the same knots, so the output is the same bits."""
+    from ltr_bench.data.transforms import quantile
+
+    train = _mixed_columns(3000, 0)
+    other = np.concatenate(
+        [_mixed_columns(900, 1) * np.float32(1.3), train[:100], -0.0 * train[:5]]
+    )
+    outputs = []
+    for min_rows in (0, 10**9):  # always the table (where one builds), never
+        monkeypatch.setattr(quantile, "TABLE_MIN_ROWS", min_rows)
+        qn = QuantileNormal(scale=1 / 3, n_quantiles=1000).fit(train)
+        outputs.append([qn.transform_array(data) for data in (train, other)])
+        assert qn.describe()["columns_without_lookup_table"] == 1  # the constant column
+    for with_table, without in zip(*outputs):
+        np.testing.assert_array_equal(with_table, without)
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     x=hnp.arrays(
