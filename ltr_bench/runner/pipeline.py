@@ -30,13 +30,30 @@ def model_spec(cfg: DictConfig) -> dict[str, Any]:
 def build_ranker(cfg: DictConfig, seed: int | None = None) -> Any:
     """A fresh ranker from ``cfg.model`` via its ``_target_`` (metadata keys removed);
     ``seed`` replaces the model's own seed when given (inner-CV repeats)."""
-    from hydra.utils import instantiate
-
     spec = model_spec(cfg)
     if seed is not None and "seed" in spec:
         spec["seed"] = seed
     if "_target_" not in spec:
         raise UserError("model._target_ is missing; every model config names its ranker class")
+    return instantiate_resolved(spec)
+
+
+_HYDRA_KEYS = ("_target_", "_recursive_", "_convert_")
+
+
+def instantiate_resolved(spec: dict[str, Any]) -> Any:
+    """``instantiate(spec, _convert_="all")`` of a resolved spec that does not recurse (each model
+    config says ``_recursive_: false``): its ``_target_`` called with the other keys, as Hydra
+    calls it, without Hydra's OmegaConf round trip (~25 ms, paid on every CV fold). Any other
+    spec, and any error, goes through Hydra's ``instantiate``, so errors read as they always do."""
+    from hydra.utils import get_object, instantiate
+
+    kwargs = {k: v for k, v in spec.items() if k not in _HYDRA_KEYS}
+    if spec.get("_recursive_") is False and not any(k.startswith("_") for k in kwargs):
+        try:
+            return get_object(str(spec["_target_"]))(**kwargs)
+        except Exception:  # noqa: BLE001 - Hydra's instantiate below raises it again, in its words
+            pass
     return instantiate(spec, _convert_="all")
 
 
