@@ -49,7 +49,8 @@ def instantiate_resolved(spec: dict[str, Any]) -> Any:
     from hydra.utils import get_object, instantiate
 
     kwargs = {k: v for k, v in spec.items() if k not in _HYDRA_KEYS}
-    if spec.get("_recursive_") is False and not any(k.startswith("_") for k in kwargs):
+    plain = spec.get("_recursive_") is False and spec.get("_convert_", "all") == "all"
+    if plain and not any(k.startswith("_") for k in kwargs):
         try:
             return get_object(str(spec["_target_"]))(**kwargs)
         except Exception:  # noqa: BLE001 - Hydra's instantiate below raises it again, in its words
