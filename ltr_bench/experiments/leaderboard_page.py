@@ -58,12 +58,13 @@ def _cell(values: pd.Series) -> str:
 
 
 def _sweep_minutes(part: pd.DataFrame) -> str:
-    """The model's sweep wall time (the same on each of its rows), in minutes; "–" where the
-    run that measured it predates the column."""
+    """The model's sweep time (the same on each of its rows), in minutes; "–" where the run
+    that measured it predates the column; "≈" marks a resumed sweep, timed by its trials."""
     if "time_sweep_s" not in part:
         return "–"
     values = pd.to_numeric(part["time_sweep_s"], errors="coerce").dropna()
-    return f"{values.max() / 60:.1f}" if len(values) else "–"
+    resumed = "sweep_resumed" in part and part["sweep_resumed"].astype(str).eq("True").any()
+    return f"{'≈' if resumed else ''}{values.max() / 60:.1f}" if len(values) else "–"
 
 
 def metric_table(rows: pd.DataFrame, entries: Sequence[Entry], settings: Settings) -> pd.DataFrame:
@@ -226,7 +227,9 @@ def page_body(
         "(the papers' notation: 0.720(12) = 0.720 ± 0.012); ranked by test "
         f"{settings.stat_metrics[0].upper()}. `sweep (min)`: the "
         'wall time of the model\'s sweep over all folds ("–" for runs that predate its '
-        "recording: see their part's wall time below); `refit fit (s/fold)`: fitting the "
+        "recording: see their part's wall time below; ≈ for a sweep resumed after an "
+        "interruption, timed by the union of its finished trials' run times); "
+        "`refit fit (s/fold)`: fitting the "
         "chosen config on one fold.",
         "",
         "## Test metrics",

@@ -11,7 +11,7 @@
   (``make_report``) over the variant's MLflow experiment (Table 1, corrected t-test p-values,
   Friedman/Nemenyi, run times). A row is a model config or a labelled variant of one (a model
   plus overrides, :mod:`~ltr_bench.experiments.model_variants`); ``refits.csv`` adds each
-  sweep's wall time (``time_sweep_s``).
+  sweep's time (``time_sweep_s``, :mod:`~ltr_bench.experiments.sweep_clock`).
 
 Datasets are named by their config (``mq2008``, ``mq2007``, ``mslr_web10k``, ``letor``); the data
 root comes from ``$LTR_DATA`` / ``dataset.root`` as for any run. Overrides given on the command
@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from ltr_bench.experiments.common import (
     user_overrides,
 )
 from ltr_bench.experiments.model_variants import model_entries
+from ltr_bench.experiments.sweep_clock import SweepClock
 from ltr_bench.stats import format_mean_se, mean_se
 
 CELL_COLUMNS = ["dataset", "row", "column", "fold"]
@@ -279,7 +279,7 @@ def run_sweeps(exp: ExperimentRun) -> pd.DataFrame:
                 try:
                     bar.set_postfix_str(f"{variant} {ds} {label}: sweep", refresh=True)
                     # studies stored with the sweep: a new experiment run starts new studies
-                    began = time.monotonic()
+                    clock = SweepClock(sweep_dir)
                     _cli(
                         [
                             "-m",
@@ -289,10 +289,10 @@ def run_sweeps(exp: ExperimentRun) -> pd.DataFrame:
                         ],
                         sweep_dir / "sweep.log",
                     )
-                    swept = round(time.monotonic() - began, 1)  # this run's sweep, all folds
+                    clock.stop()
                     bar.set_postfix_str(f"{variant} {ds} {label}: refit", refresh=True)
                     _refit(sweep_dir, _refit_user_overrides(own))
-                    cell = dict(variant=variant, dataset=ds, model=label, time_sweep_s=swept)
+                    cell = dict(variant=variant, dataset=ds, model=label, **clock.cell())
                     found = _refit_rows(sweep_dir, cell)
                     for name, extra in extra_refits.items():
                         user = _untracked(_refit_user_overrides(own))

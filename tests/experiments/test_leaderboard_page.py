@@ -52,6 +52,14 @@ def _entries() -> list[Entry]:
     ]
 
 
+def test_a_resumed_sweep_is_marked_as_timed_by_its_trials() -> None:
+    rows = fake_rows(LEVELS)
+    rows["sweep_resumed"] = rows["model"] == "ranknet"
+    table = metric_table(rows, _entries(), Settings()).set_index("label")
+    assert table.loc["ranknet", "sweep (min)"] == "≈10.0"
+    assert table.loc["direct_ranker", "sweep (min)"] == "10.0"
+
+
 def test_the_metric_table_is_mean_se_per_model_ranked_with_missing_models_last() -> None:
     rows = fake_rows(LEVELS)
     table = metric_table(rows, _entries(), Settings())
