@@ -267,11 +267,12 @@ class _ColumnMap:
     def search(self, x32: np.ndarray, x: np.ndarray) -> np.ndarray:
         """``#knots < x`` for every element: the same count either way, by binary search for
         a few rows (a CV fold of a small data set), else through the lookup table."""
-        if len(x) < TABLE_MIN_ROWS or not self.has_table():
+        table = self.table if len(x) >= TABLE_MIN_ROWS and self.has_table() else None
+        if table is None:
             return np.searchsorted(self.v, x, side="left")
         cell = _float_key(x32 - self.center) >> self.shift
         np.clip(cell, self.c0, self.c1, out=cell)
-        idx = self.table[cell.astype(np.intp) - self.c0]
+        idx = table[cell.astype(np.intp) - self.c0]
         for _ in range(self.width):
             idx += self.vpad[idx] < x
         return idx
