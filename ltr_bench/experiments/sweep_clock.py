@@ -11,12 +11,15 @@ them (an earlier, abandoned configuration) do not count.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-RESULTS_FILE = "optimization_results.yaml"
+from ltr_bench.sweeper.job import RESULTS_FILE
+
+log = logging.getLogger(__name__)
 
 
 def swept_studies(sweep_dir: Path) -> list[tuple[str, str]]:
@@ -74,7 +77,15 @@ class SweepClock:
 
     def cell(self) -> dict[str, Any]:
         assert self.wall is not None, "stop() the clock when the sweep ends"
-        intervals = finished_intervals(swept_studies(self.sweep_dir))
+        try:
+            intervals = finished_intervals(swept_studies(self.sweep_dir))
+        except Exception as e:  # noqa: BLE001 - a storage not readable back (a server URL is stored with its password hidden) leaves the wall time
+            log.warning(
+                "Sweep %s timed by its wall time: its studies cannot be read (%s).",
+                self.sweep_dir,
+                e,
+            )
+            intervals = []
         resumed = any(start < self.began_at for start, _ in intervals)
         seconds = union_seconds(intervals) if resumed else self.wall
         return {"time_sweep_s": round(seconds, 1), "sweep_resumed": resumed}

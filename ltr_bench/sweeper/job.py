@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ltr_bench.errors import UserError
-from ltr_bench.sweeper.refit import Refit, RefitResult, find_refits, plan_refits
+from ltr_bench.sweeper.refit import RESULTS_FILE, Refit, RefitResult, find_refits, plan_refits
 from ltr_bench.sweeper.storage import open_storage, redact
 
 TRIAL_NUMBER_KEY = "sweep.trial_number"
@@ -24,7 +24,7 @@ ATTR_SE = ATTR_PREFIX + "se"
 
 # what the app uses (some from the refit and storage modules)
 __all__ = ["Objective", "TrialReporter", "Refit", "RefitResult", "find_refits", "plan_refits"]
-__all__ += ["redact"]
+__all__ += ["redact", "RESULTS_FILE"]
 
 
 class Objective(float):

@@ -78,3 +78,13 @@ def test_a_resumed_sweep_is_timed_over_every_run_not_only_the_last(tmp_path: Pat
 def test_the_clock_must_be_stopped(tmp_path: Path) -> None:
     with pytest.raises(AssertionError, match="stop"):
         SweepClock(tmp_path).cell()
+
+
+def test_a_storage_that_cannot_be_read_back_leaves_the_wall_time(tmp_path: Path) -> None:
+    """Results files hide a server's password, so such a storage cannot be opened again."""
+    clock = SweepClock(tmp_path)
+    _results(tmp_path, [("postgresql://user:***@127.0.0.1:1/none", "fold1")])
+    clock.stop()
+    cell = clock.cell()
+    assert cell["sweep_resumed"] is False
+    assert cell["time_sweep_s"] < 60
