@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ltr_bench.held_signals import signals_deferred
 from ltr_bench.tracking.names import curve_key
-from ltr_bench.tracking.signals import signals_deferred
 
 
 def _make_run_logger_class() -> type:

@@ -24,12 +24,13 @@ from omegaconf import DictConfig
 from ltr_bench import system_metrics
 from ltr_bench import tracking_keys as keys
 from ltr_bench.errors import UserError
+from ltr_bench.held_signals import SignalSafe, signals_deferred
 from ltr_bench.tracking.lightning_logger import run_logger
 from ltr_bench.tracking.links import format_links
 from ltr_bench.tracking.model_logging import PyfuncModel, log_pyfunc_model
 from ltr_bench.tracking.names import MAX_PARAM_LEN, MAX_TAG_LEN, curve_key, sanitize_key
 from ltr_bench.tracking.run_tracker import NullTracker, RunTracker
-from ltr_bench.tracking.signals import RunTerminated, SignalSafe, signals_deferred
+from ltr_bench.tracking.signals import RunTerminated
 from ltr_bench.tracking.store import (
     ensure_experiment,
     log_inputs_past_rival_inserts,
