@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ltr_bench.errors import UserError, find_in_chain
+from ltr_bench.held_signals import signals_deferred
 from ltr_bench.sweeper.job import STUDY_NAME_KEY, TRIAL_NUMBER_KEY
 from ltr_bench.sweeper.search.space import format_value
 
@@ -240,17 +241,18 @@ class JobPool:
         if not self.validated:
             self.jobs.validate([overrides])
             self.validated = True
-        future = self.executor.submit(
-            joblib_execute_job(),
-            self.jobs.job_idx,
-            list(overrides),
-            launcher.hydra_context,
-            launcher.config,
-            launcher.task_function,
-            Singleton.get_state(),
-        )
+        with signals_deferred():  # a job started is one abort() stops
+            future = self.executor.submit(
+                joblib_execute_job(),
+                self.jobs.job_idx,
+                list(overrides),
+                launcher.hydra_context,
+                launcher.config,
+                launcher.task_function,
+                Singleton.get_state(),
+            )
+            self.futures[future] = key
         self.jobs.job_idx += 1
-        self.futures[future] = key
 
     def wait(self, poll_s: float = 1.0) -> list[tuple[Any, Any]]:
         """``(key, outcome)`` of the jobs that ended, once one has; polls, so signals raise."""

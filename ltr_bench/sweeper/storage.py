@@ -80,12 +80,13 @@ def with_installed_driver(url: str) -> str:
 def open_storage(
     url: str, heartbeat_interval: int | None, grace_period: int | None
 ) -> optuna.storages.RDBStorage:
-    """Open (create) an RDB storage: SQLite waits 60 s when busy; a lost race creating the tables
-    or a busy database is retried briefly."""
+    """Open (create) an RDB storage whose calls hold Ctrl-C/SIGTERM until they return: SQLite
+    waits 60 s when busy; a lost race creating the tables or a busy database is retried briefly."""
     import optuna
     from sqlalchemy import exc
 
     from ltr_bench.sweeper.optuna_private import remember_schema_head
+    from ltr_bench.sweeper.signal_safe_storage import SignalSafeRDBStorage
 
     remember_schema_head()
     url = with_installed_driver(url)
@@ -101,7 +102,7 @@ def open_storage(
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                return optuna.storages.RDBStorage(
+                return SignalSafeRDBStorage(
                     url,
                     engine_kwargs=engine_kwargs,
                     heartbeat_interval=heartbeat_interval,

@@ -70,9 +70,9 @@ def test_schema_creation_race_is_retried_and_other_programming_errors_are_not(
 ) -> None:
     import sqlalchemy.exc
 
-    from ltr_bench.sweeper import storage
+    from ltr_bench.sweeper import signal_safe_storage, storage
 
-    real = optuna.storages.RDBStorage
+    real = signal_safe_storage.SignalSafeRDBStorage
     calls: list[str] = []
 
     def racing(url, **kwargs):  # the first call loses the race to another worker
@@ -84,7 +84,7 @@ def test_schema_creation_race_is_retried_and_other_programming_errors_are_not(
         return real(url, **kwargs)
 
     monkeypatch.setattr(storage.time, "sleep", lambda s: None)
-    monkeypatch.setattr(optuna.storages, "RDBStorage", racing)
+    monkeypatch.setattr(signal_safe_storage, "SignalSafeRDBStorage", racing)
     opened = open_storage(f"sqlite:///{tmp_path / 'race.db'}", None, None)
     assert isinstance(opened, real) and len(calls) == 2
 
@@ -93,6 +93,6 @@ def test_schema_creation_race_is_retried_and_other_programming_errors_are_not(
             "SELECT", {}, _DuplicateTable("permission denied for table studies")
         )
 
-    monkeypatch.setattr(optuna.storages, "RDBStorage", denied)
+    monkeypatch.setattr(signal_safe_storage, "SignalSafeRDBStorage", denied)
     with pytest.raises(UserError, match="permission denied"):
         open_storage(f"sqlite:///{tmp_path / 'denied.db'}", None, None)

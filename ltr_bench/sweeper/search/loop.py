@@ -4,7 +4,6 @@ Optuna each outcome (a value, FAIL with a reason, PRUNED)."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import random
@@ -15,6 +14,7 @@ from typing import Any
 from hydra.core.utils import JobReturn, JobStatus
 from optuna.trial import TrialState
 
+from ltr_bench.held_signals import signals_deferred
 from ltr_bench.sweeper import launching, trials
 from ltr_bench.sweeper.job import user_attrs_of
 from ltr_bench.sweeper.liveness import report_interrupted, worker_identity
@@ -41,12 +41,15 @@ def reject(study: Any, trial: Any, reason: str, heartbeat: Any) -> None:
 def fail_all(
     study: Any, asked: Sequence[Any], heartbeat: Any, reason: str, error: str | None = None
 ) -> None:
-    """:func:`reject` each trial (best effort: the sweep is failing already)."""
+    """:func:`reject` each trial (best effort: the sweep is failing already); a trial that cannot
+    be failed is named in a warning (a resume fails the RUNNING trials of a sweeper that is gone)."""
     for trial in asked:
-        with contextlib.suppress(Exception):
+        try:
             if error:
                 trial.set_user_attr(trials.ATTR_ERROR, error[:2000])
             reject(study, trial, reason, heartbeat)
+        except Exception as e:  # noqa: BLE001 - never mask the error that ends the sweep
+            log.warning(f"Could not mark trial {trial.number} as {reason}: {type(e).__name__}: {e}")
 
 
 def remaining(study: Any, space: Any, budget: int, max_failure_rate: float) -> int:
@@ -94,11 +97,13 @@ def _ask_checked(
     identity = worker_identity()
     for attempt in range(max_retries + 1):
         asked.clear()
-        with warnings.catch_warnings():  # Optuna: heartbeats are for Study.optimize; we beat
-            warnings.filterwarnings("ignore", message=".*Heartbeat of storage.*")
+        # A signal while Optuna asks (its sampler runs after the trial is stored RUNNING) is held
+        # until the trial is in `asked`, where it can be failed as interrupted.
+        with signals_deferred(), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*Heartbeat of storage.*")  # we beat
             trial = study.ask(distributions)
-        try:  # a signal landing before the trial is handed on fails it (no RUNNING orphan)
             asked.append(trial)
+        try:  # a signal landing before the trial is handed on fails it (no RUNNING orphan)
             heartbeat.add(trial_id(trial))
             trial.set_user_attr(trials.ATTR_WORKER, identity)
             others = trials.settled_others(study, trial.number, names)  # no half-asked rival
@@ -213,7 +218,8 @@ def fill(state: StudyState, pool: launching.BatchPool | launching.JobPool) -> Ba
             )
             return e
         except BaseException:
-            fail_all(study, [trial], heartbeat, trials.FAIL_INTERRUPTED)
+            if trial not in pool.keys():  # a submitted job's trial is failed by pool.abort()
+                fail_all(study, [trial], heartbeat, trials.FAIL_INTERRUPTED)
             raise
     return None
 
