@@ -50,10 +50,11 @@ class _Space:
         return 1001
 
 
-def _study(tmp_path: Path) -> tuple[optuna.Study, Path]:
+def _study(tmp_path: Path) -> tuple[optuna.Study, Any, Path]:
+    """A study in a new SQLite file, opened as the sweeper opens it; its storage; the file."""
     db = tmp_path / "study.db"
     rdb = open_storage(f"sqlite:///{db}", None, None)
-    return open_study(rdb, "s", "maximize"), db
+    return open_study(rdb, "s", "maximize"), rdb, db
 
 
 def _writable_by_another_connection(db: Path) -> bool:
@@ -75,10 +76,10 @@ def test_a_sigterm_inside_a_storage_call_leaves_the_database_unlocked(
 ) -> None:
     """Once the signal's exception is handled, the storage is writable again: the trials in
     flight can be failed as interrupted (not stuck RUNNING behind a lock for SQLite's 60 s)."""
-    study, db = _study(tmp_path)
+    study, rdb, db = _study(tmp_path)
     in_flight = study.ask(_Space().distributions())
-    rdb = study._storage._backend  # type: ignore[attr-defined]
     fired: list[str] = []
+    interrupted = False
 
     def signal_after_a_read(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         if not fired and statement.lstrip().upper().startswith("SELECT"):
@@ -92,10 +93,10 @@ def test_a_sigterm_inside_a_storage_call_leaves_the_database_unlocked(
         with sigterm_raises_interrupt():
             study.ask(_Space().distributions())
     except Terminated:
-        pass
+        interrupted = True
     finally:
         sqlalchemy.event.remove(rdb.engine, "after_cursor_execute", signal_after_a_read)
-    assert fired
+    assert fired and interrupted
     assert _writable_by_another_connection(db)
     fail_all(study, [in_flight], _NoBeat(), trials.FAIL_INTERRUPTED)
     trial = study.get_trials(deepcopy=False)[in_flight.number]
@@ -113,7 +114,7 @@ class _SignalsWhileSampling(optuna.samplers.RandomSampler):
 def test_a_sigterm_while_a_trial_is_asked_fails_that_trial_as_interrupted(
     tmp_path: Path, default_sigterm: None
 ) -> None:
-    study, _ = _study(tmp_path)
+    study, _, _ = _study(tmp_path)
     study.sampler = _SignalsWhileSampling(seed=0)
     with pytest.raises(Terminated), sigterm_raises_interrupt():
         ask_one(study, _Space(), 10, _NoBeat(), 0)
