@@ -4,37 +4,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import optuna
 import pytest
-from optuna.distributions import IntDistribution
 from optuna.trial import TrialState
 
 from ltr_bench.sweeper.search.loop import ask_one
-
-
-class _NoBeat:
-    def add(self, trial_id: int) -> None:
-        pass
-
-    def discard(self, trial_id: int) -> None:
-        pass
-
-
-class _Space:
-    """The part of a search space that :func:`ask_one` reads: one integer parameter."""
-
-    params = {"x": None}
-
-    def distributions(self) -> dict[str, Any]:
-        return {"x": IntDistribution(0, 1000)}
-
-    def size(self) -> int:
-        return 1001
-
-    def grid_points(self) -> list[dict[str, int]]:
-        return [{"x": x} for x in range(1001)]
+from tests.sweeper.asking_fakes import NoBeat, OneIntSpace
 
 
 def _workers(tmp_path: Path) -> tuple[optuna.Study, optuna.Study]:
@@ -56,11 +32,11 @@ def test_a_queued_trial_taken_late_cannot_overrun_the_budget(
 ) -> None:
     a, b = _workers(tmp_path)
     budget = 3
-    accepted = [ask_one(a, _Space(), budget, _NoBeat(), 0)]
+    accepted = [ask_one(a, OneIntSpace(), budget, NoBeat(), 0)]
     a.enqueue_trial({"x": 500})  # number 1, WAITING (e.g. a free point after repeats)
     _blind_to_queue(b, monkeypatch)
-    accepted += [ask_one(b, _Space(), budget, _NoBeat(), 0) for _ in range(2)]  # numbers 2, 3
-    accepted.append(ask_one(a, _Space(), budget, _NoBeat(), 0))  # takes the queued number 1
+    accepted += [ask_one(b, OneIntSpace(), budget, NoBeat(), 0) for _ in range(2)]  # numbers 2, 3
+    accepted.append(ask_one(a, OneIntSpace(), budget, NoBeat(), 0))  # takes the queued number 1
     running = [t for t in a.get_trials() if t.state == TrialState.RUNNING]
     assert len(running) == len([t for t in accepted if t is not None]) <= budget
     assert 1 in {t.number for t in running}  # the queued point still runs
@@ -75,7 +51,7 @@ def test_a_queued_point_is_not_run_twice_by_a_worker_that_read_the_queue_too_ear
     b = optuna.load_study(storage=a._storage, study_name="shared", sampler=fixed)
     a.enqueue_trial({"x": 7})  # number 0, WAITING
     _blind_to_queue(b, monkeypatch)
-    ask_one(b, _Space(), 10, _NoBeat(), 0)  # number 1 proposes x=7 while number 0 waits
-    ask_one(a, _Space(), 10, _NoBeat(), 0)  # takes number 0: x=7
+    ask_one(b, OneIntSpace(), 10, NoBeat(), 0)  # number 1 proposes x=7 while number 0 waits
+    ask_one(a, OneIntSpace(), 10, NoBeat(), 0)  # takes number 0: x=7
     running = [t.params["x"] for t in a.get_trials() if t.state == TrialState.RUNNING]
     assert running.count(7) == 1, running

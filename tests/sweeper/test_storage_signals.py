@@ -13,13 +13,13 @@ from typing import Any
 import optuna
 import pytest
 import sqlalchemy
-from optuna.distributions import IntDistribution
 from optuna.trial import TrialState
 
 from ltr_bench.sweeper import trials
 from ltr_bench.sweeper.launching import Terminated, sigterm_raises_interrupt
 from ltr_bench.sweeper.search.loop import ask_one, fail_all
 from ltr_bench.sweeper.storage import open_storage, open_study
+from tests.sweeper.asking_fakes import NoBeat, OneIntSpace
 
 
 @pytest.fixture
@@ -28,26 +28,6 @@ def default_sigterm() -> Iterator[None]:
     previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
     yield
     signal.signal(signal.SIGTERM, previous)
-
-
-class _NoBeat:
-    def add(self, trial_id: int) -> None:
-        pass
-
-    def discard(self, trial_id: int) -> None:
-        pass
-
-
-class _Space:
-    """The part of a search space that :func:`ask_one` reads: one integer parameter."""
-
-    params = {"x": None}
-
-    def distributions(self) -> dict[str, Any]:
-        return {"x": IntDistribution(0, 1000)}
-
-    def size(self) -> int:
-        return 1001
 
 
 def _study(tmp_path: Path) -> tuple[optuna.Study, Any, Path]:
@@ -77,7 +57,7 @@ def test_a_sigterm_inside_a_storage_call_leaves_the_database_unlocked(
     """Once the signal's exception is handled, the storage is writable again: the trials in
     flight can be failed as interrupted (not stuck RUNNING behind a lock for SQLite's 60 s)."""
     study, rdb, db = _study(tmp_path)
-    in_flight = study.ask(_Space().distributions())
+    in_flight = study.ask(OneIntSpace().distributions())
     fired: list[str] = []
     interrupted = False
 
@@ -91,14 +71,14 @@ def test_a_sigterm_inside_a_storage_call_leaves_the_database_unlocked(
     sqlalchemy.event.listen(rdb.engine, "after_cursor_execute", signal_after_a_read)
     try:
         with sigterm_raises_interrupt():
-            study.ask(_Space().distributions())
+            study.ask(OneIntSpace().distributions())
     except Terminated:
         interrupted = True
     finally:
         sqlalchemy.event.remove(rdb.engine, "after_cursor_execute", signal_after_a_read)
     assert fired and interrupted
     assert _writable_by_another_connection(db)
-    fail_all(study, [in_flight], _NoBeat(), trials.FAIL_INTERRUPTED)
+    fail_all(study, [in_flight], NoBeat(), trials.FAIL_INTERRUPTED)
     trial = study.get_trials(deepcopy=False)[in_flight.number]
     assert trial.user_attrs[trials.ATTR_FAIL] == trials.FAIL_INTERRUPTED
 
@@ -117,7 +97,7 @@ def test_a_sigterm_while_a_trial_is_asked_fails_that_trial_as_interrupted(
     study, _, _ = _study(tmp_path)
     study.sampler = _SignalsWhileSampling(seed=0)
     with pytest.raises(Terminated), sigterm_raises_interrupt():
-        ask_one(study, _Space(), 10, _NoBeat(), 0)
+        ask_one(study, OneIntSpace(), 10, NoBeat(), 0)
     (trial,) = study.get_trials(deepcopy=False)
     assert trial.state == TrialState.FAIL
     assert trial.user_attrs[trials.ATTR_FAIL] == trials.FAIL_INTERRUPTED
