@@ -204,3 +204,26 @@ def test_search_space_names_the_model_and_its_sources() -> None:
     space = OmegaConf.load(CONF / "search" / "dasalc.yaml")
     assert space.search_space.model == "dasalc" and "TF-Ranking" in space.search_space.source
     assert "model.input_noise_std" in space.hydra.sweeper.params
+
+
+def test_the_search_tunes_one_member_and_the_refit_trains_the_ensemble(tmp_path: Path) -> None:
+    """search=dasalc fixes ``model.n_ensemble=1`` for its trials only: a refit planned from the
+    sweep's files leaves it out, so the refit trains the model config's members."""
+    import yaml
+
+    from ltr_bench.sweeper.job import plan_refits
+
+    search = yaml.safe_load((CONF / "search" / "dasalc.yaml").read_text())
+    params = search["hydra"]["sweeper"]["params"]
+    assert params["model.n_ensemble"] == 1
+    assert composed("model=dasalc").model.n_ensemble > 1
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    task = ["model=dasalc", "search=dasalc", "dataset=mq2008"]
+    (sweep / "multirun.yaml").write_text(yaml.safe_dump({"hydra": {"overrides": {"task": task}}}))
+    best = {"model.dropout": 0.4, "optimizer.lr": 0.001}
+    results = {"study_name": "s", "study_overrides": [], "best_params": best}
+    (sweep / "optimization_results.yaml").write_text(yaml.safe_dump(results))
+    (refit,) = plan_refits([f"refit_best={sweep}"]) or []
+    assert "model=dasalc" in refit.overrides and "model.dropout=0.4" in refit.overrides
+    assert not any(o.startswith("model.n_ensemble") for o in refit.overrides)
