@@ -14,14 +14,19 @@ A part with none of these is "not yet run" on the page, with the command that ru
 The page (:mod:`~ltr_bench.experiments.leaderboard_page`): test metrics mean(SE), run times,
 Friedman + Nemenyi, the Bayesian correlated t-test of the baseline (RankNet*) against each model,
 the ledger's extension claim judged on the same rows, and the parts with their provenance.
-Outputs: ``leaderboard.md``, ``leaderboard.csv``, ``bayes.csv`` and, with
-``++experiment.results_page=<file>``, the page with its command, commit and machine.
+Outputs: ``leaderboard.md``, ``leaderboard.csv``, ``bayes_<metric>.csv``, a critical-difference
+diagram per significance metric (``<stem>-cd-<metric>.png``: the results page's stem, else
+``leaderboard``) and, with ``++experiment.results_page=<file>``, the page with its command, commit
+and machine, its diagrams beside it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
+import shutil
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -43,8 +48,10 @@ from ltr_bench.experiments.leaderboard_page import (
     Part,
     Settings,
     bayes_table,
+    complete_scores,
     metric_table,
     page_body,
+    testable,
 )
 from ltr_bench.experiments.ledger import (
     Claim,
@@ -155,16 +162,47 @@ def run(exp: ExperimentRun) -> pd.DataFrame:
         alpha=float(spec.alpha),
     )
     intro = str(spec.get("intro") or "").format(scale=scale)
-    body = page_body(rows, entries, parts, settings, verdict, intro)
+    page = str(spec.results_page) if spec.get("results_page") else None
+    figures = cd_figures(exp, rows, {e.label: e.name for e in entries}, settings, page)
+    body = page_body(rows, entries, parts, settings, verdict, intro, figures)
     exp.write_text(body, "leaderboard.md")
     table = metric_table(rows, entries, settings)
     exp.write_csv(table, "leaderboard.csv")
     for metric in settings.stat_metrics:
         exp.write_csv(bayes_table(rows, settings, metric), f"bayes_{metric}.csv")
-    if spec.get("results_page"):  # ++experiment.results_page=docs/results/leaderboard-mq2008.md
-        write_page(str(spec.results_page), f"{spec.title} ({scale})", body, begun.finish())
+    if page:  # ++experiment.results_page=docs/results/leaderboard-mq2008.md
+        write_page(page, f"{spec.title} ({scale})", body, begun.finish())
     print(f"{claim.id}: {verdict['verdict']}", flush=True)
     return table.drop(columns=["status"])
+
+
+def cd_figures(
+    exp: ExperimentRun,
+    rows: pd.DataFrame,
+    names: dict[str, str],
+    settings: Settings,
+    page: str | None,
+) -> dict[str, str]:
+    """A critical-difference diagram per significance metric, in the run's folder and (with a
+    results page) beside the page, over the models that have every fold; metric -> file name."""
+    from ltr_bench.report.plots import cd_diagram
+    from ltr_bench.stats import friedman_nemenyi
+
+    stem = Path(page).stem if page else "leaderboard"
+    figures: dict[str, str] = {}
+    for metric in settings.stat_metrics:
+        complete, _ = complete_scores(rows, metric)
+        if not testable(complete):
+            continue
+        result = friedman_nemenyi(complete.rename(index=names), alpha=settings.alpha)
+        title = f"Test {metric.upper()}"
+        name = f"{stem}-cd-{re.sub(r'[^a-z0-9]+', '', metric.lower())}.png"
+        path = exp.save_figure(cd_diagram(result, title), name)
+        if page:
+            Path(page).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, Path(page).parent / name)
+        figures[metric] = name
+    return figures
 
 
 def _rows(invocations: list[Invocation], where: Any) -> pd.DataFrame:

@@ -120,14 +120,27 @@ def bayes_table(rows: pd.DataFrame, settings: Settings, metric: str) -> pd.DataF
     return pd.DataFrame(out).sort_values("mean_diff", kind="stable").reset_index(drop=True)
 
 
-def friedman_text(rows: pd.DataFrame, metric: str, names: Mapping[str, str], alpha: float) -> str:
-    """Friedman's test and Nemenyi's post-hoc over the models that have every fold."""
+def complete_scores(rows: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, list[str]]:
+    """Models x folds of the models that have every fold, and the labels of the others."""
     wide = fold_scores(rows, metric)
     if wide.empty:
-        return "No rows yet.\n"
+        return wide, []
     complete = wide[wide.notna().all(axis=1)]
-    left_out = [names.get(str(m), str(m)) for m in wide.index if m not in complete.index]
-    if len(complete) < 2 or complete.shape[1] < 2:
+    return complete, [str(m) for m in wide.index if m not in complete.index]
+
+
+def testable(complete: pd.DataFrame) -> bool:
+    """Whether Friedman's test can rank these models: two of them, over two folds at least."""
+    return len(complete) >= 2 and complete.shape[1] >= 2
+
+
+def friedman_text(rows: pd.DataFrame, metric: str, names: Mapping[str, str], alpha: float) -> str:
+    """Friedman's test and Nemenyi's post-hoc over the models that have every fold."""
+    complete, left = complete_scores(rows, metric)
+    if complete.empty and not left:
+        return "No rows yet.\n"
+    left_out = [names.get(m, m) for m in left]
+    if not testable(complete):
         return "Needs two models with every fold; not enough rows yet.\n"
     res = friedman_nemenyi(complete, alpha=alpha)
     stat = "n/a (two models)" if math.isnan(res.statistic) else f"{res.statistic:.2f}"
@@ -215,9 +228,11 @@ def page_body(
     settings: Settings,
     claim: Mapping[str, str] | None = None,
     intro: str = "",
+    figures: Mapping[str, str] | None = None,
 ) -> str:
-    """The whole page below its provenance: the metric table, Friedman + Nemenyi, the Bayesian
-    comparison with the baseline, the ledger's claim on these rows and the parts."""
+    """The whole page below its provenance: the metric table, Friedman + Nemenyi (with the
+    critical-difference diagram of ``figures``, metric -> image file beside the page), the
+    Bayesian comparison with the baseline, the ledger's claim on these rows and the parts."""
     names = {e.label: e.name for e in entries}
     table = metric_table(rows, entries, settings)
     measured = int((table["folds"] > 0).sum())
@@ -242,6 +257,8 @@ def page_body(
             "",
             friedman_text(rows, metric, names, settings.alpha),
         ]
+        if figures and metric in figures:
+            out += [f"![Critical-difference diagram, test {metric.upper()}]({figures[metric]})", ""]
     base = names.get(settings.baseline, settings.baseline)
     for metric in settings.stat_metrics:
         out += [

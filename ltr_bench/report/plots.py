@@ -134,9 +134,11 @@ def cd_diagram(result: FriedmanResult, title: str, path: str | Path | None = Non
     ax.set_ylim(bottom, 0.8)
     ax.axis("off")
     ax.hlines(0, lo, hi, color="black", linewidth=1)
+    label_every = 1 if k <= 12 else 2  # more ranks than fit side by side: every other one
     for r in range(lo, hi + 1):
         ax.vlines(r, 0, 0.08, color="black", linewidth=1)
-        ax.text(r, 0.12, str(r), ha="center", va="bottom", fontsize=9)
+        if (r - lo) % label_every == 0:
+            ax.text(r, 0.12, str(r), ha="center", va="bottom", fontsize=9)
     for half in (0.5 + r for r in range(lo, hi)):
         ax.vlines(half, 0, 0.04, color="black", linewidth=0.7)
     # CD bar

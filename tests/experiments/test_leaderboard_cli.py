@@ -92,6 +92,9 @@ def test_the_page_comes_from_bundles_and_names_the_missing_part_with_its_command
     for name in ("RankNet* (DirectRanker)", "ListNet* + ListMLE", "CatBoost", "DASALC"):
         assert f"| {name} |" in text
     assert "## Friedman + Nemenyi (test NDCG@10)" in text and "over 16 models and 5 folds" in text
+    for folder in (tmp_path, tmp_path / "out"):  # the diagram beside the page and in the run
+        assert (folder / "page-cd-ndcg10.png").read_bytes().startswith(b"\x89PNG")
+    assert "![Critical-difference diagram, test NDCG@10](page-cd-ndcg10.png)" in text
     assert "| ListNet* + LambdaLoss | " in text.split("against each model (test NDCG@10)")[1]
     assert f"not yet run: part {MISSING}/10 (leaderboard_mq2008.part{MISSING})" in text
     assert not (tmp_path / "out" / "runs").exists()  # nothing ran

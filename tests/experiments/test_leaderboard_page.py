@@ -137,3 +137,14 @@ def test_the_page_names_every_model_and_shows_the_tests_and_the_parts() -> None:
     assert "| model | RankNet* − model | P(RankNet* better) | P(within ±0.01) |" in page
     assert "an extension, not a paper's claim" in page and "- verdict: **holds**" in page
     assert "| 3 | DASALC | not yet run | `ltr-bench experiment=leaderboard ...` |" in page
+    assert "![Critical-difference diagram" not in page  # none drawn: none shown
+
+
+def test_the_critical_difference_diagram_follows_its_friedman_section() -> None:
+    rows = fake_rows(LEVELS)
+    settings = Settings(stat_metrics=("ndcg@10", "map"))
+    figures = {"ndcg@10": "board-cd-ndcg10.png"}
+    page = page_body(rows, _entries(), [], settings, figures=figures)
+    ndcg, rest = page.split("## Friedman + Nemenyi (test NDCG@10)")[1].split("## Friedman", 1)
+    assert "![Critical-difference diagram, test NDCG@10](board-cd-ndcg10.png)" in ndcg
+    assert "![" not in rest  # MAP has no figure here

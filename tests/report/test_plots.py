@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from ltr_bench.report.plots import ARROW_COL, ARROW_ROW, cd_diagram, pvalue_heatmap
@@ -53,4 +54,14 @@ def test_cd_diagram_shows_ranks_and_cd():
     texts = {t.get_text() for t in fig.axes[0].texts}
     assert {"CD = 1.48", "best (1.00)", "mid (2.00)", "worst (3.00)"} <= texts
     assert "Friedman p = 0.007" in fig.axes[0].get_title()
+    assert {"1", "2", "3"} <= texts  # every rank labelled on a short axis
+    plt.close(fig)
+
+
+def test_cd_diagram_labels_every_other_rank_on_a_long_axis():
+    rng = np.random.default_rng(0)
+    scores = pd.DataFrame(rng.random((16, 5)), index=[f"m{i}" for i in range(16)])
+    fig = cd_diagram(friedman_nemenyi(scores), "cd")
+    ticks = {t.get_text() for t in fig.axes[0].texts if t.get_text().isdigit()}
+    assert ticks == {str(r) for r in range(1, 17, 2)}
     plt.close(fig)
