@@ -72,7 +72,7 @@ def test_search_space_composes_parses_and_every_value_builds_a_ranker(search: st
     assert cfg.hydra.sweeper._target_ == SWEEPER_TARGET
     assert cfg.search_space.model == cfg.model.name == model
     space = parse_search_space(OmegaConf.to_container(cfg.hydra.sweeper.params))
-    assert space.params and not space.fixed
+    assert space.params  # and fixed overrides, passed to every trial's job (dasalc: n_ensemble=1)
     if search in GRID_SIZES:
         assert cfg.hydra.sweeper.sampler._target_.endswith("GridSearchSampler")
         assert cfg.hydra.sweeper.n_trials is None  # the whole grid
@@ -83,10 +83,13 @@ def test_search_space_composes_parses_and_every_value_builds_a_ranker(search: st
         assert cfg.hydra.sweeper.n_trials == 30
     if model in GBDT_EXTRA:  # these rankers are built only where the gbdt extra is installed
         pytest.importorskip(model, reason="the gbdt extra is not installed")
-    # Every key exists in the model's config, and each boundary value composes into a valid ranker.
+    # Every key exists in the model's config, and each boundary value composes into a valid ranker
+    # with the space's fixed overrides, as the sweeper composes a trial's job.
     for name, param in space.params.items():
         for value in _boundary_values(param.distribution):
-            job = _compose(f"model={model}", f"search={search}", param.override(value))
+            job = _compose(
+                f"model={model}", f"search={search}", *space.fixed, param.override(value)
+            )
             check_compatibility(job)
             ranker = instantiate(job.model)
             assert ranker is not None, (name, value)
