@@ -1,0 +1,56 @@
+"""A command's exit skips the interpreter's last garbage collection over the objects alive."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+# An exit handler registered before the command's runs after it (exit handlers run last in, first
+# out), so it sees what the command's handler left.
+PROBE = """
+import atexit, gc
+atexit.register(lambda: print("FROZEN", gc.get_freeze_count()))
+{body}
+"""
+
+
+def frozen_at_exit(body: str) -> int:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(body=body)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    line = [x for x in done.stdout.splitlines() if x.startswith("FROZEN")][-1]
+    return int(line.split()[1])
+
+
+def test_without_the_handler_nothing_is_frozen_at_exit() -> None:
+    assert frozen_at_exit("import ltr_bench.process_exit") == 0
+
+
+def test_the_handler_freezes_the_live_objects_and_is_registered_once() -> None:
+    body = (
+        "import atexit\n"
+        "from ltr_bench.process_exit import skip_final_collection\n"
+        "before = atexit._ncallbacks()\n"
+        "skip_final_collection()\nskip_final_collection()\n"
+        "assert atexit._ncallbacks() == before + 1, atexit._ncallbacks()"
+    )
+    assert frozen_at_exit(body) > 1000
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "from ltr_bench.cli import main; main(['--help'])",
+        "from ltr_bench.report.cli import main; main(['--help'])",
+        "from ltr_bench.predict import main; main(['--help'])",
+    ],
+)
+def test_every_command_skips_the_final_collection(entry: str) -> None:
+    body = f"try:\n    {entry}\nexcept SystemExit:\n    pass"
+    assert frozen_at_exit(body) > 1000
