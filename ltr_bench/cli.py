@@ -21,7 +21,7 @@ from omegaconf import DictConfig
 from ltr_bench.cli_help import fast_help
 from ltr_bench.config_tree import CONFIG_PATH, config_dir
 from ltr_bench.errors import UserError, find_in_chain
-from ltr_bench.process_exit import skip_final_collection
+from ltr_bench.gc_policy import tune_garbage_collection
 from ltr_bench.refits import refit_table, refit_workers, run_refits
 
 _deferred: list[BaseException] = []
@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of ``ltr-bench`` (``argv`` defaults to ``sys.argv[1:]``)."""
     from ltr_bench.tracking import RunTerminated, install_signal_handlers
 
-    skip_final_collection()
+    tune_garbage_collection()
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         help_text = fast_help(args, Path(config_dir()))

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ltr_bench.errors import UserError
-from ltr_bench.process_exit import skip_final_collection
+from ltr_bench.gc_policy import tune_garbage_collection
 
 EXIT_USER_ERROR = 2
 EVALS = ("run", "paper", "graded")
@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of ``ltr-bench-predict``."""
-    skip_final_collection()
+    tune_garbage_collection()
     args = build_parser().parse_args(argv)
     try:
         sys.exit(predict(args))

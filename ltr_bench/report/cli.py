@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ltr_bench import tracking_keys as tk
 from ltr_bench.errors import UserError
-from ltr_bench.process_exit import skip_final_collection
+from ltr_bench.gc_policy import tune_garbage_collection
 from ltr_bench.report.options import build_parser
 
 ROLE_REPORT = tk.ROLE_REPORT
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point; returns the exit code (2 for user errors)."""
-    skip_final_collection()
+    tune_garbage_collection()
     args = build_parser().parse_args(argv)
     try:
         return run(args)

@@ -81,11 +81,16 @@ def release_workers(executors: set[Any]) -> None:
     executors.clear()
 
 
-def import_objects(names: Sequence[str]) -> None:
-    """Import each object or module of ``names`` (in a worker, ahead of its jobs); a name that
-    does not import is left for the job to report."""
-    from hydra.utils import get_object
+def import_objects(names: Sequence[str], on_start: str | None = None) -> None:
+    """In a worker, ahead of its jobs: call the app's ``on_start`` hook, then import each object
+    or module of ``names``; a name that does not import is left for the job to report."""
+    from hydra.utils import get_method, get_object
 
+    try:
+        if on_start:
+            get_method(on_start)()
+    except Exception as e:  # noqa: BLE001 - a warm-up only saves time; the job reports errors
+        log.warning("sweep.on_worker_start=%s failed: %s", on_start, e)
     for name in names:
         try:
             get_object(name)
@@ -148,19 +153,21 @@ class Jobs:
         return executor
 
     def warm_up(self) -> None:
-        """Start the workers now, each importing the app's ``sweep.warm_up`` objects, so that they
-        load their libraries while the study is set up; the first jobs queue behind."""
+        """Start the workers now, each calling the app's ``sweep.on_worker_start`` hook and
+        importing its ``sweep.warm_up`` objects, so that they load their libraries while the study
+        is set up; the first jobs queue behind."""
         from omegaconf import OmegaConf
 
         config = self.launcher.config
         if config is None:  # a launcher not set up by Hydra: no app to warm up for
             return
         names = OmegaConf.select(config, "sweep.warm_up", default=None) or []
+        on_start = OmegaConf.select(config, "sweep.on_worker_start", default=None)
         import joblib
 
         executor = self.executor()
         for _ in range(joblib.effective_n_jobs(self.launcher.joblib.get("n_jobs", -1))):
-            executor.submit(import_objects, [str(n) for n in names])
+            executor.submit(import_objects, [str(n) for n in names], on_start and str(on_start))
 
     def pool(self) -> BatchPool | JobPool:
         """A pool for a phase of a study."""

@@ -225,24 +225,27 @@ def test_a_config_error_of_a_later_trial_in_flight_aborts_the_sweep(
 def test_the_workers_warm_up_before_their_first_trial(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``sweep.warm_up`` is imported by every joblib worker as the sweep starts, ahead of the
-    trials that then run in those same workers."""
+    """Every joblib worker calls ``sweep.on_worker_start`` and then imports ``sweep.warm_up`` as
+    the sweep starts, ahead of the trials that then run in those same workers."""
     warm = tmp_path / "warm"
     warm.mkdir()
     monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
     monkeypatch.setenv("LTR_TEST_WARM_DIR", str(warm))
+    monkeypatch.setenv("LTR_TEST_HOOK", "1")  # the marker is left only after the hook
     proc = run_toy(
         tmp_path,
         *JOBLIB,
         "hydra.sweeper.study_name=warm",
         "hydra/sweeper/sampler=grid",
         "hydra.sweeper.n_trials=4",
+        "+sweep.on_worker_start=tests.sweeper.worker_hook.started",
         "+sweep.warm_up=[tests.sweeper.warm_marker.MARK,no.such.module]",
     )
     _ok(proc)
-    warmed = {int(p.name) for p in warm.iterdir()}
+    warmed = {int(p.name) for p in warm.iterdir() if p.suffix == ""}
+    started = {int(p.stem) for p in warm.iterdir() if p.suffix == ".started"}
     ran = {r["pid"] for r in calls(tmp_path)}
-    assert len(warmed) == 2 and ran <= warmed
+    assert len(warmed) == 2 and started == warmed and ran <= warmed
 
 
 def test_the_launchers_pool_without_warm_up_keys_still_runs(tmp_path: Path) -> None:
@@ -250,6 +253,7 @@ def test_the_launchers_pool_without_warm_up_keys_still_runs(tmp_path: Path) -> N
     from ltr_bench.sweeper.launching import import_objects
 
     import_objects(["no.such.module", "json.dumps"])  # a failing name is left to the job
+    import_objects(["json.dumps"], "no.such.hook")  # so is a failing hook (a warning)
     proc = run_toy(tmp_path, *JOBLIB, "hydra.sweeper.study_name=cold", "hydra.sweeper.n_trials=2")
     _ok(proc)
     assert len(load(_url(tmp_path, "cold"), "cold")) == 2

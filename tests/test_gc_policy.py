@@ -1,4 +1,4 @@
-"""A command's exit skips the interpreter's last garbage collection over the objects alive."""
+"""The commands' garbage-collector policy: a higher young threshold, no final pass at exit."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import sys
 
 import pytest
 
+from ltr_bench.gc_policy import YOUNG_THRESHOLD
+
 # An exit handler registered before the command's runs after it (exit handlers run last in, first
 # out), so it sees what the command's handler left.
 PROBE = """
 import atexit, gc
-atexit.register(lambda: print("FROZEN", gc.get_freeze_count()))
+atexit.register(lambda: print("FROZEN", gc.get_freeze_count(), gc.get_threshold()[0]))
 {body}
 """
 
@@ -25,19 +27,21 @@ def frozen_at_exit(body: str) -> int:
         timeout=300,
     )
     line = [x for x in done.stdout.splitlines() if x.startswith("FROZEN")][-1]
-    return int(line.split()[1])
+    frozen, young = (int(v) for v in line.split()[1:])
+    assert (young == YOUNG_THRESHOLD) == bool(frozen)
+    return frozen
 
 
 def test_without_the_handler_nothing_is_frozen_at_exit() -> None:
-    assert frozen_at_exit("import ltr_bench.process_exit") == 0
+    assert frozen_at_exit("import ltr_bench.gc_policy") == 0
 
 
 def test_the_handler_freezes_the_live_objects_and_is_registered_once() -> None:
     body = (
         "import atexit\n"
-        "from ltr_bench.process_exit import skip_final_collection\n"
+        "from ltr_bench.gc_policy import tune_garbage_collection\n"
         "before = atexit._ncallbacks()\n"
-        "skip_final_collection()\nskip_final_collection()\n"
+        "tune_garbage_collection()\ntune_garbage_collection()\n"
         "assert atexit._ncallbacks() == before + 1, atexit._ncallbacks()"
     )
     assert frozen_at_exit(body) > 1000
@@ -51,6 +55,6 @@ def test_the_handler_freezes_the_live_objects_and_is_registered_once() -> None:
         "from ltr_bench.predict import main; main(['--help'])",
     ],
 )
-def test_every_command_skips_the_final_collection(entry: str) -> None:
+def test_every_command_applies_the_policy(entry: str) -> None:
     body = f"try:\n    {entry}\nexcept SystemExit:\n    pass"
     assert frozen_at_exit(body) > 1000
