@@ -169,6 +169,18 @@ class Jobs:
         for _ in range(joblib.effective_n_jobs(self.launcher.joblib.get("n_jobs", -1))):
             executor.submit(import_objects, [str(n) for n in names], on_start and str(on_start))
 
+    def run_in_worker(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` in one of the warm workers of the jobs in flight; here when there are
+        none, or when the worker died."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        if not self.in_flight:
+            return fn(*args)
+        try:
+            return self.executor().submit(fn, *args).result()
+        except BrokenProcessPool:
+            return fn(*args)
+
     def pool(self) -> BatchPool | JobPool:
         """A pool for a phase of a study."""
         return JobPool(self) if self.in_flight else BatchPool(self)

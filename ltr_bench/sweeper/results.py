@@ -127,18 +127,44 @@ def write_results(sweep_dir: Path, results: list[dict[str, Any]]) -> None:
     OmegaConf.save(OmegaConf.create(content), sweep_dir / RESULTS_FILE)
 
 
-def finish_study(config: DictConfig, study: Any, summary: dict[str, Any], sweep_dir: Path) -> None:
-    """Write the study's artifacts and hand them to ``sweep.on_study_end``; failures are logged."""
+def finish_study(state: StudyState, summary: dict[str, Any], sweep_dir: Path) -> None:
+    """Write the study's artifacts and hand them to ``sweep.on_study_end``. With jobs in flight
+    this runs in a warm worker, where a job has already loaded the plotting and tracking
+    libraries the sweeper process would otherwise import for it; failures are logged."""
+    out = sweep_dir / "studies" / file_stem(state.study.study_name)
+    summary["artifacts_dir"] = str(out)
+    hook = OmegaConf.select(state.config, "sweep.on_study_end", default=None)
+    hook = str(hook) if hook else None
+    if state.jobs.in_flight:
+        args = (state.config, state.url, state.study.study_name, summary, out, hook)
+        state.jobs.run_in_worker(finish_stored_study, *args)
+    else:
+        finish(state.config, state.study, summary, out, hook)
+
+
+def finish_stored_study(
+    config: DictConfig, url: str, name: str, summary: dict[str, Any], out: Path, hook: str | None
+) -> None:
+    """:func:`finish` of the study ``name`` in the storage at ``url`` (in a worker)."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        finish(config, optuna.load_study(study_name=name, storage=url), summary, out, hook)
+    finally:  # what the hook printed, before the sweep ends the worker
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+def finish(
+    config: DictConfig, study: Any, summary: dict[str, Any], out: Path, hook: str | None
+) -> None:
+    """The study's plots and trials table in ``out``, then the app's ``hook`` with them."""
     from hydra.utils import get_method
 
-    out = sweep_dir / "studies" / file_stem(study.study_name)
     files = write_study_artifacts(study, out)
-    summary["artifacts_dir"] = str(out)
-    hook = OmegaConf.select(config, "sweep.on_study_end", default=None)
     if not hook:
         return
     try:
-        get_method(str(hook))(config, study.study_name, summary, files)
+        get_method(hook)(config, study.study_name, summary, files)
     except Exception as e:  # noqa: BLE001 - the app's reporting must not fail a finished study
         log.warning("sweep.on_study_end=%s failed for study '%s': %s", hook, study.study_name, e)
 

@@ -151,5 +151,5 @@ class OptunaSweeperImpl(Sweeper):
         report_interrupted(self.config, study, state.locks)  # e.g. of another worker gone meanwhile
         summary = results.summarize(state)
         results.log_best(summary)
-        results.finish_study(self.config, study, summary, sweep_dir)
+        results.finish_study(state, summary, sweep_dir)
         return summary

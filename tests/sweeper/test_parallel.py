@@ -9,6 +9,8 @@ however the jobs are timed.
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import optuna
@@ -246,6 +248,33 @@ def test_the_workers_warm_up_before_their_first_trial(
     started = {int(p.stem) for p in warm.iterdir() if p.suffix == ".started"}
     ran = {r["pid"] for r in calls(tmp_path)}
     assert len(warmed) == 2 and started == warmed and ran <= warmed
+
+
+@pytest.mark.parametrize("in_flight", [True, False])
+def test_a_study_ends_in_a_warm_worker_when_its_jobs_run_in_flight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_flight: bool
+) -> None:
+    """The study's plots, trials table and ``sweep.on_study_end`` hook run in a worker that ran
+    its jobs (its libraries are loaded there); without jobs in flight, in the sweeper."""
+    monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
+    monkeypatch.setenv("LTR_TEST_WARM_DIR", str(tmp_path))
+    launch = JOBLIB if in_flight else []
+    proc = run_toy(
+        tmp_path,
+        *launch,
+        "hydra.sweeper.study_name=ends",
+        "hydra.sweeper.n_trials=3",
+        "+sweep.on_study_end=tests.sweeper.worker_hook.study_ended",
+    )
+    _ok(proc)
+    record = json.loads((tmp_path / "study_end.json").read_text())
+    assert record["study"] == "ends"
+    assert record["files"] == ["optimization_history.png", "param_importances.png", "trials.csv"]
+    job_pids = {c["pid"] for c in calls(tmp_path)}
+    if in_flight:
+        assert record["pid"] in job_pids and record["pid"] != os.getpid()
+    else:
+        assert record["pid"] == os.getpid()
 
 
 def test_the_launchers_pool_without_warm_up_keys_still_runs(tmp_path: Path) -> None:
