@@ -137,9 +137,13 @@ def finish_study(state: StudyState, summary: dict[str, Any], sweep_dir: Path) ->
     hook = str(hook) if hook else None
     if state.jobs.in_flight:
         args = (state.config, state.url, state.study.study_name, summary, out, hook)
-        state.jobs.run_in_worker(finish_stored_study, *args)
-    else:
-        finish(state.config, state.study, summary, out, hook)
+        try:
+            state.jobs.run_in_worker(finish_stored_study, *args)
+            return
+        except Exception as e:  # noqa: BLE001 - any failure there (storage, pickling): finish here
+            name = state.study.study_name
+            log.warning("Finishing study '%s' in a worker failed (%s); finishing it here.", name, e)
+    finish(state.config, state.study, summary, out, hook)
 
 
 def finish_stored_study(
