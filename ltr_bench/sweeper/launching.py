@@ -170,16 +170,8 @@ class Jobs:
             executor.submit(import_objects, [str(n) for n in names], on_start and str(on_start))
 
     def run_in_worker(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(*args)`` in one of the warm workers of the jobs in flight; here when there are
-        none, or when the worker died."""
-        from concurrent.futures.process import BrokenProcessPool
-
-        if not self.in_flight:
-            return fn(*args)
-        try:
-            return self.executor().submit(fn, *args).result()
-        except BrokenProcessPool:
-            return fn(*args)
+        """``fn(*args)`` in one of the warm workers of the jobs in flight; its exception if any."""
+        return self.executor().submit(fn, *args).result()
 
     def pool(self) -> BatchPool | JobPool:
         """A pool for a phase of a study."""

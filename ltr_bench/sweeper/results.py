@@ -140,7 +140,7 @@ def finish_study(state: StudyState, summary: dict[str, Any], sweep_dir: Path) ->
         try:
             state.jobs.run_in_worker(finish_stored_study, *args)
             return
-        except Exception as e:  # noqa: BLE001 - any failure there (storage, pickling): finish here
+        except Exception as e:  # noqa: BLE001 - any failure there (worker died, storage): finish here
             name = state.study.study_name
             log.warning("Finishing study '%s' in a worker failed (%s); finishing it here.", name, e)
     finish(state.config, state.study, summary, out, hook)
