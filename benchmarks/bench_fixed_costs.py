@@ -162,6 +162,8 @@ def sweep(root: Path, trials: int) -> dict[str, Any]:
         "first_job_s": first_job - started.timestamp(),
         "first_done_s": (done - started).total_seconds(),
         "fixed_per_job_s": (workers["rest_of_runs_s"] + workers["between_s"]) / workers["jobs"],
+        "untimed_per_job_s": workers["rest_of_runs_s"] / workers["jobs"],
+        "between_per_job_s": workers["between_s"] / workers["jobs"],
         "fitting_per_job_s": workers["fitting_s"] / workers["jobs"],
         "jobs": workers["jobs"],
     }
@@ -261,6 +263,8 @@ def page(m: dict[str, float], imports: dict[str, list[str]], s: dict[str, Any]) 
         f"| sweep: first job's run started, after launch | {s['first_job_s']:.2f} |",
         f"| sweep: first trial complete, after launch | {s['first_done_s']:.2f} |",
         f"| sweep: fixed cost per job ({s['jobs']} jobs; fitting {s['fitting_per_job_s']:.2f} s per job) | {s['fixed_per_job_s']:.2f} |",
+        f"| - of which in the job's MLflow run, outside its timed read, fit and evaluation | {s['untimed_per_job_s']:.2f} |",
+        f"| - of which between runs (Hydra composing and setting up the job, the sweeper's tell and ask) | {s['between_per_job_s']:.2f} |",
         f"| Hydra: composing one job's config (the launcher's per-job floor) | {s['compose_s']:.2f} |",
         f"| sweep floor: first job's run started + every job's fitting and composing over 2 workers | {sweep_floor(s):.2f} |",
     ]
