@@ -150,7 +150,6 @@ def finish_stored_study(
     config: DictConfig, url: str, name: str, summary: dict[str, Any], out: Path, hook: str | None
 ) -> None:
     """:func:`finish` of the study ``name`` in the storage at ``url`` (in a worker)."""
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
         finish(config, optuna.load_study(study_name=name, storage=url), summary, out, hook)
     finally:  # what the hook printed, before the sweep ends the worker
