@@ -229,6 +229,23 @@ def checks(out: dict[str, Any], cuda: bool) -> list[str]:
     return failed
 
 
+def page_command(argv: list[str]) -> str:
+    """The command the page names: ``argv`` without ``--out`` (a copy of the page for the
+    caller, often an absolute folder of the machine that ran it), a ``--page`` inside the
+    repository relative to it."""
+    shown: list[str] = []
+    args = iter([part for arg in argv for part in arg.split("=", 1)])
+    for arg in args:
+        if arg == "--out":
+            next(args, None)
+        else:
+            shown.append(arg)
+    for i, arg in enumerate(shown[:-1]):
+        if arg == "--page" and Path(shown[i + 1]).resolve().is_relative_to(ROOT):
+            shown[i + 1] = str(Path(shown[i + 1]).resolve().relative_to(ROOT))
+    return shlex.join(["python", "benchmarks/gpu_check.py", *shown])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small data on the CPU (CI)")
@@ -242,7 +259,7 @@ def main() -> int:
     from ltr_bench import provenance
 
     began = time.perf_counter()
-    begun = provenance.start(shlex.join(["python", "benchmarks/gpu_check.py", *sys.argv[1:]]))
+    begun = provenance.start(page_command(sys.argv[1:]))
     facts = machine()
     cuda = facts["gpu"] is not None
     devices = (["cuda", "cpu"] if cuda else ["cpu"]) if not args.quick else ["cpu"]

@@ -17,6 +17,7 @@ from ltr_bench import machine, provenance
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+import gpu_check  # noqa: E402
 import gpu_check_page as page  # noqa: E402
 import gpu_wheels  # noqa: E402
 
@@ -102,6 +103,19 @@ def test_a_cpu_run_never_replaces_a_gpu_page(tmp_path: Path) -> None:
     assert elsewhere == tmp_path / "out" / "gpu-check.md"
     assert page.target(gpu_page, on_gpu=True, failed=[], out=None) == gpu_page
     assert page.target(gpu_page, on_gpu=True, failed=["x"], out=tmp_path / "o") != gpu_page
+
+
+def test_the_page_command_names_no_folder_of_the_machine_that_ran_it() -> None:
+    """The device runs ``gpu_check.py --out $OUT``: an output copy, not a setting of the
+    measurement, and an absolute path of that machine; a page path inside the repository is
+    written relative to it."""
+    argv = ["--out", "/root/out", "--page", str(REPO / "docs" / "results" / "gpu-check.md")]
+    assert gpu_check.page_command(argv) == (
+        "python benchmarks/gpu_check.py --page docs/results/gpu-check.md"
+    )
+    assert gpu_check.page_command(["--quick", "--out=/tmp/x", "--page=/tmp/p.md"]) == (
+        "python benchmarks/gpu_check.py --quick --page /tmp/p.md"
+    )
 
 
 def test_the_machine_row_names_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
