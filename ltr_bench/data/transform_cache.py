@@ -24,15 +24,21 @@ with a warning and recomputed. As for the parse cache's source files, a verifica
 ``verified.json`` by the files' (size, mtime_ns, inode), so a hit does not re-hash gigabytes;
 ``LTR_CACHE_VERIFY=1`` re-hashes on every load. Writes are atomic (:class:`ArrayCache`). ``LTR_CACHE=off`` turns
 this cache off with the parse cache; ``LTR_TRANSFORM_CACHE=off`` turns off only this one.
+
+Data with no parse cache (generated data) is not written to disk: :func:`remembered_preprocessing`
+keeps its last entries in the process instead (same key), so a sweep worker's later trials reuse
+the inner folds its first trial preprocessed.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
 import shutil
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -101,6 +107,55 @@ def cached_preprocessing(
     out, pre = compute()
     _store(cache, key, [r for r, _ in parts], out, pre, config)
     return out, pre, "miss"
+
+
+#: entries :func:`remembered_preprocessing` keeps per process, and the largest it keeps (bytes)
+MEMORY_ENTRIES = 16
+MEMORY_ENTRY_MAX_BYTES = 256 << 20
+_remembered: OrderedDict[str, Computed] = OrderedDict()
+
+
+def remembered_preprocessing(
+    config: Mapping[str, Any], parts: Parts, compute: Callable[[], Computed]
+) -> tuple[list[QuerySet | None], Any, str]:
+    """:func:`cached_preprocessing` for data without a cache folder, kept in this process: the
+    last :data:`MEMORY_ENTRIES` entries, of inputs up to :data:`MEMORY_ENTRY_MAX_BYTES` (larger
+    ones are computed each time). Every caller gets its own copies, so one that writes into its
+    arrays changes no other's."""
+    if not enabled() or sum(_nbytes(data) for _, data in parts) > MEMORY_ENTRY_MAX_BYTES:
+        out, pre = compute()
+        return out, pre, "off"
+    key = entry_key(config, parts)
+    if key in _remembered:
+        _remembered.move_to_end(key)
+        return _copies(_remembered[key]) + ("hit",)
+    computed = compute()
+    _remembered[key] = _copies(computed)
+    while len(_remembered) > MEMORY_ENTRIES:
+        _remembered.popitem(last=False)
+    return computed[0], computed[1], "miss"
+
+
+def _copies(computed: Computed) -> tuple[list[QuerySet | None], Any]:
+    out, pre = computed
+    return [None if q is None else _copy(q) for q in out], copy.deepcopy(pre)
+
+
+def _copy(data: QuerySet) -> QuerySet:
+    return QuerySet(
+        data.features.copy(),
+        data.labels.copy(),
+        data.qid.copy(),
+        data.offsets.copy(),
+        None if data.docids is None else data.docids.copy(),
+        copy.deepcopy(data.source),
+    )
+
+
+def _nbytes(data: QuerySet | None) -> int:
+    if data is None:
+        return 0
+    return sum(a.nbytes for a in (getattr(data, n) for n in _FIELDS) if a is not None)
 
 
 # ------------------------------------------------------------------ entries
@@ -251,4 +306,4 @@ def _queryset(arrays: Mapping[str, np.ndarray], role: str, meta: Mapping[str, An
     )
 
 
-__all__ = ["cached_preprocessing", "entry_key", "NAMESPACE", "ENV"]
+__all__ = ["cached_preprocessing", "remembered_preprocessing", "entry_key", "NAMESPACE", "ENV"]

@@ -106,14 +106,14 @@ def prepare(
     """Fit preprocessing on ``train``; apply to every part (``test`` in role ``test_role``; a
     ``vali`` without queries counts as none); binary training labels when the protocol asks.
 
-    For a file-backed ``dataset`` (one with a parse cache, ``dataset.cache_dir``) the result is
-    shared through :mod:`ltr_bench.data.transform_cache`: every trial, refit and worker that
-    preprocesses the same split with the same options reads it back instead of refitting."""
+    The result is shared through :mod:`ltr_bench.data.transform_cache`: every trial, refit and
+    worker that preprocesses the same split with the same options reads it back instead of
+    refitting; from disk for a file-backed ``dataset`` (one with a parse cache,
+    ``dataset.cache_dir``), else from this process's last entries (generated data)."""
+    from ltr_bench.data.transform_cache import cached_preprocessing, remembered_preprocessing
+
     binarize_at = threshold if protocol.train_labels == "binary" else None
     vali_part = vali if vali is not None and vali.n_queries else None
-    if dataset is None or not hasattr(dataset, "cache_dir"):
-        return preprocess(cfg, train, vali_part, test, test_role, binarize_at)
-    from ltr_bench.data.transform_cache import cached_preprocessing
 
     def compute() -> tuple[list[QuerySet | None], Any]:
         data = preprocess(cfg, train, vali_part, test, test_role, binarize_at)
@@ -129,7 +129,10 @@ def prepare(
         "test_role": test_role,
     }
     parts = [("train", train), ("vali", vali), ("test", test)]
-    (tr, va, te), pre, _ = cached_preprocessing(key, parts, compute, dataset.cache_dir)
+    if dataset is not None and hasattr(dataset, "cache_dir"):
+        (tr, va, te), pre, _ = cached_preprocessing(key, parts, compute, dataset.cache_dir)
+    else:
+        (tr, va, te), pre, _ = remembered_preprocessing(key, parts, compute)
     assert tr is not None
     return Prepared(tr, va, te, pre)
 

@@ -11,8 +11,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ltr_bench.data import transform_cache
 from ltr_bench.data.queryset import QuerySet
-from ltr_bench.data.transform_cache import NAMESPACE, cached_preprocessing
+from ltr_bench.data.transform_cache import (
+    NAMESPACE,
+    cached_preprocessing,
+    remembered_preprocessing,
+)
 from ltr_bench.data.transforms import Preprocessing
 
 
@@ -198,3 +203,68 @@ def test_switched_off_by_environment(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert cached_preprocessing(CONFIG, parts, compute, tmp_path)[2] == "off"
     assert cached_preprocessing(CONFIG, parts, compute, tmp_path)[2] == "off"
     assert compute.calls == 2 and not (tmp_path / NAMESPACE).exists()
+
+
+@pytest.fixture
+def empty_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transform_cache, "_remembered", type(transform_cache._remembered)())
+
+
+def test_data_without_a_cache_folder_is_preprocessed_once_per_process(empty_memory: None) -> None:
+    """Generated data: a later trial of the same worker gets the first trial's numbers, computed
+    once, and its own copies of them."""
+    train, test = _data(0), _data(1)
+    compute = Counter(train, test)
+    parts = [("train", train), ("vali", None), ("test", test)]
+    (tr, va, te), pre, status = remembered_preprocessing(CONFIG, parts, compute)
+    assert (status, compute.calls, va) == ("miss", 1, None)
+    expected = QuerySet(tr.features.copy(), tr.labels.copy(), tr.qid.copy(), tr.offsets.copy())
+    tr.features[:] = 0.0  # the first caller writes into its arrays ...
+    (tr2, _, te2), pre2, status2 = remembered_preprocessing(CONFIG, parts, compute)
+    assert (status2, compute.calls) == ("hit", 1)
+    _same(tr2, expected)  # ... which the entry does not see
+    _same(te2, te)
+    assert tr2.features is not remembered_preprocessing(CONFIG, parts, compute)[0][0].features
+    other = _data(2)
+    _same(pre.apply(other, "vali"), pre2.apply(other, "vali"))
+    assert pre2 is not pre and te2.source == te.source
+
+
+def test_the_process_keeps_its_last_entries_and_none_switched_off(
+    empty_memory: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(transform_cache, "MEMORY_ENTRIES", 2)
+    computes = [Counter(_data(seed), _data(99)) for seed in range(3)]
+    parts = [[("train", c.train), ("vali", None), ("test", c.test)] for c in computes]
+    for p, c in zip(parts, computes):
+        assert remembered_preprocessing(CONFIG, p, c)[2] == "miss"
+    assert remembered_preprocessing(CONFIG, parts[2], computes[2])[2] == "hit"
+    assert remembered_preprocessing(CONFIG, parts[0], computes[0])[2] == "miss"  # the oldest left
+    assert [c.calls for c in computes] == [2, 1, 1]
+    monkeypatch.setenv("LTR_TRANSFORM_CACHE", "off")
+    assert remembered_preprocessing(CONFIG, parts[0], computes[0])[2] == "off"
+    monkeypatch.delenv("LTR_TRANSFORM_CACHE")
+    monkeypatch.setattr(transform_cache, "MEMORY_ENTRY_MAX_BYTES", 100)  # larger inputs: computed
+    assert remembered_preprocessing(CONFIG, parts[1], computes[1])[2] == "off"
+    assert computes[0].calls == 3 and computes[1].calls == 2
+
+
+def test_a_second_inner_cv_run_on_generated_data_refits_no_preprocessing(
+    tmp_path: Path, empty_memory: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a sweep worker's later trials: the same inner folds of the same generated data, so the
+    same fold metrics, with the quantile transform fitted only by the first run."""
+    from tests.inprocess import run_ltr_bench
+
+    fits: list[int] = []
+    fit = Preprocessing.fit
+    monkeypatch.setattr(Preprocessing, "fit", lambda self, data: fits.append(1) or fit(self, data))
+    args = ("protocol.objective=inner_cv", "protocol.inner_cv=3", "dataset.n_train=300")
+    args += ("model.epochs=1", "tracking=none", "trainer.enable_progress_bar=false")
+    folds = []
+    for run in ("first", "second"):
+        result = run_ltr_bench(*args, f"hydra.run.dir={tmp_path / run}", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        folds.append(json.loads((tmp_path / run / "results.json").read_text())["folds"])
+        assert len(fits) == 3  # one per inner fold, all in the first run
+    assert [f["metrics"] for f in folds[0]] == [f["metrics"] for f in folds[1]]
