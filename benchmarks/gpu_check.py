@@ -229,7 +229,7 @@ def checks(out: dict[str, Any], cuda: bool) -> list[str]:
     return failed
 
 
-def page_command(argv: list[str]) -> str:
+def page_command(argv: list[str], script: str = "benchmarks/gpu_check.py") -> str:
     """The command the page names: ``argv`` without ``--out`` (a copy of the page for the
     caller, often an absolute folder of the machine that ran it), a ``--page`` inside the
     repository relative to it."""
@@ -243,7 +243,7 @@ def page_command(argv: list[str]) -> str:
     for i, arg in enumerate(shown[:-1]):
         if arg == "--page" and Path(shown[i + 1]).resolve().is_relative_to(ROOT):
             shown[i + 1] = str(Path(shown[i + 1]).resolve().relative_to(ROOT))
-    return shlex.join(["python", "benchmarks/gpu_check.py", *shown])
+    return shlex.join(["python", script, *shown])
 
 
 def main() -> int:

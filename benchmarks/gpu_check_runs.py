@@ -117,11 +117,15 @@ def _time_boxed(ranker: Any, seconds: float) -> list[int]:
     return steps
 
 
-def epochs_per_s(model: str, train: Any, accelerator: str, seconds: float) -> dict[str, Any]:
-    """Training speed of ``model``: two epochs cut after ``seconds`` of steps each; the second
-    one's time per step, times the steps of a whole epoch, is the epoch time (extrapolated when
-    the cut came first). The first epoch pays the warm-up (CUDA context, kernels, caches)."""
-    ranker = build(model, accelerator, "model.epochs=2", "model.early_stopping_patience=null")
+def epochs_per_s(
+    model: str, train: Any, accelerator: str, seconds: float, *overrides: str
+) -> dict[str, Any]:
+    """Training speed of ``model`` (with config ``overrides``): two epochs cut after ``seconds``
+    of steps each; the second one's time per step, times the steps of a whole epoch, is the epoch
+    time (extrapolated when the cut came first). The first epoch pays the warm-up (CUDA context,
+    kernels, caches)."""
+    fixed = ("model.epochs=2", "model.early_stopping_patience=null")
+    ranker = build(model, accelerator, *fixed, *overrides)
     steps = _time_boxed(ranker, seconds)
     _gpu_peak_reset()
     start = time.perf_counter()

@@ -131,3 +131,20 @@ def test_the_wheels_leave_out_what_the_gpu_machine_has() -> None:
     assert {"hydra-core", "omegaconf", "optuna", "lightgbm", "mlflow-skinny"} <= set(needed)
     assert not set(needed) & gpu_wheels.ON_DEVICE
     assert "mlflow" not in needed and "torch" not in needed and "flask" not in needed
+
+
+def test_the_batch_size_page_times_each_batch_and_says_where(tmp_path: Path) -> None:
+    """``benchmarks/gpu_batch_size.py --quick``: a row per batch size with the CPU's numbers, the
+    GPU's n/a, and a status that says plainly that no GPU ran."""
+    import gpu_batch_size
+
+    target = tmp_path / "gpu-batch-size.md"
+    assert gpu_batch_size.main(["--quick", "--page", str(target)]) == 0
+    text = target.read_text()
+    assert page.CPU_ONLY in text and "**Not measured on a GPU:**" in text
+    rows = [line for line in text.splitlines() if line.startswith(("| 256 |", "| 1,024 |"))]
+    assert len(rows) == 2
+    for row in rows:
+        cpu_ms, gpu_ms, cpu_eps = row.split("|")[2:5]
+        assert float(cpu_ms) > 0 and float(cpu_eps) > 0 and gpu_ms.strip() == "n/a"
+    assert "python benchmarks/gpu_batch_size.py --quick" in text
