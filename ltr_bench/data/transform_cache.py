@@ -109,20 +109,18 @@ def cached_preprocessing(
     return out, pre, "miss"
 
 
-#: entries :func:`remembered_preprocessing` keeps per process, and the largest it keeps (bytes)
-MEMORY_ENTRIES = 16
-MEMORY_ENTRY_MAX_BYTES = 256 << 20
+#: bytes of preprocessed data :func:`remembered_preprocessing` keeps per process, at most
+MEMORY_BYTES = 256 << 20
 _remembered: OrderedDict[str, Computed] = OrderedDict()
 
 
 def remembered_preprocessing(
     config: Mapping[str, Any], parts: Parts, compute: Callable[[], Computed]
 ) -> tuple[list[QuerySet | None], Any, str]:
-    """:func:`cached_preprocessing` for data without a cache folder, kept in this process: the
-    last :data:`MEMORY_ENTRIES` entries, of inputs up to :data:`MEMORY_ENTRY_MAX_BYTES` (larger
-    ones are computed each time). Every caller gets its own copies, so one that writes into its
-    arrays changes no other's."""
-    if not enabled() or sum(_nbytes(data) for _, data in parts) > MEMORY_ENTRY_MAX_BYTES:
+    """:func:`cached_preprocessing` for data without a cache folder, kept in this process: its
+    most recent entries, :data:`MEMORY_BYTES` in all (larger inputs are computed each time).
+    Every caller gets its own copies, so one that writes into its arrays changes no other's."""
+    if not enabled() or sum(_nbytes(data) for _, data in parts) > MEMORY_BYTES:
         out, pre = compute()
         return out, pre, "off"
     key = entry_key(config, parts)
@@ -131,8 +129,8 @@ def remembered_preprocessing(
         return _copies(_remembered[key]) + ("hit",)
     computed = compute()
     _remembered[key] = _copies(computed)
-    while len(_remembered) > MEMORY_ENTRIES:
-        _remembered.popitem(last=False)
+    while sum(_nbytes(q) for out, _ in _remembered.values() for q in out) > MEMORY_BYTES:
+        _remembered.popitem(last=False)  # the oldest first; the newest, if alone too large
     return computed[0], computed[1], "miss"
 
 

@@ -230,12 +230,19 @@ def test_data_without_a_cache_folder_is_preprocessed_once_per_process(empty_memo
     assert pre2 is not pre and te2.source == te.source
 
 
-def test_the_process_keeps_its_last_entries_and_none_switched_off(
+def test_the_process_keeps_its_most_recent_entries_and_none_switched_off(
     empty_memory: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(transform_cache, "MEMORY_ENTRIES", 2)
     computes = [Counter(_data(seed), _data(99)) for seed in range(3)]
     parts = [[("train", c.train), ("vali", None), ("test", c.test)] for c in computes]
+    entry_bytes = sum(  # the preprocessed train and test parts of one entry
+        a.nbytes
+        for q in computes[0]()[0]
+        if q is not None
+        for a in (q.features, q.labels, q.qid, q.offsets)
+    )
+    computes[0].calls = 0
+    monkeypatch.setattr(transform_cache, "MEMORY_BYTES", 2 * entry_bytes)  # room for two
     for p, c in zip(parts, computes):
         assert remembered_preprocessing(CONFIG, p, c)[2] == "miss"
     assert remembered_preprocessing(CONFIG, parts[2], computes[2])[2] == "hit"
@@ -244,7 +251,7 @@ def test_the_process_keeps_its_last_entries_and_none_switched_off(
     monkeypatch.setenv("LTR_TRANSFORM_CACHE", "off")
     assert remembered_preprocessing(CONFIG, parts[0], computes[0])[2] == "off"
     monkeypatch.delenv("LTR_TRANSFORM_CACHE")
-    monkeypatch.setattr(transform_cache, "MEMORY_ENTRY_MAX_BYTES", 100)  # larger inputs: computed
+    monkeypatch.setattr(transform_cache, "MEMORY_BYTES", 100)  # larger inputs: computed each time
     assert remembered_preprocessing(CONFIG, parts[1], computes[1])[2] == "off"
     assert computes[0].calls == 3 and computes[1].calls == 2
 
