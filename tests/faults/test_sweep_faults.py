@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -630,10 +631,16 @@ def test_killed_trials_and_reevaluations_leave_no_running_mlflow_run(tmp_path: P
     )
     assert _running(db) == []  # the process ended its own run
 
-    second = start("second")
-    _signal_when_running(second, db, _name(0, True), signal.SIGKILL)
+    second = start("second")  # re-evaluates the best trial, whichever learning rate wins
+    reevaluating = "a re-evaluation's run was RUNNING"
+    wait_until(lambda: any(n.endswith("re-evaluation") for n in _running(db)), reevaluating, second)
+    second.send_signal(signal.SIGKILL)
     second.wait(timeout=HANG_GUARD_S)
-    assert _running(db) == [_name(0, True)]  # left behind by the killed process
+    (left,) = _running(db)  # left behind by the killed process
+    found = re.search(r"trial (\d+)", left)
+    assert found is not None, left
+    best = int(found.group(1))
+    assert left == _name(best, True)
 
     third = start("third")
     assert third.wait(timeout=HANG_GUARD_S) == 0, (tmp_path / "third.err").read_text()[-3000:]
@@ -654,7 +661,7 @@ def test_killed_trials_and_reevaluations_leave_no_running_mlflow_run(tmp_path: P
     done = sorted(t.number for t in complete(trials))
     assert statuses == sorted([(1, "KILLED")] + [(n, "FINISHED") for n in done])
     assert sorted(r.info.status for r in again) == ["FINISHED", "KILLED"]
-    assert {r.data.tags[TAG_TRIAL] for r in again} == {"0"}
+    assert {r.data.tags[TAG_TRIAL] for r in again} == {str(best)}
     claims = _claims(url, "s")
     assert sorted((t.state.name, t.user_attrs.get("ltr_sweeper.fail_reason")) for t in claims) == [
         ("COMPLETE", None),
