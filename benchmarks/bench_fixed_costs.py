@@ -110,7 +110,7 @@ def run_probe(overrides: list[str]) -> str:
 
 
 HYDRA_JOB = """
-import os, statistics, time
+import statistics, time
 import ltr_bench.gc_policy as g
 g.tune_garbage_collection()  # as in the sweep's workers (sweep.on_worker_start)
 from hydra import initialize_config_module
