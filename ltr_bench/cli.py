@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if help_text is not None:
             print(help_text)
             return
-        from ltr_bench.sweeper.job import plan_refits
+        from ltr_bench.refit_plan import plan_refits
 
         refits = plan_refits(args)
         config_dir()  # a missing tree is one sentence, not Hydra's report

@@ -18,7 +18,7 @@ Two ways to score a config (``protocol.objective``):
   ``final`` otherwise.
 
 After a sweep, the best config is refit with ``ltr-bench refit_best=<sweep dir>``
-(:func:`ltr_bench.sweeper.refit.plan_refits`): each study's best parameters become overrides of an ordinary ``final``
+(:func:`ltr_bench.refit_plan.plan_refits`): each study's best parameters become overrides of an ordinary ``final``
 run on the whole training part, evaluated once on test.
 """
 

@@ -93,7 +93,7 @@ def _run_parallel_refits(
 def refit_table(sweep_dir: str | None, min_refits: int = 1) -> str | None:
     """:func:`refit_summary` of every refit of the sweep (the latest per study and seed, from
     ``<sweep dir>/refit/``), or None with fewer than ``min_refits``."""
-    from ltr_bench.sweeper.job import find_refits
+    from ltr_bench.refit_plan import find_refits
 
     if not sweep_dir:
         return None

@@ -368,10 +368,10 @@ def _untracked(user: list[str]) -> list[str]:
 
 def _refit(sweep_dir: Path, user: list[str], subdir: str = "refit") -> None:
     """What ``ltr-bench refit_best=<sweep dir>`` does, in this process: per study an ordinary
-    ``final`` run of its best config (composed from :func:`ltr_bench.sweeper.refit.plan_refits`'
+    ``final`` run of its best config (composed from :func:`ltr_bench.refit_plan.plan_refits`'
     overrides), tracked under the study's sweep run, output in ``<sweep dir>/<subdir>/<study>``."""
+    from ltr_bench.refit_plan import plan_refits
     from ltr_bench.runner import run as run_config
-    from ltr_bench.sweeper.job import plan_refits
 
     for refit in plan_refits([f"refit_best={sweep_dir}", *user], subdir) or []:
         overrides = [o for o in refit.overrides if not override_key(o).startswith("hydra")]
@@ -382,7 +382,7 @@ def _refit(sweep_dir: Path, user: list[str], subdir: str = "refit") -> None:
 def _refit_rows(
     sweep_dir: Path, base: dict[str, Any], subdir: str = "refit"
 ) -> list[dict[str, Any]]:
-    from ltr_bench.sweeper.job import find_refits
+    from ltr_bench.refit_plan import find_refits
 
     rows = []
     for refit in find_refits(sweep_dir, subdir)[0]:  # the latest refit per study and seed

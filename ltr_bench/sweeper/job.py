@@ -1,5 +1,6 @@
 """The job's side of the sweeper, the one module of it the app imports: the ``sweep.*`` keys a job
-is given, :class:`Objective`, :class:`TrialReporter` and refit planning. Light to import."""
+is given, :class:`Objective`, :class:`TrialReporter`, and what the app needs to read a finished
+sweep (its results file, override values, file stems). Light to import."""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ltr_bench.errors import UserError
-from ltr_bench.sweeper.refit import RESULTS_FILE, Refit, RefitResult, find_refits, plan_refits
-from ltr_bench.sweeper.storage import open_storage, redact
+from ltr_bench.sweeper.storage import file_stem, open_storage, redact
 
 TRIAL_NUMBER_KEY = "sweep.trial_number"
 STUDY_NAME_KEY = "sweep.study_name"
@@ -22,9 +22,18 @@ ATTR_N_STEPS = "ltr_sweeper.n_steps"  # a job's planned steps, when it says (Tri
 ATTR_PREFIX = "objective_"  # the trial user attributes an Objective carries
 ATTR_SE = ATTR_PREFIX + "se"
 
-# what the app uses (some from the refit and storage modules)
-__all__ = ["Objective", "TrialReporter", "Refit", "RefitResult", "find_refits", "plan_refits"]
-__all__ += ["redact", "RESULTS_FILE"]
+RESULTS_FILE = "optimization_results.yaml"  # each study's summary and best overrides, per sweep
+
+# what the app uses (some from the storage module)
+__all__ = ["Objective", "TrialReporter", "RESULTS_FILE", "file_stem", "format_value", "redact"]
+
+
+def format_value(value: Any) -> str:
+    """``value`` (scalars, lists, dicts) in Hydra's override grammar, parsing back to exactly it
+    (the search's formatter, imported when called: it needs Optuna)."""
+    from ltr_bench.sweeper.search.space import format_value as search_format_value
+
+    return search_format_value(value)
 
 
 class Objective(float):

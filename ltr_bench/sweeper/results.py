@@ -17,9 +17,8 @@ import optuna
 from omegaconf import DictConfig, OmegaConf
 from optuna.trial import TrialState
 
-from ltr_bench.sweeper.job import ATTR_SE
+from ltr_bench.sweeper.job import ATTR_SE, RESULTS_FILE
 from ltr_bench.sweeper.reevaluation import runs
-from ltr_bench.sweeper.refit import RESULTS_FILE
 from ltr_bench.sweeper.state import StudyState
 from ltr_bench.sweeper.storage import file_stem, redact
 from ltr_bench.sweeper.trials import is_counted_failure

@@ -1,5 +1,6 @@
 """Reading a finished sweep back: the refit jobs of ``refit_best=<sweep dir>`` (each study's best
-config as an ordinary ``final`` run) and their results."""
+config as an ordinary ``final`` run of this app) and their results. The sweeper knows nothing of
+refits: it writes each study's best overrides to its results file, and this module reads them."""
 
 from __future__ import annotations
 
@@ -9,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ltr_bench.errors import UserError
-from ltr_bench.sweeper.storage import file_stem
+from ltr_bench.sweeper.job import RESULTS_FILE, file_stem, format_value
 
 REFIT_KEY = "refit_best"
-RESULTS_FILE = "optimization_results.yaml"  # the sweeper's summary of every study in a sweep dir
 
 
 @dataclass(frozen=True)
@@ -297,7 +297,5 @@ def _key(arg: str) -> str | None:
 
 
 def _value(value: Any) -> str:
-    """``value`` in Hydra's override grammar (imported lazily: the search needs Optuna)."""
-    from ltr_bench.sweeper.search.space import format_value
-
+    """``value`` in Hydra's override grammar."""
     return format_value(value)

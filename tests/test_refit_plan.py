@@ -1,4 +1,4 @@
-"""ltr_bench.sweeper.refit: reading a finished sweep back into refit jobs."""
+"""ltr_bench.refit_plan: reading a finished sweep back into refit jobs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ltr_bench.errors import UserError
-from ltr_bench.sweeper.refit import plan_refits
+from ltr_bench.refit_plan import plan_refits
 from ltr_bench.sweeper.search.space import format_value
 
 SWEEP_TASK = """hydra:
@@ -79,7 +79,7 @@ def test_a_refit_under_other_settings_has_folders_apart_from_the_sweeps_refits(
 
     import yaml
 
-    from ltr_bench.sweeper.refit import find_refits
+    from ltr_bench.refit_plan import find_refits
 
     (tmp_path / "multirun.yaml").write_text(SWEEP_TASK)
     (tmp_path / "optimization_results.yaml").write_text(yaml.safe_dump(_study("s", None, 0.1)))
