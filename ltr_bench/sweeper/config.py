@@ -143,41 +143,37 @@ class LtrOptunaSweeperConf:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-class Settings:
-    """The ``hydra.sweeper`` keys as the sweeper uses them: plain data, each checked here once."""
+@dataclass
+class Settings(LtrOptunaSweeperConf):
+    """The ``hydra.sweeper`` keys as the sweeper uses them: plain data, each checked here once
+    (an unknown key: TypeError, as for any constructor)."""
 
-    def __init__(self, **options: Any) -> None:
-        c = LtrOptunaSweeperConf(**options)  # an unknown key: TypeError, as for any constructor
-        self.sampler = c.sampler
-        self.direction = str(c.direction).lower()
-        self.n_trials = c.n_trials
-        self.n_jobs = int(c.n_jobs)
-        self.storage = c.storage
-        self.storage_dir = c.storage_dir
-        self.study_name = c.study_name
-        self.study_per = list(c.study_per or [])
-        self.max_failure_rate = float(c.max_failure_rate)
-        self.fatal_errors = list(c.fatal_errors or [])
-        self.fatal_classes: tuple[type[BaseException], ...] = ()  # resolve_fatal_errors()
-        self.max_duplicate_retries = int(c.max_duplicate_retries)
-        self.heartbeat_interval = int(c.heartbeat_interval)
-        gp = c.grace_period
-        self.grace_period = int(gp) if gp is not None else 2 * self.heartbeat_interval
-        self.orphan_grace_period = float(c.orphan_grace_period)
-        self.enqueue_defaults = bool(c.enqueue_defaults)
-        self.enqueue_trials = list(plain(c.enqueue_trials) or [])
-        reevaluate = plain(c.reevaluate) or {}
+    fatal_classes: tuple[type[BaseException], ...] = field(init=False, default=())
+    top_k: Any = field(init=False, default=0)  # reevaluate.top_k, checked in _check
+    reevaluate_overrides: list[str] = field(init=False, default_factory=list)
+    race: dict[str, Any] = field(init=False, default_factory=dict)  # reevaluate.pruner
+
+    def __post_init__(self) -> None:
+        self.direction = str(self.direction).lower()
+        self.study_per, self.fatal_errors = (
+            list(self.study_per or []),
+            list(self.fatal_errors or []),
+        )
+        self.enqueue_trials = list(plain(self.enqueue_trials) or [])
+        reevaluate = plain(self.reevaluate) or {}
         if not isinstance(reevaluate, dict):  # the dataclass default
             reevaluate = vars(reevaluate)
         self.top_k = reevaluate.get("top_k", 0)
         self.reevaluate_overrides = [str(o) for o in reevaluate.get("overrides") or []]
-        self.race: dict[str, Any] = plain(reevaluate.get("pruner")) or {}  # reevaluate.pruner
-        self.params: dict[str, Any] = plain(c.params) or {}
-        self.pruner: dict[str, Any] = {} if c.pruner == MISSING else plain(c.pruner) or {}
-        self.progress = bool(c.progress)
-        self.asynchronous = bool(c.asynchronous)
-        self.reproducible = bool(c.reproducible)
+        self.race = plain(reevaluate.get("pruner")) or {}
+        self.params = plain(self.params) or {}
+        self.pruner = {} if self.pruner == MISSING else plain(self.pruner) or {}
         self._check()
+
+    @property
+    def grace_s(self) -> int:
+        """``grace_period``, else twice ``heartbeat_interval``."""
+        return 2 * self.heartbeat_interval if self.grace_period is None else self.grace_period
 
     def _check(self) -> None:
         if self.direction not in ("maximize", "minimize"):

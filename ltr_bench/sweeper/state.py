@@ -52,9 +52,9 @@ class StudyState:
 
     def recover(self, locks_too: bool = False) -> None:
         """Fail the trials (and locks) whose sweeper is gone; hand them to the app's hook."""
-        found = fail_interrupted_trials(self.study, self.rdb, self.settings.grace_period)
+        found = fail_interrupted_trials(self.study, self.rdb, self.settings.grace_s)
         if locks_too and self.locks is not None:
-            found += fail_interrupted_trials(self.locks, self.rdb, self.settings.grace_period)
+            found += fail_interrupted_trials(self.locks, self.rdb, self.settings.grace_s)
         if found:
             report_interrupted(self.config, self.study, self.locks)
 
@@ -137,13 +137,13 @@ def open_study_state(
     s = settings
     cwd = OmegaConf.select(config, "hydra.runtime.cwd", default=None) or Path.cwd()
     url = str(s.storage or default_storage_url(s.storage_dir, study_name, cwd))
-    rdb = open_storage(url, s.heartbeat_interval, s.grace_period)
+    rdb = open_storage(url, s.heartbeat_interval, s.grace_s)
     study = open_study(rdb, study_name, s.direction)
-    fail_interrupted_trials(study, rdb, s.grace_period)
+    fail_interrupted_trials(study, rdb, s.grace_s)
     locks = None
     if s.top_k > 0:
         locks = open_study(rdb, study.study_name + LOCKS_SUFFIX, s.direction)
-        fail_interrupted_trials(locks, rdb, s.grace_period)
+        fail_interrupted_trials(locks, rdb, s.grace_s)
     report_interrupted(config, study, locks)
     n_existing = len(study.get_trials(deepcopy=False))  # before enqueueing: keeps a fresh seed
     for point in points_to_enqueue(config, space, s.enqueue_defaults, s.enqueue_trials):
