@@ -336,6 +336,92 @@ def test_nan_scores_fail_the_trial_and_its_mlflow_run(tmp_path: Path) -> None:
     assert [r.info.status for r in trial] == ["FAILED"]
 
 
+class FailsOnSecondScore(RecordingRanker):
+    """The stand-in ranker, failing its second score call (the second inner fold)."""
+
+    calls = 0
+
+    def score(self, data: QuerySet) -> np.ndarray:
+        type(self).calls += 1
+        if type(self).calls == 2:
+            raise RuntimeError("the second fold fails")
+        return super().score(data)
+
+
+def _metric_calls(monkeypatch: Any) -> list[list[Any]]:
+    """The rows of every metrics call the MLflow tracker makes (still passed on to the store)."""
+    from ltr_bench.tracking.tracker import Tracker
+
+    calls: list[list[Any]] = []
+    log_rows = Tracker.log_metric_rows
+
+    def spy(self: Tracker, run_id: str, rows: Any) -> None:
+        calls.append(list(rows))
+        log_rows(self, run_id, rows)
+
+    monkeypatch.setattr(Tracker, "log_metric_rows", spy)
+    return calls
+
+
+FOLD_KEY = keys.metric_key(keys.SPLIT_CV_FOLD, "ndcg@10")
+
+
+def test_fast_folds_reach_the_store_with_the_trial_summary_in_one_call(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    calls = _metric_calls(monkeypatch)
+    cfg = make_cfg(
+        "sweep.trial_number=0", "sweep.study_name=s", "protocol.inner_cv=3", tracking=tmp_path
+    )
+    result = run(cfg, verbose=False)
+    (call,) = [rows for rows in calls if any(FOLD_KEY in r.metrics for r in rows)]
+    folds, summary = call[:-1], call[-1]
+    assert [r.step for r in folds] == [0, 1, 2] and summary.step == 0
+    assert summary.metrics["objective"] == pytest.approx(result.objective)
+    stamps = [r.timestamp_ms for r in call]
+    assert stamps == sorted(stamps)  # each fold keeps the time it ended
+    client, runs = _runs(tmp_path)
+    (trial,) = [r for r in runs if r.data.tags[keys.TAG_ROLE] == keys.ROLE_TRIAL]
+    hist = client.get_metric_history(trial.info.run_id, "cv_fold/ndcg_at_10")
+    assert [(m.step, m.timestamp) for m in sorted(hist, key=lambda m: m.step)] == [
+        (r.step, r.timestamp_ms) for r in folds
+    ]
+
+
+def test_slow_folds_are_logged_as_they_end(tmp_path: Path, monkeypatch: Any) -> None:
+    from ltr_bench.runner import inner_cv
+
+    monkeypatch.setattr(inner_cv, "FOLD_METRICS_EVERY_S", 0.0)  # every fold counts as slow
+    calls = _metric_calls(monkeypatch)
+    cfg = make_cfg(
+        "sweep.trial_number=0", "sweep.study_name=s", "protocol.inner_cv=3", tracking=tmp_path
+    )
+    run(cfg, verbose=False)
+    fold_steps = [[r.step for r in rows if FOLD_KEY in r.metrics] for rows in calls]
+    assert [s for s in fold_steps if s] == [[0], [1], [2]]
+    assert "objective" in calls[-1][-1].metrics and len(calls[-1]) == 1
+
+
+def test_a_failed_trial_keeps_the_metrics_of_the_folds_it_scored(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(FailsOnSecondScore, "calls", 0)
+    cfg = make_cfg(
+        "sweep.trial_number=0",
+        "sweep.study_name=s",
+        "protocol.inner_cv=3",
+        tracking=tmp_path,
+        _target_=f"{__name__}.FailsOnSecondScore",
+    )
+    with pytest.raises(TrialFailed, match="the second fold fails"):
+        run(cfg, verbose=False)
+    client, runs = _runs(tmp_path)
+    (trial,) = [r for r in runs if r.data.tags[keys.TAG_ROLE] == keys.ROLE_TRIAL]
+    assert trial.info.status == "FAILED"
+    hist = client.get_metric_history(trial.info.run_id, "cv_fold/ndcg_at_10")
+    assert [m.step for m in hist] == [0]
+
+
 def test_trials_may_not_select_on_test() -> None:
     cfg = make_cfg("sweep.trial_number=0", "objective.split=test")
     with pytest.raises(UserError, match="objective.split=test"):

@@ -9,6 +9,8 @@ not the sweep.
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +32,11 @@ from ltr_bench.runner.results import (
     summary_metrics,
 )
 from ltr_bench.runner.tags import dataset_inputs
-from ltr_bench.tracking import RunTracker, run_params
+from ltr_bench.tracking import MetricRow, RunTracker, run_params
+
+# A trial's fold metrics go to the store with its summary in one call; a fold ending this long
+# after the last call is logged at once (each store call costs a few ms: tiny folds add up).
+FOLD_METRICS_EVERY_S = 5.0
 
 
 def run_inner_cv(
@@ -64,8 +70,12 @@ def run_inner_cv(
     with tracker.run(name, trial_tags, parent_id=sweep_id) as run_id:
         tracker.log_params(run_id, run_params(cfg, ctx.choices))
         loop = _InnerLoop(cfg, protocol, dataset, tracker, run_id, reevaluation, reporter)
-        result = _score_trial(loop, name)
-        tracker.log_metrics(run_id, summary_metrics(result, {"vali": keys.SPLIT_CV}))
+        try:
+            result = _score_trial(loop, name)
+        except BaseException:  # a failed trial keeps the metrics of the folds it scored
+            loop.flush()
+            raise
+        loop.flush(summary_metrics(result, {"vali": keys.SPLIT_CV}))  # and the unlogged folds'
         result.mlflow_run_id = run_id or None
         if loop.pruned:
             tracker.set_tags(
@@ -91,6 +101,25 @@ class _InnerLoop:
     folds: list[FoldResult] = field(default_factory=list)
     split_names: list[str] = field(default_factory=list)
     pruned: bool = False
+    unlogged: list[MetricRow] = field(default_factory=list)  # fold metrics not yet in the store
+    logged_at: float = field(default_factory=time.monotonic)
+
+    def flush(self, summary: Mapping[str, float | None] | None = None) -> None:
+        """Log the unlogged fold metrics, and ``summary`` (step 0), in one store call."""
+        rows = [*self.unlogged]
+        if summary is not None:
+            rows.append(MetricRow(summary, 0, int(time.time() * 1000)))
+        self.unlogged.clear()
+        self.logged_at = time.monotonic()
+        if rows:
+            self.tracker.log_metric_rows(self.run_id, rows)
+
+    def _log_fold(self, metrics: dict[str, float], step: int) -> None:
+        """Keep a fold's metrics for the next store call; log them now once the last call is
+        ``FOLD_METRICS_EVERY_S`` old, so that slow folds still show in the UI as they end."""
+        self.unlogged.append(MetricRow(metrics, step, int(time.time() * 1000)))
+        if time.monotonic() - self.logged_at >= FOLD_METRICS_EVERY_S:
+            self.flush()
 
     def run(self) -> None:
         """Score every inner fold of every outer split (until pruned) into :attr:`folds`."""
@@ -146,10 +175,8 @@ class _InnerLoop:
             )
         several = protocol.inner_repeats > 1 or self.reevaluation
         inner = f"repeat{repeat}/inner{k}" if several else f"inner{k}"
-        self.tracker.log_metrics(
-            self.run_id,
-            {keys.metric_key(keys.SPLIT_CV_FOLD, n): v for n, v in ev.means.items()},
-            step=step,
+        self._log_fold(
+            {keys.metric_key(keys.SPLIT_CV_FOLD, n): v for n, v in ev.means.items()}, step
         )
         return FoldResult(
             step,

@@ -34,7 +34,7 @@ from __future__ import annotations
 from ltr_bench.tracking.links import filter_eq
 from ltr_bench.tracking.model_logging import MODEL_NAME, PyfuncModel
 from ltr_bench.tracking.params import flatten_config, run_params
-from ltr_bench.tracking.run_tracker import NullTracker, RunTracker
+from ltr_bench.tracking.run_tracker import MetricRow, NullTracker, RunTracker
 from ltr_bench.tracking.search import (
     download_run_artifact,
     find_experiment,
@@ -47,6 +47,7 @@ from ltr_bench.tracking.tracker import Tracker, is_rank_zero
 
 __all__ = [
     "MODEL_NAME",
+    "MetricRow",
     "NullTracker",
     "PyfuncModel",
     "RunTerminated",

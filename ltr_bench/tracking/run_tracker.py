@@ -10,9 +10,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ltr_bench.tracking.model_logging import PyfuncModel
+
+
+class MetricRow(NamedTuple):
+    """One step's metrics and when they were measured, for :meth:`RunTracker.log_metric_rows`."""
+
+    metrics: Mapping[str, float | None]
+    step: int
+    timestamp_ms: int
 
 
 @runtime_checkable
@@ -60,6 +68,7 @@ class RunTracker(Protocol):
     def log_metrics(
         self, run_id: str, metrics: Mapping[str, float | None], step: int | None = None
     ) -> None: ...
+    def log_metric_rows(self, run_id: str, rows: Sequence[MetricRow]) -> None: ...
     def log_history(self, run_id: str, history: Sequence[Mapping[str, Any]]) -> None: ...
     def log_artifact(self, run_id: str, path: Any, artifact_path: str | None = None) -> None: ...
     def log_text(self, run_id: str, text: str, artifact_file: str) -> None: ...
@@ -128,6 +137,9 @@ class NullTracker:
     def log_metrics(
         self, run_id: str, metrics: Mapping[str, float | None], step: int | None = None
     ) -> None:
+        pass
+
+    def log_metric_rows(self, run_id: str, rows: Sequence[MetricRow]) -> None:
         pass
 
     def log_history(self, run_id: str, history: Sequence[Mapping[str, Any]]) -> None:

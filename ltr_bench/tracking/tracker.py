@@ -29,7 +29,7 @@ from ltr_bench.tracking.lightning_logger import run_logger
 from ltr_bench.tracking.links import format_links
 from ltr_bench.tracking.model_logging import PyfuncModel, log_pyfunc_model
 from ltr_bench.tracking.names import MAX_PARAM_LEN, MAX_TAG_LEN, curve_key, sanitize_key
-from ltr_bench.tracking.run_tracker import NullTracker, RunTracker
+from ltr_bench.tracking.run_tracker import MetricRow, NullTracker, RunTracker
 from ltr_bench.tracking.signals import RunTerminated
 from ltr_bench.tracking.store import (
     ensure_experiment,
@@ -234,18 +234,23 @@ class Tracker:
         """Log finite values (NaN/inf, e.g. the SE of one fold, are skipped)."""
         import time
 
+        self.log_metric_rows(run_id, [MetricRow(metrics, int(step or 0), int(time.time() * 1000))])
+
+    def log_metric_rows(self, run_id: str, rows: Sequence[MetricRow]) -> None:
+        """Log several steps' metrics (each with the time it was measured) in one store call;
+        non-finite values are skipped as in :meth:`log_metrics`."""
         from mlflow.entities import Metric
 
-        now = int(time.time() * 1000)
         items = []
-        for k, v in metrics.items():
-            if v is None:
-                continue
-            v = float(v)
-            if not math.isfinite(v):
-                log.debug("metric %s = %s not logged", k, v)
-                continue
-            items.append(Metric(sanitize_key(k), v, now, int(step or 0)))
+        for row in rows:
+            for k, v in row.metrics.items():
+                if v is None:
+                    continue
+                v = float(v)
+                if not math.isfinite(v):
+                    log.debug("metric %s = %s not logged", k, v)
+                    continue
+                items.append(Metric(sanitize_key(k), v, row.timestamp_ms, row.step))
         if items:
             self.client.log_batch(run_id, metrics=items)
 
