@@ -246,7 +246,7 @@ class JobPool:
         """Start the job in a worker (the pool's first is composed here too, to fail early)."""
         from hydra.core.singleton import Singleton
 
-        from ltr_bench.sweeper.optuna_private import joblib_execute_job
+        from ltr_bench.sweeper.composing import execute_job
 
         launcher = self.jobs.launcher
         if not self.validated:
@@ -254,7 +254,7 @@ class JobPool:
             self.validated = True
         with signals_deferred():  # a job started is one abort() stops
             future = self.executor.submit(
-                joblib_execute_job(),
+                execute_job,
                 self.jobs.job_idx,
                 list(overrides),
                 launcher.hydra_context,

@@ -24,6 +24,8 @@ PRIVATE_NAMES = (
     ("hydra.core.utils.JobReturn", "_return_value"),
     ("hydra._internal.grammar.utils", "escape_special_characters"),
     ("hydra_plugins.hydra_joblib_launcher._core", "execute_job"),
+    ("hydra._internal.config_loader_impl", "create_defaults_list"),
+    ("hydra._internal.config_loader_impl.ConfigLoaderImpl", "_compose_config_from_defaults_list"),
     ("joblib._parallel_backends.LokyBackend", "_prepare_worker_env"),
     ("optuna.storages._rdb.storage._VersionManager", "get_head_version"),
 )
@@ -104,6 +106,14 @@ def joblib_execute_job() -> Any:
     from hydra_plugins.hydra_joblib_launcher._core import execute_job
 
     return execute_job
+
+
+def hydra_composition() -> tuple[Any, Any]:
+    """Hydra's config loader module, whose ``create_defaults_list`` builds a job's defaults tree,
+    and its ``ConfigLoaderImpl``, whose ``_compose_config_from_defaults_list`` merges the files."""
+    from hydra._internal import config_loader_impl
+
+    return config_loader_impl, config_loader_impl.ConfigLoaderImpl
 
 
 def joblib_worker_env(n_jobs: int) -> dict[str, str]:

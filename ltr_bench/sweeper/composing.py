@@ -1,0 +1,156 @@
+"""Composing the jobs in flight in a warm worker. Hydra composes every job's config from the
+config files (~0.1 s: the defaults tree, then each file merged), and only then applies the job's
+config values. A study's jobs differ only in those values, so a worker keeps the tree and the
+merged config of the first job of each shape (sweep folder, config name, config sources, group
+choices) and starts later jobs of that shape from a copy; Hydra's own code does all the rest (the values, the
+``hydra`` node), so a job gets the config Hydra would compose. ``LTR_COMPOSE_CACHE=off`` turns it
+off; ``check`` also composes every job afresh and fails the job on any difference."""
+
+from __future__ import annotations
+
+import contextvars
+import copy
+import dataclasses
+import os
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from ltr_bench.sweeper import optuna_private
+
+CACHE_ENV = "LTR_COMPOSE_CACHE"
+MAX_SHAPES = 32  # shapes a worker keeps (a study has one; study_per sweeps one per study)
+
+# the sweep folder of the job being composed through the cache (None: Hydra's own composing)
+_active: contextvars.ContextVar[str | None] = contextvars.ContextVar("ltr_compose", default=None)
+_trees: OrderedDict[tuple[Any, ...], Any] = OrderedDict()  # shape -> its first DefaultsList
+_composed: dict[int, tuple[Any, Any]] = {}  # id(defaults) -> (defaults, its merged config)
+
+
+def execute_job(
+    idx: int,
+    overrides: Sequence[str],
+    hydra_context: Any,
+    config: DictConfig,
+    task_function: Any,
+    singleton_state: dict[Any, Any],
+) -> Any:
+    """The joblib launcher's job runner, composing through the worker's cache."""
+    run = optuna_private.joblib_execute_job()
+    mode = os.environ.get(CACHE_ENV, "on").strip().lower()
+    if mode not in ("off", "0", "false", "no"):
+        _install()
+        loader = CachedLoader(hydra_context.config_loader, check=mode == "check")
+        hydra_context = dataclasses.replace(hydra_context, config_loader=loader)
+    return run(idx, overrides, hydra_context, config, task_function, singleton_state)
+
+
+class CachedLoader:
+    """Hydra's config loader whose ``load_sweep_config`` composes through the cache."""
+
+    def __init__(self, loader: Any, check: bool = False) -> None:
+        self._loader = loader
+        self._check = check
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+    def load_sweep_config(self, master_config: DictConfig, sweep_overrides: list[str]) -> Any:
+        token = _active.set(str(OmegaConf.select(master_config, "hydra.sweep.dir")))
+        try:
+            cfg = self._loader.load_sweep_config(master_config, sweep_overrides)
+        finally:
+            _active.reset(token)
+        if self._check:
+            fresh = self._loader.load_sweep_config(master_config, sweep_overrides)
+            found = difference(cfg, fresh)
+            if found:
+                raise AssertionError(
+                    f"{CACHE_ENV}=check: composing {sweep_overrides} through the cache differs "
+                    f"from Hydra's at {found}"
+                )
+        return cfg
+
+
+def difference(a: Any, b: Any, path: str = "<root>") -> str | None:
+    """Where two composed configs differ (a value, or a node's type, metadata or flags); None
+    when they are the same."""
+    if type(a) is not type(b):
+        return f"{path}: {type(a).__name__} against {type(b).__name__}"
+    for name in ("ref_type", "object_type", "optional", "key", "flags"):
+        mine, theirs = _named(getattr(a._metadata, name)), _named(getattr(b._metadata, name))
+        if mine != theirs:
+            return f"{path}: {name} {mine} against {theirs}"
+    container = isinstance(a, (DictConfig, ListConfig))
+    if not container or isinstance(a._content, str) or a._content is None:  # a leaf, ???, ${..}
+        mine, theirs = (a._content, b._content) if container else (a._value(), b._value())
+        return None if mine == theirs else f"{path}: {mine!r} against {theirs!r}"
+    keys: list[Any] = list(a.keys()) if isinstance(a, DictConfig) else list(range(len(a)))
+    if keys != (list(b.keys()) if isinstance(b, DictConfig) else list(range(len(b)))):
+        return (
+            f"{path}: keys {keys} against {list(b.keys()) if isinstance(b, DictConfig) else len(b)}"
+        )
+    for key in keys:
+        found = difference(a._get_node(key), b._get_node(key), f"{path}.{key}")
+        if found:
+            return found
+    return None
+
+
+def _named(value: Any) -> Any:
+    """A class as its module and name: a structured config's class defined in a Hydra plugin
+    reaches each job by value (Hydra re-executes plugin modules), a new class object per job."""
+    return f"{value.__module__}.{value.__qualname__}" if isinstance(value, type) else value
+
+
+def _install() -> None:
+    """Route Hydra's defaults tree and merge through the cache while a job is composed."""
+    module, loader_class = optuna_private.hydra_composition()
+    if getattr(module, "_ltr_compose_cache", False):
+        return
+    create, compose = module.create_defaults_list, loader_class._compose_config_from_defaults_list
+
+    def create_defaults_list(
+        repo: Any, config_name: Any, overrides_list: Any, prepend_hydra: bool, skip_missing: bool
+    ) -> Any:
+        sweep = _active.get()
+        if sweep is None:
+            return create(repo, config_name, overrides_list, prepend_hydra, skip_missing)
+        group: list[str] = []
+        values: list[Any] = []
+        for o in overrides_list:  # classified as Hydra's Overrides does
+            if not o.is_sweep_override():
+                is_value = isinstance(o.value(), dict) or not repo.group_exists(o.key_or_group)
+                (values if is_value else group).append(o if is_value else o.input_line)
+        sources = tuple((type(s).__name__, s.provider, s.path) for s in repo.get_sources())
+        shape = (sweep, sources, config_name, prepend_hydra, skip_missing, tuple(group))
+        tree = _trees.get(shape)
+        if tree is None:
+            tree = create(repo, config_name, overrides_list, prepend_hydra, skip_missing)
+            if [id(o) for o in tree.config_overrides] != [id(o) for o in values]:
+                return tree  # classified otherwise than here: not kept
+            _keep(shape, tree)
+        return dataclasses.replace(tree, config_overrides=values)
+
+    def compose_config(self: Any, defaults: Any, repo: Any) -> Any:
+        kept = _composed.get(id(defaults))
+        if _active.get() is None or kept is None or kept[0] is not defaults:
+            cfg = compose(self, defaults, repo)
+            if _active.get() is not None and any(t.defaults is defaults for t in _trees.values()):
+                _composed[id(defaults)] = (defaults, copy.deepcopy(cfg))
+            return cfg
+        return copy.deepcopy(kept[1])  # (pickling fails: Hydra re-imports plugin schemas)
+
+    module.create_defaults_list = create_defaults_list
+    loader_class._compose_config_from_defaults_list = compose_config
+    module._ltr_compose_cache = True
+
+
+def _keep(shape: tuple[Any, ...], tree: Any) -> None:
+    """Remember ``tree`` for ``shape``, forgetting the oldest shape beyond ``MAX_SHAPES``."""
+    _trees[shape] = tree
+    while len(_trees) > MAX_SHAPES:
+        _, old = _trees.popitem(last=False)
+        _composed.pop(id(old.defaults), None)

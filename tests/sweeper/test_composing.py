@@ -1,0 +1,144 @@
+"""ltr_bench.sweeper.composing: a job composed through a worker's cache is the job Hydra composes.
+
+The suite runs every sweep with jobs in flight in the ``check`` mode (tests/conftest.py), which
+composes each job both ways and fails it on any difference; here the cache is compared with
+Hydra's composing over many config values, group choices, additions and deletions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from omegaconf import OmegaConf
+
+from ltr_bench.config_tree import config_dir
+from ltr_bench.sweeper import composing
+from ltr_bench.sweeper.search.space import format_value
+
+
+@pytest.fixture(scope="module")
+def hydra_loader() -> Iterator[tuple[Any, Any]]:
+    """Hydra's config loader for the app's configs, and a sweep's master config."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        loader = GlobalHydra.instance().config_loader()
+        args = ["hydra/launcher=joblib", "hydra/sweeper=ltr_optuna", "hydra.sweep.dir=sw"]
+        master = loader.load_configuration("config", args, RunMode.MULTIRUN)
+        composing._install()
+        yield loader, master
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache() -> Iterator[None]:
+    composing._trees.clear()
+    composing._composed.clear()
+    yield
+    composing._trees.clear()
+    composing._composed.clear()
+
+
+def _both(hydra_loader: tuple[Any, Any], overrides: list[str]) -> tuple[Any, Any]:
+    loader, master = hydra_loader
+    cached = composing.CachedLoader(loader).load_sweep_config(master, overrides)
+    return cached, loader.load_sweep_config(master, overrides)
+
+
+texts = st.text(st.sampled_from("ab ,'\"\\=:[]{}$%"), max_size=8)
+values = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.integers(-(10**6), 10**6),
+    texts,
+    st.none(),
+    st.booleans(),
+    st.lists(st.integers(1, 64), max_size=3),
+    st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 9), max_size=2),
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    model=st.sampled_from(["direct_ranker", "ranknet"]),
+    lr=st.floats(1e-6, 1.0),
+    extra=values,
+    name=texts,
+    delete=st.booleans(),
+)
+def test_a_cached_composition_is_hydras(
+    hydra_loader: tuple[Any, Any], model: str, lr: float, extra: Any, name: str, delete: bool
+) -> None:
+    composing._trees.clear()  # (hypothesis runs every example in one call of the fixtures)
+    composing._composed.clear()
+    first = [f"model={model}", "optimizer.lr=0.5", "++sweep.trial_number=0"]
+    _both(hydra_loader, first)  # the shape's first job: composed by Hydra, then kept
+    job = [
+        f"model={model}",
+        f"optimizer.lr={lr!r}",
+        f"++sweep.extra={format_value(extra)}",
+        f"++sweep.study_name={format_value(name)}",
+        "++sweep.trial_number=1",
+        *(["~model.dropout"] if delete else []),
+    ]
+    loader, master = hydra_loader
+    try:
+        fresh = loader.load_sweep_config(master, job)
+    except Exception as e:  # noqa: BLE001 - e.g. a value OmegaConf reads as a broken ${..}
+        with pytest.raises(type(e)):
+            composing.CachedLoader(loader).load_sweep_config(master, job)
+        return
+    cached = composing.CachedLoader(loader).load_sweep_config(master, job)
+    assert composing.difference(cached, fresh) is None
+    assert OmegaConf.select(cached, "sweep.extra") == extra and cached.optimizer.lr == lr
+    assert len(composing._trees) == 1  # the second job reused the first one's tree
+
+
+def test_each_shape_keeps_its_own_tree_and_the_oldest_is_forgotten(
+    hydra_loader: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(composing, "MAX_SHAPES", 2)
+    for model in ("direct_ranker", "ranknet", "listnet", "ranknet"):
+        cached, fresh = _both(hydra_loader, [f"model={model}", "optimizer.lr=0.1"])
+        assert composing.difference(cached, fresh) is None
+        assert cached.model.name == fresh.model.name
+    assert len(composing._trees) == 2 and len(composing._composed) == 2
+    groups = [shape[-1] for shape in composing._trees]
+    assert [g for g in groups if "model=direct_ranker" in g] == []  # the oldest went
+
+
+def test_difference_names_the_first_place_two_configs_differ() -> None:
+    a = OmegaConf.create({"x": {"y": 1, "z": [1, 2]}})
+    assert composing.difference(a, OmegaConf.create({"x": {"y": 1, "z": [1, 2]}})) is None
+    assert composing.difference(a, OmegaConf.create({"x": {"y": 2, "z": [1, 2]}})) == (
+        "<root>.x.y: 1 against 2"
+    )
+    assert "<root>.x.z: keys" in str(
+        composing.difference(a, OmegaConf.create({"x": {"y": 1, "z": [1]}}))
+    )
+    locked = OmegaConf.create({"x": {"y": 1, "z": [1, 2]}})
+    OmegaConf.set_struct(locked.x, True)
+    assert "<root>.x: flags" in str(composing.difference(a, locked))
+
+
+def test_off_leaves_composing_to_hydra(monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[Any] = []
+    monkeypatch.setattr(
+        composing.optuna_private, "joblib_execute_job", lambda: lambda *args: ran.append(args)
+    )
+    monkeypatch.setenv(composing.CACHE_ENV, "off")
+    context = object()
+    composing.execute_job(0, [], context, OmegaConf.create(), print, {})
+    assert ran[0][2] is context  # Hydra's own loader
+    monkeypatch.setenv(composing.CACHE_ENV, "on")
+    from hydra.types import HydraContext
+
+    hydra_context = HydraContext(config_loader=object(), callbacks=None)  # type: ignore[arg-type]
+    composing.execute_job(1, [], hydra_context, OmegaConf.create(), print, {})
+    assert isinstance(ran[1][2].config_loader, composing.CachedLoader)
