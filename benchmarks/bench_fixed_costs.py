@@ -17,8 +17,9 @@ faster or slower machine alike:
   against one tiny run, when trial 0 is asked and when the first job runs, and the fixed cost
   per job (the workers' time not spent in the runs' timed read, fit and evaluation, per job,
   from the MLflow store as ``bench_sweep_budget.py`` measures it), and its floor under Hydra's
-  launcher (the first job's start, then each job's fitting and Hydra's own per-job work,
-  composing the config and ``run_job`` of a no-op task, two at a time).
+  launcher (the first job's start, then each job's fitting and what a worker does for any job:
+  the payload, Hydra's singleton state, composing the config through the worker's cache and
+  ``run_job`` of a no-op task, two at a time).
 
     .venv/bin/python benchmarks/bench_fixed_costs.py [--repeat 5] [--trials 20]
 """
@@ -115,11 +116,12 @@ import ltr_bench.gc_policy as g
 g.tune_garbage_collection()  # as in the sweep's workers (sweep.on_worker_start)
 from hydra import initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.core.utils import run_job, setup_globals
+from hydra.core.singleton import Singleton
+from hydra.core.utils import setup_globals
 from hydra.types import HydraContext, RunMode
 from hydra._internal.callbacks import Callbacks
-from omegaconf import open_dict
+import cloudpickle  # what loky pickles a job with
+from ltr_bench.sweeper import composing
 setup_globals()
 with initialize_config_module(version_base="1.3", config_module="ltr_bench.conf"):
     loader = GlobalHydra.instance().config_loader()
@@ -127,29 +129,36 @@ with initialize_config_module(version_base="1.3", config_module="ltr_bench.conf"
         "config", [*TINY, *QUIET, "hydra.sweep.dir=hydra-floor"], RunMode.MULTIRUN
     )
     context = HydraContext(config_loader=loader, callbacks=Callbacks(master))
-    composing, jobs = [], []
-    for i in range(12):  # what the joblib launcher's execute_job does per job, with a no-op task
+    composing._install()
+    cached = composing.CachedLoader(loader)
+    payload = cloudpickle.dumps((context, master, lambda c: 0.0, Singleton.get_state()))
+    plain, through_cache, jobs = [], [], []
+    for i in range(12):
+        overrides = [f"optimizer.lr=0.00{i % 9 + 1}"]
         t0 = time.perf_counter()
-        cfg = loader.load_sweep_config(master, [f"optimizer.lr=0.00{i % 9 + 1}"])
+        loader.load_sweep_config(master, overrides)
         t1 = time.perf_counter()
-        with open_dict(cfg):
-            cfg.hydra.job.id, cfg.hydra.job.num = f"floor_{i}", i
-        HydraConfig.instance().set_config(cfg)
-        run_job(hydra_context=context, config=cfg, task_function=lambda c: 0.0,
-                job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
-        composing.append(t1 - t0)
-        jobs.append(time.perf_counter() - t0)
-print("HYDRA", statistics.median(composing[2:]), statistics.median(jobs[2:]))
+        cached.load_sweep_config(master, overrides)
+        t2 = time.perf_counter()
+        # what a joblib worker does per job: unpickle the job's payload, then the launcher's job
+        # function (singleton state, composing through the worker's cache, run_job of a no-op)
+        composing.execute_job(i, overrides, *cloudpickle.loads(payload))
+        plain.append(t1 - t0)
+        through_cache.append(t2 - t1)
+        jobs.append(time.perf_counter() - t2)
+print("HYDRA", *(statistics.median(x[2:]) for x in (plain, through_cache, jobs)))
 """
 
 
-def hydra_floor(root: Path) -> tuple[float, float]:
-    """Seconds Hydra takes per job in a warm process (medians): composing its config from
-    conf/, and that plus ``run_job`` of a no-op task (its output folder, the three YAML files,
-    logging), as the joblib launcher does for every job: the floor of a job's fixed cost."""
+def hydra_floor(root: Path) -> tuple[float, float, float]:
+    """Seconds per job in a warm process (medians): composing its config from conf/ with Hydra,
+    composing it through the worker's cache, and what a joblib worker does per job with a no-op
+    task (the payload unpickled, Hydra's singleton state set, the config composed through the
+    cache, ``run_job``: the output folder, three YAML files, logging): the floor of a job's
+    fixed cost."""
     code = f"TINY = {TINY!r}\nQUIET = {QUIET!r}\n{HYDRA_JOB}"
-    compose, job = python_output(code, root).split("HYDRA")[-1].split()
-    return float(compose), float(job)
+    plain, cached, job = python_output(code, root).split("HYDRA")[-1].split()
+    return float(plain), float(cached), float(job)
 
 
 def sweep(root: Path, trials: int) -> dict[str, Any]:
@@ -264,7 +273,7 @@ def main() -> None:
         }
         (root / "sweep").mkdir()
         s = sweep(root, args.trials)
-        s["compose_s"], s["hydra_job_s"] = hydra_floor(root)
+        s["compose_s"], s["cached_compose_s"], s["hydra_job_s"] = hydra_floor(root)
     print(page(m, imports, s))
 
 
@@ -292,8 +301,9 @@ def page(m: dict[str, float], imports: dict[str, list[str]], s: dict[str, Any]) 
         f"| sweep: fixed cost per job ({s['jobs']} jobs; fitting {s['fitting_per_job_s']:.2f} s per job) | {s['fixed_per_job_s']:.2f} |",
         f"| - of which in the job's MLflow run, outside its timed read, fit and evaluation | {s['untimed_per_job_s']:.2f} |",
         f"| - of which between runs (Hydra composing and setting up the job, the sweeper's tell and ask) | {s['between_per_job_s']:.2f} |",
-        f"| Hydra: composing one job's config | {s['compose_s']:.2f} |",
-        f"| Hydra: composing and running one job with a no-op task (the launcher's per-job floor) | {s['hydra_job_s']:.2f} |",
+        f"| Hydra: composing one job's config from the files | {s['compose_s']:.3f} |",
+        f"| composing one job's config through the worker's cache | {s['cached_compose_s']:.3f} |",
+        f"| a worker's job with a no-op task (payload, Hydra's singleton state, composing, run_job: the per-job floor) | {s['hydra_job_s']:.3f} |",
         f"| sweep floor: first job's run started + every job's fitting and Hydra job over 2 workers | {sweep_floor(s):.2f} |",
     ]
     lightning, hydra, tiny = m["import lightning"], m["import hydra"], m["tiny run"]
@@ -320,7 +330,7 @@ def page(m: dict[str, float], imports: dict[str, list[str]], s: dict[str, Any]) 
         ("trial 0 asked after launch (s)", s["trial0_asked_s"], "<= ~2"),
         ("fixed cost per job (s)", s["fixed_per_job_s"], "<= 0.15"),
         (
-            "fixed cost per job / Hydra's per-job floor",
+            "fixed cost per job / the per-job floor",
             s["fixed_per_job_s"] / s["hydra_job_s"],
             "(floor 1)",
         ),

@@ -392,6 +392,18 @@ def test_params_are_the_choices_each_once() -> None:
     assert changed["eval.preprocessing.feature_transform"] == "standard"
 
 
+def test_an_option_file_is_read_again_once_edited(tmp_path: Path) -> None:
+    """The option files behind a run's params are read once per process, and again when edited."""
+    from ltr_bench.tracking import params
+
+    option = tmp_path / "adam.yaml"
+    option.write_text("defaults: [base]\nlr: 0.5\n")
+    assert params._option_content(option) == {"defaults": ["base"], "lr": 0.5}
+    assert params._option_content(option) is params._option_content(option)  # read once
+    option.write_text("defaults: [base]\nlr: 0.25\n# longer now\n")
+    assert params._option_content(option)["lr"] == 0.25
+
+
 def test_runs_carry_mlflow_standard_fields_and_dataset_inputs(tracker: Tracker) -> None:
     with tracker.run("r", {}, description="ltr-bench model=x") as rid:
         tracker.log_inputs(

@@ -8,6 +8,7 @@ app's config sources, else the tree beside the package). :func:`flatten_config` 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -131,11 +132,23 @@ def _option_file(group: str, option: str | None) -> dict[str, Any] | None:
     for root in _config_roots():
         path = root / group / f"{option}.yaml"
         if path.is_file():
-            data = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+            data = _option_content(path)
             if isinstance(data, dict):
-                data.pop("defaults", None)
+                data = {k: v for k, v in data.items() if k != "defaults"}
                 return cast(dict[str, Any], data)
     return None
+
+
+def _option_content(path: Path) -> Any:
+    """The raw content of an option file, read once per process and version of the file (a
+    sweep's jobs log the same options); callers only read it."""
+    stat = path.stat()
+    return _read_option(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _read_option(path: str, mtime_ns: int, size: int) -> Any:
+    return OmegaConf.to_container(OmegaConf.load(path), resolve=False)
 
 
 def _closest_option(group: str, node: dict[str, Any]) -> str | None:
@@ -143,7 +156,7 @@ def _closest_option(group: str, node: dict[str, Any]) -> str | None:
     best, best_score = None, 0
     for root in _config_roots():
         for path in sorted((root / group).glob("*.yaml")) if (root / group).is_dir() else []:
-            data = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+            data = _option_content(path)
             if isinstance(data, dict):
                 score = sum(1 for k, v in node.items() if data.get(k, _MISSING) == v)
                 if score > best_score:
