@@ -2,9 +2,10 @@
 config files (~0.1 s: the defaults tree, then each file merged), and only then applies the job's
 config values. A study's jobs differ only in those values, so a worker keeps the tree and the
 merged config of the first job of each shape (sweep folder, config name, config sources, group
-choices) and starts later jobs of that shape from a copy; Hydra's own code does all the rest (the values, the
-``hydra`` node), so a job gets the config Hydra would compose. ``LTR_COMPOSE_CACHE=off`` turns it
-off; ``check`` also composes every job afresh and fails the job on any difference."""
+choices) and starts later jobs of that shape from a copy; Hydra's own code does all the rest
+(the values, the ``hydra`` node), so a job gets the config Hydra would compose, from config files
+read once per worker and sweep. ``LTR_COMPOSE_CACHE=off`` turns it off; ``check`` also composes
+every job afresh and fails the job on any difference."""
 
 from __future__ import annotations
 
