@@ -92,15 +92,15 @@ def _refit_of_study(
     out = early + late + forced
     if st["study_name"]:
         out = [a for a in out if _key(a) != "sweep.study_name"]
-        out.append(f"sweep.study_name={_value(str(st['study_name']))}")
-    out.append(f"{REFIT_KEY}={_value(str(path))}")
+        out.append(f"sweep.study_name={format_value(str(st['study_name']))}")
+    out.append(f"{REFIT_KEY}={format_value(str(path))}")
     if seed is None:
         seed = _single_seed([a for a in out if _key(a) == "seed"][-1:], sweep_seed)
     run_dir = None
     if not any(_key(a) == "hydra.run.dir" for a in out):
         study_dir = path.parent / subdir / file_stem(str(st["study_name"] or "best"))
         run_dir = str(_reserve(study_dir / (f"seed{seed}" if seed is not None else "run")))
-        out.append(f"hydra.run.dir={_value(run_dir)}")
+        out.append(f"hydra.run.dir={format_value(run_dir)}")
     label = " ".join(st["study_overrides"]) or str(st["study_name"] or "best")
     return Refit(st["study_name"], out, run_dir, label, seed, str(path.parent))
 
@@ -194,7 +194,7 @@ def load_studies(path: Path) -> list[dict[str, Any]]:
     for e in entries:
         best = e.get("best_overrides")
         if not best and isinstance(e.get("best_params"), dict):
-            best = [f"{k}={_value(v)}" for k, v in e["best_params"].items()]
+            best = [f"{k}={format_value(v)}" for k, v in e["best_params"].items()]
         if best is None and "best_params" not in e:
             raise UserError(f"{REFIT_KEY}={path}: the file has no 'best_params' of a sweep")
         studies.append(
@@ -294,8 +294,3 @@ def _key(arg: str) -> str | None:
     if arg.startswith("-") or "=" not in arg:
         return None
     return arg.split("=", 1)[0].lstrip("+~").strip()
-
-
-def _value(value: Any) -> str:
-    """``value`` in Hydra's override grammar."""
-    return format_value(value)
