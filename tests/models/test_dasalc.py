@@ -211,7 +211,7 @@ def test_the_search_tunes_one_member_and_the_refit_trains_the_ensemble(tmp_path:
     sweep's files leaves it out, so the refit trains the model config's members."""
     import yaml
 
-    from ltr_bench.sweeper.job import plan_refits
+    from ltr_bench.refit_plan import plan_refits
 
     search = yaml.safe_load((CONF / "search" / "dasalc.yaml").read_text())
     params = search["hydra"]["sweeper"]["params"]
