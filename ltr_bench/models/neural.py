@@ -34,7 +34,12 @@ from ltr_bench.models.device import (
     place,
     scoring_device,
 )
-from ltr_bench.models.lightning_fit import BestState, check_precision, quiet_lightning
+from ltr_bench.models.lightning_fit import (
+    BestState,
+    check_precision,
+    quiet_lightning,
+    remember_callback_factories,
+)
 from ltr_bench.models.networks import FeatureMLP, Scorer, make_activation, parse_optimizer
 from ltr_bench.models.ranking_module import RankingModule, staircase_factor
 
@@ -215,6 +220,7 @@ class NeuralRanker(Ranker):
                     check_finite=False,
                 )
             )
+        remember_callback_factories()
         with tempfile.TemporaryDirectory(prefix="ltr_bench_") as root, quiet_lightning():
             trainer = L.Trainer(**self._trainer_kwargs(callbacks, logger, vali is not None, root))
             trainer.fit(module)
