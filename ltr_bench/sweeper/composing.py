@@ -4,8 +4,9 @@ config values. A study's jobs differ only in those values, so a worker keeps the
 merged config of the first job of each shape (sweep folder, config name, config sources, group
 choices) and starts later jobs of that shape from a copy; Hydra's own code does all the rest
 (the values, the ``hydra`` node), so a job gets the config Hydra would compose, from config files
-read once per worker and sweep. ``LTR_COMPOSE_CACHE=off`` turns it off; ``check`` also composes
-every job afresh and fails the job on any difference."""
+read once per worker and sweep. The config sources set up for a job's search path, and Hydra's
+plugins found by the worker's first job, are kept the same way. ``LTR_COMPOSE_CACHE=off`` turns
+it off; ``check`` also composes every job afresh and fails the job on any difference."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ltr_bench.sweeper import optuna_private
@@ -28,6 +30,7 @@ MAX_SHAPES = 32  # shapes a worker keeps (a study has one; study_per sweeps one 
 _active: contextvars.ContextVar[str | None] = contextvars.ContextVar("ltr_compose", default=None)
 _trees: OrderedDict[tuple[Any, ...], Any] = OrderedDict()  # shape -> its first DefaultsList
 _composed: dict[int, tuple[Any, Any]] = {}  # id(defaults) -> (defaults, its merged config)
+_repos: OrderedDict[tuple[Any, ...], Any] = OrderedDict()  # search path -> its config repository
 
 
 def execute_job(
@@ -43,6 +46,10 @@ def execute_job(
     mode = os.environ.get(CACHE_ENV, "on").strip().lower()
     if mode not in ("off", "0", "false", "no"):
         _install()
+        instances = singleton_state.get("instances")
+        plugins = optuna_private.warm_plugins()  # found by an earlier job of this worker
+        if isinstance(instances, dict) and plugins is not None:
+            instances.setdefault(type(plugins), plugins)  # Hydra's set_state would search again
         loader = CachedLoader(hydra_context.config_loader, check=mode == "check")
         hydra_context = dataclasses.replace(hydra_context, config_loader=loader)
     return run(idx, overrides, hydra_context, config, task_function, singleton_state)
@@ -106,12 +113,35 @@ def _named(value: Any) -> Any:
     return f"{value.__module__}.{value.__qualname__}" if isinstance(value, type) else value
 
 
+def _sources(repository: Any) -> tuple[Any, ...]:
+    return tuple((type(s).__name__, s.provider, s.path) for s in repository.get_sources())
+
+
 def _install() -> None:
-    """Route Hydra's defaults tree and merge through the cache while a job is composed."""
+    """Route Hydra's config repository, defaults tree and merge through the cache while a job is
+    composed."""
     module, loader_class = optuna_private.hydra_composition()
     if getattr(module, "_ltr_compose_cache", False):
         return
     create, compose = module.create_defaults_list, loader_class._compose_config_from_defaults_list
+    parse = loader_class._parse_overrides_and_create_caching_repo
+
+    def parse_overrides_and_create_caching_repo(self: Any, config_name: Any, overrides: Any) -> Any:
+        sweep = _active.get()
+        if sweep is None:
+            return parse(self, config_name, overrides)
+        parsed = OverridesParser.create().parse_overrides(overrides=overrides)
+        searchpath = [o.input_line for o in parsed if o.get_key_element() == "hydra.searchpath"]
+        paths = tuple((p.provider, p.path) for p in self.config_search_path.get_path())
+        key = (sweep, config_name, *searchpath, _sources(self.repository), paths)
+        kept = _repos.get(key)
+        if kept is None:  # the primary config read for its search path: sources set up once
+            parsed, repo = parse(self, config_name, overrides)
+            _keep(_repos, key, copy.copy(repo))
+            return parsed, repo
+        repo = copy.copy(kept)  # the same sources; a cache of its own (composing alters configs)
+        repo.cache = {}
+        return parsed, repo
 
     def create_defaults_list(
         repo: Any, config_name: Any, overrides_list: Any, prepend_hydra: bool, skip_missing: bool
@@ -125,14 +155,13 @@ def _install() -> None:
             if not o.is_sweep_override():
                 is_value = isinstance(o.value(), dict) or not repo.group_exists(o.key_or_group)
                 (values if is_value else group).append(o if is_value else o.input_line)
-        sources = tuple((type(s).__name__, s.provider, s.path) for s in repo.get_sources())
-        shape = (sweep, sources, config_name, prepend_hydra, skip_missing, tuple(group))
+        shape = (sweep, _sources(repo), config_name, prepend_hydra, skip_missing, tuple(group))
         tree = _trees.get(shape)
         if tree is None:
             tree = create(repo, config_name, overrides_list, prepend_hydra, skip_missing)
             if [id(o) for o in tree.config_overrides] != [id(o) for o in values]:
                 return tree  # classified otherwise than here: not kept
-            _keep(shape, tree)
+            _keep(_trees, shape, tree)
         return dataclasses.replace(tree, config_overrides=values)
 
     def compose_config(self: Any, defaults: Any, repo: Any) -> Any:
@@ -146,12 +175,14 @@ def _install() -> None:
 
     module.create_defaults_list = create_defaults_list
     loader_class._compose_config_from_defaults_list = compose_config
+    loader_class._parse_overrides_and_create_caching_repo = parse_overrides_and_create_caching_repo
     module._ltr_compose_cache = True
 
 
-def _keep(shape: tuple[Any, ...], tree: Any) -> None:
-    """Remember ``tree`` for ``shape``, forgetting the oldest shape beyond ``MAX_SHAPES``."""
-    _trees[shape] = tree
-    while len(_trees) > MAX_SHAPES:
-        _, old = _trees.popitem(last=False)
-        _composed.pop(id(old.defaults), None)
+def _keep(kept: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...], value: Any) -> None:
+    """Remember ``value`` for ``key``, forgetting the oldest key beyond ``MAX_SHAPES``."""
+    kept[key] = value
+    while len(kept) > MAX_SHAPES:
+        _, old = kept.popitem(last=False)
+        if kept is _trees:
+            _composed.pop(id(old.defaults), None)

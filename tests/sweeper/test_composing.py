@@ -37,11 +37,14 @@ def hydra_loader() -> Iterator[tuple[Any, Any]]:
 
 @pytest.fixture(autouse=True)
 def _empty_cache() -> Iterator[None]:
-    composing._trees.clear()
-    composing._composed.clear()
+    _forget()
     yield
-    composing._trees.clear()
-    composing._composed.clear()
+    _forget()
+
+
+def _forget() -> None:
+    for kept in (composing._trees, composing._composed, composing._repos):
+        kept.clear()
 
 
 def _both(hydra_loader: tuple[Any, Any], overrides: list[str]) -> tuple[Any, Any]:
@@ -75,8 +78,7 @@ values = st.one_of(
 def test_a_cached_composition_is_hydras(
     hydra_loader: tuple[Any, Any], model: str, lr: float, extra: Any, name: str, delete: bool
 ) -> None:
-    composing._trees.clear()  # (hypothesis runs every example in one call of the fixtures)
-    composing._composed.clear()
+    _forget()  # (hypothesis runs every example in one call of the fixtures)
     first = [f"model={model}", "optimizer.lr=0.5", "++sweep.trial_number=0"]
     _both(hydra_loader, first)  # the shape's first job: composed by Hydra, then kept
     job = [
@@ -98,6 +100,7 @@ def test_a_cached_composition_is_hydras(
     assert composing.difference(cached, fresh) is None
     assert OmegaConf.select(cached, "sweep.extra") == extra and cached.optimizer.lr == lr
     assert len(composing._trees) == 1  # the second job reused the first one's tree
+    assert len(composing._repos) == 1  # ... and its config sources
 
 
 def test_each_shape_keeps_its_own_tree_and_the_oldest_is_forgotten(
@@ -142,3 +145,34 @@ def test_off_leaves_composing_to_hydra(monkeypatch: pytest.MonkeyPatch) -> None:
     hydra_context = HydraContext(config_loader=object(), callbacks=None)  # type: ignore[arg-type]
     composing.execute_job(1, [], hydra_context, OmegaConf.create(), print, {})
     assert isinstance(ran[1][2].config_loader, composing.CachedLoader)
+
+
+def test_a_search_path_of_its_own_gets_config_sources_of_its_own(
+    hydra_loader: tuple[Any, Any], tmp_path: Any
+) -> None:
+    extra = tmp_path / "extra" / "model"
+    extra.mkdir(parents=True)
+    (extra / "mine.yaml").write_text("# @package _global_\nmodel:\n  name: mine_from_searchpath\n")
+    searchpath = f"hydra.searchpath=[{format_value('file://' + str(tmp_path / 'extra'))}]"
+    for job in (["optimizer.lr=0.1"], [searchpath, "model=mine"], [searchpath, "model=mine"]):
+        cached, fresh = _both(hydra_loader, job)
+        assert composing.difference(cached, fresh) is None
+    assert cached.model.name == "mine_from_searchpath"
+    assert len(composing._repos) == 2  # the app's search path, and the one with extra/
+
+
+def test_a_worker_keeps_the_plugins_its_first_job_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[Any] = []
+    monkeypatch.setattr(
+        composing.optuna_private, "joblib_execute_job", lambda: lambda *args: ran.append(args)
+    )
+    warm = object()
+    monkeypatch.setattr(composing.optuna_private, "warm_plugins", lambda: warm)
+    from hydra.types import HydraContext
+
+    hydra_context = HydraContext(config_loader=object(), callbacks=None)  # type: ignore[arg-type]
+    composing.execute_job(0, [], hydra_context, OmegaConf.create(), print, {"instances": {}})
+    assert ran[0][5]["instances"][object] is warm  # Hydra's set_state finds them: no new search
+    monkeypatch.setenv(composing.CACHE_ENV, "off")
+    composing.execute_job(1, [], hydra_context, OmegaConf.create(), print, {"instances": {}})
+    assert ran[1][5]["instances"] == {}
