@@ -143,7 +143,7 @@ with initialize_config_module(version_base="1.3", config_module="ltr_bench.conf"
         t2 = time.perf_counter()
         # what a joblib worker does per job: unpickle the job's payload, then the launcher's job
         # function (singleton state, composing through the worker's cache, run_job of a no-op)
-        composing.execute_job(i, overrides, *cloudpickle.loads(payload))
+        composing.execute_job(i, overrides, payload)
         plain.append(t1 - t0)
         through_cache.append(t2 - t1)
         jobs.append(time.perf_counter() - t2)

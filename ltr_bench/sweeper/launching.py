@@ -1,15 +1,22 @@
 """How the sweeper's jobs run: their overrides, SIGTERM, and two pools with one interface
-(``submit``, ``wait`` for ``(key, outcome)`` pairs, ``abort``): :class:`BatchPool` runs a batch of
-any launcher, :class:`JobPool` keeps jobs in flight in joblib's reusable workers."""
+(``capacity``, ``submit``, ``wait`` for ``(key, outcome)`` pairs, ``abort``): :class:`BatchPool`
+runs a batch of any launcher, :class:`JobPool` keeps jobs in flight in joblib's reusable workers."""
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import gc
 import logging
+import os
+import shutil
 import signal
+import tempfile
 import threading
+import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from ltr_bench.errors import UserError, find_in_chain
@@ -20,6 +27,7 @@ from ltr_bench.sweeper.search.space import format_value
 log = logging.getLogger(__name__)
 
 IDLE_WORKER_TIMEOUT_S = 300  # joblib's default: idle workers end after this long
+MEET_TIMEOUT_S = 30.0  # the longest a warming-up worker waits for the others to start
 
 
 class Terminated(KeyboardInterrupt):
@@ -81,11 +89,23 @@ def release_workers(executors: set[Any]) -> None:
     executors.clear()
 
 
-def import_objects(names: Sequence[str], on_start: str | None = None) -> None:
-    """In a worker, ahead of its jobs: call the app's ``on_start`` hook, then import each object
-    or module of ``names``; a name that does not import is left for the job to report."""
+def import_objects(
+    names: Sequence[str], on_start: str | None = None, meet: tuple[str, int] | None = None
+) -> None:
+    """In a worker, ahead of its jobs: with ``meet`` (a folder, the workers' count), wait until
+    every worker has taken its warm-up, so that no worker takes two while another starts its jobs
+    cold; call the app's ``on_start`` hook, then import each object or module of ``names`` (a name
+    that does not import is left for the job to report). The objects alive then (the libraries,
+    for the worker's life) are frozen out of garbage collection: loky collects after a worker's
+    first call, and the collector passes during the jobs would otherwise traverse them all."""
     from hydra.utils import get_method, get_object
 
+    if meet is not None:
+        folder, n_workers = meet
+        Path(folder, str(os.getpid())).touch()
+        deadline = time.monotonic() + MEET_TIMEOUT_S  # a worker that never starts
+        while len(os.listdir(folder)) < n_workers and time.monotonic() < deadline:
+            time.sleep(0.01)
     try:
         if on_start:
             get_method(on_start)()
@@ -96,6 +116,7 @@ def import_objects(names: Sequence[str], on_start: str | None = None) -> None:
             get_object(name)
         except Exception as e:  # noqa: BLE001 - a warm-up only saves time; the job reports errors
             log.debug("warm-up import of %s failed: %s", name, e)
+    gc.freeze()
 
 
 def worker_died(error: BaseException) -> bool:
@@ -131,6 +152,7 @@ class Jobs:
         self.launcher = launcher
         self.validate = validate
         self.in_flight = in_flight and n_jobs > 1 and joblib
+        self.n_jobs = n_jobs
         self.job_idx = 0
         self.executors: set[Any] = set()  # joblib executors of the sweep's jobs in flight
         if self.in_flight:
@@ -138,13 +160,12 @@ class Jobs:
 
     def executor(self) -> Any:
         """joblib's reusable loky executor for the jobs in flight (the same one on every call)."""
-        import joblib
         from hydra.core.utils import setup_globals
         from joblib.externals.loky import get_reusable_executor
 
         from ltr_bench.sweeper.optuna_private import joblib_worker_env
 
-        n_workers = joblib.effective_n_jobs(self.launcher.joblib.get("n_jobs", -1))
+        n_workers = self.n_workers()
         setup_globals()  # what the launcher does before a batch: Hydra's resolvers
         executor = get_reusable_executor(
             max_workers=n_workers, timeout=IDLE_WORKER_TIMEOUT_S, env=joblib_worker_env(n_workers)
@@ -163,11 +184,19 @@ class Jobs:
             return
         names = OmegaConf.select(config, "sweep.warm_up", default=None) or []
         on_start = OmegaConf.select(config, "sweep.on_worker_start", default=None)
+        executor = self.executor()
+        meet = (tempfile.mkdtemp(prefix="ltr-warm-up-"), self.n_workers())
+        weakref.finalize(self, shutil.rmtree, meet[0], True)
+        for _ in range(meet[1]):
+            executor.submit(
+                import_objects, [str(n) for n in names], on_start and str(on_start), meet
+            )
+
+    def n_workers(self) -> int:
+        """The joblib workers of the jobs in flight (``hydra.launcher.n_jobs``, -1: every core)."""
         import joblib
 
-        executor = self.executor()
-        for _ in range(joblib.effective_n_jobs(self.launcher.joblib.get("n_jobs", -1))):
-            executor.submit(import_objects, [str(n) for n in names], on_start and str(on_start))
+        return int(joblib.effective_n_jobs(self.launcher.joblib.get("n_jobs", -1)))
 
     def run_in_worker(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` in one of the warm workers of the jobs in flight; its exception if any."""
@@ -194,6 +223,7 @@ class BatchPool:
 
     def __init__(self, jobs: Jobs) -> None:
         self.jobs = jobs
+        self.capacity = jobs.n_jobs  # jobs a batch holds
         self.pending: list[tuple[Any, list[str]]] = []
 
     def __len__(self) -> int:
@@ -228,13 +258,17 @@ class BatchPool:
 class JobPool:
     """Jobs in flight in joblib's loky workers; :meth:`wait` returns as soon as any ends."""
 
-    in_flight = True  # a submitted job starts at once
+    in_flight = True  # a submitted job starts as soon as a worker is free
 
     def __init__(self, jobs: Jobs) -> None:
         self.jobs = jobs
         self.executor = jobs.executor()
+        # A job waits in joblib's queue while every worker is busy, so that a worker whose job
+        # ends starts the next at once rather than after the sweeper has told its trial and asked
+        # one: one more than n_jobs when there are as many workers (fewer workers queue already).
+        self.capacity = jobs.n_jobs + (1 if jobs.n_workers() == jobs.n_jobs else 0)
         self.futures: dict[concurrent.futures.Future, Any] = {}  # -> key, in submission order
-        self.validated = False
+        self.payload: bytes | None = None  # what every job of the pool is given, pickled once
 
     def __len__(self) -> int:
         return len(self.futures)
@@ -243,24 +277,22 @@ class JobPool:
         return list(self.futures.values())
 
     def submit(self, key: Any, overrides: list[str]) -> None:
-        """Start the job in a worker (the pool's first is composed here too, to fail early)."""
+        """Start the job in a worker (the pool's first is composed here too, to fail early). The
+        launcher's context, config, task and Hydra's singleton state, the same for every job of
+        the pool, are pickled with its first (~16 ms a job otherwise)."""
         from hydra.core.singleton import Singleton
+        from joblib.externals.loky.backend.reduction import dumps  # as loky pickles a job
 
         from ltr_bench.sweeper.composing import execute_job
 
-        launcher = self.jobs.launcher
-        if not self.validated:
+        if self.payload is None:
             self.jobs.validate([overrides])
-            self.validated = True
+            launcher = self.jobs.launcher
+            shared = (launcher.hydra_context, launcher.config, launcher.task_function)
+            self.payload = bytes(dumps((*shared, Singleton.get_state())))
         with signals_deferred():  # a job started is one abort() stops
             future = self.executor.submit(
-                execute_job,
-                self.jobs.job_idx,
-                list(overrides),
-                launcher.hydra_context,
-                launcher.config,
-                launcher.task_function,
-                Singleton.get_state(),
+                execute_job, self.jobs.job_idx, list(overrides), self.payload
             )
             self.futures[future] = key
         self.jobs.job_idx += 1

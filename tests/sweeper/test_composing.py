@@ -130,20 +130,36 @@ def test_difference_names_the_first_place_two_configs_differ() -> None:
     assert "<root>.x: flags" in str(composing.difference(a, locked))
 
 
+def _payload(hydra_context: Any, singleton_state: dict[Any, Any]) -> bytes:
+    """What the sweeper sends with each job: context, config, task and singleton state, pickled."""
+    import pickle
+
+    return pickle.dumps((hydra_context, OmegaConf.create(), print, singleton_state))
+
+
+def _recording(ran: list[Any]) -> Any:
+    """A stand-in for the joblib launcher's job runner: records its arguments."""
+    from types import SimpleNamespace
+
+    def run(*args: Any) -> Any:
+        ran.append(args)
+        return SimpleNamespace(cfg="task config", hydra_cfg="hydra config", return_value=0.5)
+
+    return run
+
+
 def test_off_leaves_composing_to_hydra(monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[Any] = []
-    monkeypatch.setattr(
-        composing.optuna_private, "joblib_execute_job", lambda: lambda *args: ran.append(args)
-    )
+    monkeypatch.setattr(composing.optuna_private, "joblib_execute_job", lambda: _recording(ran))
     monkeypatch.setenv(composing.CACHE_ENV, "off")
-    context = object()
-    composing.execute_job(0, [], context, OmegaConf.create(), print, {})
-    assert ran[0][2] is context  # Hydra's own loader
+    ret = composing.execute_job(0, [], _payload("Hydra's context", {}))
+    assert ran[0][2] == "Hydra's context"  # Hydra's own loader
+    assert (ret.cfg, ret.hydra_cfg, ret.return_value) == (None, None, 0.5)  # configs not sent back
     monkeypatch.setenv(composing.CACHE_ENV, "on")
     from hydra.types import HydraContext
 
     hydra_context = HydraContext(config_loader=object(), callbacks=None)  # type: ignore[arg-type]
-    composing.execute_job(1, [], hydra_context, OmegaConf.create(), print, {})
+    composing.execute_job(1, [], _payload(hydra_context, {}))
     assert isinstance(ran[1][2].config_loader, composing.CachedLoader)
 
 
@@ -163,16 +179,14 @@ def test_a_search_path_of_its_own_gets_config_sources_of_its_own(
 
 def test_a_worker_keeps_the_plugins_its_first_job_found(monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[Any] = []
-    monkeypatch.setattr(
-        composing.optuna_private, "joblib_execute_job", lambda: lambda *args: ran.append(args)
-    )
+    monkeypatch.setattr(composing.optuna_private, "joblib_execute_job", lambda: _recording(ran))
     warm = object()
     monkeypatch.setattr(composing.optuna_private, "warm_plugins", lambda: warm)
     from hydra.types import HydraContext
 
     hydra_context = HydraContext(config_loader=object(), callbacks=None)  # type: ignore[arg-type]
-    composing.execute_job(0, [], hydra_context, OmegaConf.create(), print, {"instances": {}})
+    composing.execute_job(0, [], _payload(hydra_context, {"instances": {}}))
     assert ran[0][5]["instances"][object] is warm  # Hydra's set_state finds them: no new search
     monkeypatch.setenv(composing.CACHE_ENV, "off")
-    composing.execute_job(1, [], hydra_context, OmegaConf.create(), print, {"instances": {}})
+    composing.execute_job(1, [], _payload(hydra_context, {"instances": {}}))
     assert ran[1][5]["instances"] == {}

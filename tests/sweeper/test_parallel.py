@@ -277,12 +277,42 @@ def test_a_study_ends_in_a_warm_worker_when_its_jobs_run_in_flight(
         assert record["pid"] == os.getpid()
 
 
-def test_the_launchers_pool_without_warm_up_keys_still_runs(tmp_path: Path) -> None:
+def test_the_launchers_pool_without_warm_up_keys_still_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An app without ``sweep.warm_up`` (the toy) gets no warm-up and the same trials."""
+    from ltr_bench.sweeper import launching
     from ltr_bench.sweeper.launching import import_objects
 
+    monkeypatch.setattr(launching.gc, "freeze", lambda: None)  # keep this process's collector
     import_objects(["no.such.module", "json.dumps"])  # a failing name is left to the job
     import_objects(["json.dumps"], "no.such.hook")  # so is a failing hook (a warning)
     proc = run_toy(tmp_path, *JOBLIB, "hydra.sweeper.study_name=cold", "hydra.sweeper.n_trials=2")
     _ok(proc)
     assert len(load(_url(tmp_path, "cold"), "cold")) == 2
+
+
+def test_a_warming_up_worker_waits_until_every_worker_has_taken_its_warm_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each worker's warm-up starts only once every worker holds one, so a fast worker cannot
+    take a second warm-up while another worker would start its first job cold."""
+    import threading
+
+    from ltr_bench.sweeper import launching
+    from tests.waiting import wait_until
+
+    monkeypatch.setattr(launching.gc, "freeze", lambda: None)  # keep this process's collector
+    imported: list[str] = []
+    monkeypatch.setattr("hydra.utils.get_object", imported.append)
+    meet = tmp_path / "meet"
+    meet.mkdir()
+    worker = threading.Thread(
+        target=launching.import_objects, args=(["json"], None, (str(meet), 2))
+    )
+    worker.start()
+    wait_until(lambda: (meet / str(os.getpid())).exists(), "the worker taking its warm-up")
+    assert worker.is_alive() and not imported  # the other worker has not taken one yet
+    (meet / "another worker").touch()
+    worker.join()
+    assert imported == ["json"]

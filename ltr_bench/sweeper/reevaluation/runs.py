@@ -266,11 +266,11 @@ def _todo(state: StudyState, pool: Any) -> list[Any]:
 
 
 def _lock_and_submit(state: StudyState, todo: list[Any], pool: Any) -> BaseException | None:
-    """Lock and start re-evaluations of ``todo`` until ``n_jobs`` run; a config error, if any."""
+    """Lock and start re-evaluations of ``todo`` until the pool is full; a config error, if any."""
     s, heartbeat, locks = state.settings, state.heartbeat, state.locks
     assert locks is not None
     for t in todo:
-        if len(pool) >= s.n_jobs:
+        if len(pool) >= pool.capacity:
             break
         attrs = lock_attrs(t.value, search_n(t))
         lock_id = lock(locks, t.number, worker_identity(), heartbeat, attrs=attrs)

@@ -161,7 +161,7 @@ def search(state: StudyState, after_tell: Callable[[], None]) -> None:
     if pool.in_flight:
         log.info(
             f"Study '{study.study_name}': up to {state.settings.n_jobs} trials in flight in joblib "
-            "workers; a worker starts the next trial as soon as its own ends."
+            "workers and one more queued: a worker starts the next trial as soon as its own ends."
         )
     error: BaseException | None = None
     untold: list[Any] = []  # trials whose job ended, not yet told
@@ -190,10 +190,10 @@ def search(state: StudyState, after_tell: Callable[[], None]) -> None:
 
 
 def fill(state: StudyState, pool: launching.BatchPool | launching.JobPool) -> BaseException | None:
-    """Ask and submit trials until ``n_jobs`` run; the error that stops the search, if any."""
+    """Ask and submit trials until the pool is full; the error that stops the search, if any."""
     s, study, heartbeat = state.settings, state.study, state.heartbeat
     state.recover()
-    while len(pool) < s.n_jobs:
+    while len(pool) < pool.capacity:
         try:
             if remaining(study, state.space, state.budget, s.max_failure_rate) <= 0:
                 return None
