@@ -415,6 +415,35 @@ def test_reevaluation_of_the_top_trials_picks_by_pooled_value(tmp_path: Path) ->
     assert len(calls(tmp_path)) == 7 and calls(tmp_path)[-1]["reevaluation"] is True
 
 
+def test_a_fatal_reevaluation_keeps_the_outcome_of_its_batch_partner(tmp_path: Path) -> None:
+    """Two re-evaluations end in one batch; the first one's config error is fatal to the sweep,
+    and the second one, which completed, is still recorded and its lock closed (it was dropped:
+    its lock stayed RUNNING and its result was lost)."""
+    proc = run_toy(
+        tmp_path,
+        "hydra.sweeper.study_name=partner",
+        "hydra/sweeper/sampler=grid",
+        "hydra.sweeper.n_trials=null",
+        "x=choice(1,2)",
+        "y=choice(2)",
+        "hydra.sweeper.n_jobs=2",  # one batch of two jobs (Hydra's basic launcher)
+        "hydra.sweeper.reevaluate.top_k=2",
+        "reevaluation_user_error_x=1",  # the top trial's re-evaluation fails, x=2's completes
+    )
+    assert proc.returncode != 0 and "re-evaluation of x=1" in proc.stderr
+    assert [r["x"] for r in calls(tmp_path) if r["reevaluation"]] == [1, 2]  # one batch
+    (db,) = (tmp_path / "multirun" / "optuna").glob("*.db")
+    url = f"sqlite:///{db}"
+    study = optuna.load_study(study_name="partner", storage=url)
+    x2 = next(t.number for t in study.trials if t.params["x"] == 2)
+    assert [k for k in study.user_attrs if k.startswith("reevaluation:")] == [f"reevaluation:{x2}"]
+    locks = load(url, "partner:reevaluations")
+    assert {t.user_attrs["ltr_sweeper.reevaluates"]: t.state.name for t in locks} == {
+        study.trials[1 - x2].number: "FAIL",
+        x2: "COMPLETE",
+    }
+
+
 def test_reevaluate_top_k_must_be_a_non_negative_integer(tmp_path: Path) -> None:
     proc = run_toy(tmp_path, "hydra.sweeper.reevaluate.top_k=-1")
     assert proc.returncode != 0

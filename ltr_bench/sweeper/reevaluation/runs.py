@@ -239,7 +239,8 @@ def reevaluate(state: StudyState) -> None:
                 ended = pool.wait()
                 untold = [key for key, _ in ended]
                 for key, outcome in ended:
-                    error = error or record(state, key, outcome)
+                    recorded = record(state, key, outcome)  # every outcome, after an error too
+                    error = error or recorded
                     untold.remove(key)
     except BaseException:  # Ctrl-C, SIGTERM: the running re-evaluations can be locked again
         for _, lock_id, _ in [*untold, *pool.abort()]:

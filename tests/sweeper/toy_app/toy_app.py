@@ -2,7 +2,7 @@
 
 Objective: ``-(x-1)^2 - (y-2)^2`` (+0.5 for kind=b). Knobs: ``fail_x`` raises for that x,
 ``nan_x`` returns NaN for that x, ``user_error_x`` raises a UserError (a config error, fatal for
-the sweep), ``sleep_s`` slows every job, ``hang_at_trial`` (a trial number) and/or
+the sweep), ``reevaluation_user_error_x`` does so in that x's re-evaluation only, ``sleep_s`` slows every job, ``hang_at_trial`` (a trial number) and/or
 ``hang_reevaluation`` (true: a re-evaluation job) select the jobs that hang: the first of them to
 create ``hang_marker`` (atomically, holding its trial number) sleeps for an hour, so that a test
 can wait for that file and then kill the sweep mid-trial; exactly one job hangs, whatever the
@@ -65,6 +65,9 @@ def main(cfg: DictConfig) -> float:
     _jitter(cfg)
     if cfg.user_error_x is not None and cfg.x == cfg.user_error_x:
         raise UserError(f"toy config error for x={cfg.x}")
+    bad_reevaluation = cfg.reevaluation_user_error_x
+    if cfg.sweep.reevaluation and bad_reevaluation is not None and cfg.x == bad_reevaluation:
+        raise UserError(f"toy config error in the re-evaluation of x={cfg.x}")
     if cfg.fail_x is not None and cfg.x == cfg.fail_x:
         raise RuntimeError(f"toy failure for x={cfg.x}")
     if cfg.nan_x is not None and cfg.x == cfg.nan_x:
