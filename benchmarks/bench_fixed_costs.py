@@ -123,7 +123,7 @@ from hydra.core.utils import setup_globals
 from hydra.types import HydraContext, RunMode
 from hydra._internal.callbacks import Callbacks
 import cloudpickle  # what loky pickles a job with
-from ltr_bench.sweeper import composing
+from ltr_bench.launching import composing
 setup_globals()
 with initialize_config_module(version_base="1.3", config_module="ltr_bench.conf"):
     loader = GlobalHydra.instance().config_loader()

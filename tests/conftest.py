@@ -21,7 +21,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     torch.set_num_threads(1)
 
 # Every sweep of the suite with jobs in flight composes each job through the workers' cache and
-# also afresh with Hydra, failing the job on any difference (ltr_bench.sweeper.composing).
+# also afresh with Hydra, failing the job on any difference (ltr_bench.launching.composing).
 os.environ.setdefault("LTR_COMPOSE_CACHE", "check")
 
 from tests.inprocess import CliResult, run_ltr_bench

@@ -2,4 +2,4 @@
 any Hydra app: config surface in :mod:`~ltr_bench.sweeper.config`, the app's one way in
 :mod:`~ltr_bench.sweeper.job`; ``search/`` and ``reevaluation/`` hold the two phases of a study,
 ``liveness`` the recovery of a gone worker's trials, ``storage`` where studies live,
-``launching`` how jobs run and ``composing`` how a warm worker composes their configs."""
+and ``ltr_bench.launching`` how jobs run."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,17 +15,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
+from ltr_bench.launching.pools import Jobs
+from ltr_bench.launching.processes import worker_identity
 from ltr_bench.sweeper.config import Settings
-from ltr_bench.sweeper.job import LOCKS_SUFFIX, make_pruner
-from ltr_bench.sweeper.launching import Jobs
-from ltr_bench.sweeper.liveness import (
-    Heartbeat,
-    fail_interrupted_trials,
-    report_interrupted,
-    worker_identity,
-)
+from ltr_bench.sweeper.job import LOCKS_SUFFIX, STUDY_NAME_KEY, TRIAL_NUMBER_KEY, make_pruner
+from ltr_bench.sweeper.liveness import Heartbeat, fail_interrupted_trials, report_interrupted
 from ltr_bench.sweeper.search.grid import GridSearchSampler
-from ltr_bench.sweeper.search.space import SearchSpace
+from ltr_bench.sweeper.search.space import SearchSpace, format_value
 from ltr_bench.sweeper.storage import default_storage_url, open_storage, open_study, redact
 from ltr_bench.sweeper.trials import needs_enqueueing
 
@@ -57,6 +53,18 @@ class StudyState:
             found += fail_interrupted_trials(self.locks, self.rdb, self.settings.grace_s)
         if found:
             report_interrupted(self.config, self.study, self.locks)
+
+    def job_overrides(
+        self, params: Mapping[str, Any], number: int, extra: Sequence[str] = ()
+    ) -> list[str]:
+        """A job's overrides: parameters, the study's own overrides, ``extra``, trial and study."""
+        return [
+            *self.space.job_overrides(params),
+            *self.variant,
+            *extra,
+            f"++{TRIAL_NUMBER_KEY}={number}",
+            f"++{STUDY_NAME_KEY}={format_value(self.study.study_name)}",
+        ]
 
 
 def make_sampler(sampler_cfg: Any, space: Any, n_existing: int, n_jobs: int, shared: bool) -> Any:

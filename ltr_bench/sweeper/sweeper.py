@@ -1,6 +1,7 @@
 """The ``ltr_optuna`` Hydra sweeper: per study, open it (``state``), search (``search.loop``),
-re-evaluate its top trials (``reevaluation.runs``) and write its results. Light to import (Hydra
-scans plugins in every app): the modules that need Optuna load when a sweep starts.
+re-evaluate its top trials (``reevaluation.runs``) and write its results; its jobs run through
+``ltr_bench.launching``. Light to import (Hydra scans plugins in every app): the modules that need
+Optuna load when a sweep starts.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ class OptunaSweeperImpl(Sweeper):
     ) -> None:
         from hydra.core.plugins import Plugins
 
-        from ltr_bench.sweeper.launching import Jobs
-        from ltr_bench.sweeper.liveness import orphan_guard
+        from ltr_bench.launching.pools import Jobs
+        from ltr_bench.launching.processes import orphan_guard
 
         s = self.settings
         self.hydra_context = hydra_context
@@ -53,7 +54,7 @@ class OptunaSweeperImpl(Sweeper):
         self.jobs = Jobs(launcher, self.validate_batch_is_legal, s.n_jobs, in_flight)
 
     def sweep(self, arguments: list[str]) -> list[dict[str, Any]]:
-        from ltr_bench.sweeper.launching import Terminated, release_workers
+        from ltr_bench.launching.pools import Terminated, release_workers
         from ltr_bench.sweeper.results import write_results
         from ltr_bench.sweeper.search.space import (
             build_space,

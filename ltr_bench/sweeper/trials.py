@@ -12,6 +12,8 @@ from typing import Any
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import FrozenTrial, TrialState
 
+from ltr_bench.errors import find_in_chain
+
 ATTR_WORKER = "ltr_sweeper.worker"  # who runs a RUNNING trial (liveness.worker_identity)
 ATTR_FAIL = "ltr_sweeper.fail_reason"
 ATTR_ERROR = "ltr_sweeper.error"
@@ -38,6 +40,13 @@ def close_trial(
         return bool(storage.set_trial_state_values(trial_id, state=state, values=values))
     except UpdateFinishedTrialError:
         return False  # finished meanwhile (by its owner, or failed as stale)
+
+
+def is_fatal(error: Any, fatal_errors: tuple[type[BaseException], ...]) -> bool:
+    """A job's config error (also wrapped): every other trial would fail the same way."""
+    if not isinstance(error, BaseException):
+        return False
+    return find_in_chain(error, fatal_errors) is not None
 
 
 def is_counted_failure(trial: FrozenTrial) -> bool:

@@ -25,7 +25,7 @@ def _resolve(dotted: str) -> object:
 
 @pytest.mark.parametrize(("owner", "attr"), op.PRIVATE_NAMES)
 def test_each_private_name_is_still_there(owner: str, attr: str) -> None:
-    if attr in ("_trial_id", "_storage", "_study_id", "_return_value", "cache"):
+    if attr in ("_trial_id", "_storage", "_study_id", "_return_value"):
         return  # instance attributes: checked on live objects below
     assert hasattr(_resolve(owner), attr), f"{owner}.{attr} is gone from this release"
 
@@ -93,22 +93,3 @@ def test_earlier_trials_hides_the_later_trials_from_every_trial_list() -> None:
     assert [t.number for t in view.get_trials(deepcopy=False)] == [0, 1], "Study._get_trials"
     assert [t.number for t in view.trials] == [0, 1], "Study.trials no longer reads _get_trials"
     assert len(study.trials) == 3  # the study itself is untouched
-
-
-def test_a_caching_config_repository_keeps_loaded_configs_in_its_cache() -> None:
-    from hydra import initialize_config_module
-    from hydra._internal.config_repository import CachingConfigRepository
-    from hydra.core.global_hydra import GlobalHydra
-
-    with initialize_config_module(version_base="1.3", config_module="ltr_bench.conf"):
-        repo = CachingConfigRepository(GlobalHydra.instance().config_loader().repository)
-        assert repo.cache == {}, "CachingConfigRepository.cache changed"
-        repo.load_config("config")
-        assert len(repo.cache) == 1, "CachingConfigRepository.cache changed"
-
-
-def test_warm_plugins_is_hydras_plugins_singleton_once_built() -> None:
-    from hydra.core.plugins import Plugins
-
-    plugins = Plugins.instance()
-    assert op.warm_plugins() is plugins, "hydra.core.singleton.Singleton._instances changed"

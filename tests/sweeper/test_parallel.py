@@ -191,7 +191,7 @@ def test_released_workers_are_gone_when_the_release_returns() -> None:
     import psutil
     from joblib.externals.loky import get_reusable_executor
 
-    from ltr_bench.sweeper.launching import release_workers
+    from ltr_bench.launching.pools import release_workers
 
     executor = get_reusable_executor(max_workers=1)
     pid = executor.submit(_own_pid).result()
@@ -281,8 +281,8 @@ def test_the_launchers_pool_without_warm_up_keys_still_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An app without ``sweep.warm_up`` (the toy) gets no warm-up and the same trials."""
-    from ltr_bench.sweeper import launching
-    from ltr_bench.sweeper.launching import import_objects
+    from ltr_bench.launching import pools as launching
+    from ltr_bench.launching.pools import import_objects
 
     monkeypatch.setattr(launching.gc, "freeze", lambda: None)  # keep this process's collector
     import_objects(["no.such.module", "json.dumps"])  # a failing name is left to the job
@@ -299,7 +299,7 @@ def test_a_warming_up_worker_waits_until_every_worker_has_taken_its_warm_up(
     take a second warm-up while another worker would start its first job cold."""
     import threading
 
-    from ltr_bench.sweeper import launching
+    from ltr_bench.launching import pools as launching
     from tests.waiting import wait_until
 
     monkeypatch.setattr(launching.gc, "freeze", lambda: None)  # keep this process's collector

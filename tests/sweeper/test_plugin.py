@@ -69,7 +69,7 @@ def test_reproducible_with_hyperband_is_refused() -> None:
 def test_a_joblib_launcher_without_jobs_is_refused() -> None:
     from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
 
-    from ltr_bench.sweeper.launching import Jobs
+    from ltr_bench.launching.pools import Jobs
 
     with pytest.raises(UserError, match="hydra.launcher.n_jobs=0 starts no job"):
         Jobs(JoblibLauncher(n_jobs=0), print, n_jobs=2, in_flight=True)
@@ -88,7 +88,7 @@ def test_jobs_in_flight_keep_one_more_queued_while_every_worker_is_busy(
     would start a queued job at once."""
     from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
 
-    from ltr_bench.sweeper.launching import BatchPool, JobPool, Jobs
+    from ltr_bench.launching.pools import BatchPool, JobPool, Jobs
 
     jobs = Jobs(JoblibLauncher(n_jobs=workers), print, n_jobs=n_jobs, in_flight=True)
     monkeypatch.setattr(jobs, "executor", lambda: None)

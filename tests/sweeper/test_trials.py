@@ -13,11 +13,8 @@ import pytest
 from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 
-from ltr_bench.sweeper.liveness import (
-    fail_interrupted_trials,
-    is_dead_local_worker,
-    worker_identity,
-)
+from ltr_bench.launching.processes import is_dead_local_worker, worker_identity
+from ltr_bench.sweeper.liveness import fail_interrupted_trials
 from ltr_bench.sweeper.search.grid import GridSearchSampler
 from ltr_bench.sweeper.trials import ATTR_FAIL, ATTR_WORKER, counts_toward_budget, settled_others
 

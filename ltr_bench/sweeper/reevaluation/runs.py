@@ -19,8 +19,10 @@ import optuna
 from hydra.core.utils import JobStatus
 from optuna.trial import FrozenTrial, TrialState
 
-from ltr_bench.sweeper import job, launching
-from ltr_bench.sweeper.liveness import report_interrupted, worker_identity
+from ltr_bench.launching.pools import sigterm_raises_interrupt, worker_died
+from ltr_bench.launching.processes import worker_identity
+from ltr_bench.sweeper import job
+from ltr_bench.sweeper.liveness import report_interrupted
 from ltr_bench.sweeper.optuna_private import job_error, study_id, study_storage, trial_id
 from ltr_bench.sweeper.reevaluation.racing import lock_attrs
 from ltr_bench.sweeper.search import pruning
@@ -34,6 +36,7 @@ from ltr_bench.sweeper.trials import (
     FAIL_INTERRUPTED,
     close_trial,
     counts_toward_budget,
+    is_fatal,
 )
 
 log = logging.getLogger(__name__)
@@ -221,7 +224,7 @@ def reevaluate(state: StudyState) -> None:
     untold: list[Any] = []  # re-evaluations whose job ended, not yet recorded
     waited = False
     try:
-        with launching.sigterm_raises_interrupt():
+        with sigterm_raises_interrupt():
             while True:
                 todo: list[Any] = []
                 if error is None:
@@ -285,9 +288,7 @@ def _lock_and_submit(state: StudyState, todo: list[Any], pool: Any) -> BaseExcep
             extra += pruning.job_overrides(state.url, s.race, before=before)
             extra.append(f"++{job.REEVALUATION_TRIAL_KEY}={number}")
         study_name = state.study.study_name
-        overrides = launching.job_overrides(
-            study_name, state.space, state.variant, t.params, t.number, extra
-        )
+        overrides = state.job_overrides(t.params, t.number, extra)
         log.info("Re-evaluating trial(s) %d of study '%s'.", t.number, study_name)
         log.info("Re-evaluation of study '%s': %s", study_name, " ".join(overrides))
         try:
@@ -322,7 +323,7 @@ def record(state: StudyState, key: Any, outcome: Any) -> BaseException | None:
     assert locks is not None
     trial, lock_id, _ = key
     if isinstance(outcome, BaseException):  # no JobReturn: a dead worker, a config error
-        died = launching.worker_died(outcome)
+        died = worker_died(outcome)
         release(locks, lock_id, FAIL_INTERRUPTED if died else FAIL_CONFIG, heartbeat)
         log.error("Re-evaluation of trial %d did not run to the end: %r", trial.number, outcome)
         return outcome
@@ -346,7 +347,7 @@ def record(state: StudyState, key: Any, outcome: Any) -> BaseException | None:
             f"{running:.6g}, pooled {rec.value:.6g}): it cannot catch up with another candidate; "
             "left out of the selection."
         )
-    elif launching.is_fatal(value, state.settings.fatal_classes):
+    elif is_fatal(value, state.settings.fatal_classes):
         release(locks, lock_id, FAIL_CONFIG, heartbeat)
         return value
     else:

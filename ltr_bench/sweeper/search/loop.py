@@ -15,9 +15,11 @@ from hydra.core.utils import JobReturn, JobStatus
 from optuna.trial import TrialState
 
 from ltr_bench.held_signals import signals_deferred
-from ltr_bench.sweeper import launching, trials
+from ltr_bench.launching.pools import BatchPool, JobPool, sigterm_raises_interrupt, worker_died
+from ltr_bench.launching.processes import worker_identity
+from ltr_bench.sweeper import trials
 from ltr_bench.sweeper.job import user_attrs_of
-from ltr_bench.sweeper.liveness import report_interrupted, worker_identity
+from ltr_bench.sweeper.liveness import report_interrupted
 from ltr_bench.sweeper.optuna_private import job_error, trial_id
 from ltr_bench.sweeper.search import pruning
 from ltr_bench.sweeper.state import StudyState
@@ -166,7 +168,7 @@ def search(state: StudyState, after_tell: Callable[[], None]) -> None:
     error: BaseException | None = None
     untold: list[Any] = []  # trials whose job ended, not yet told
     try:
-        with launching.sigterm_raises_interrupt():
+        with sigterm_raises_interrupt():
             while True:
                 if error is None:
                     error = fill(state, pool)
@@ -189,7 +191,7 @@ def search(state: StudyState, after_tell: Callable[[], None]) -> None:
         raise error
 
 
-def fill(state: StudyState, pool: launching.BatchPool | launching.JobPool) -> BaseException | None:
+def fill(state: StudyState, pool: BatchPool | JobPool) -> BaseException | None:
     """Ask and submit trials until the pool is full; the error that stops the search, if any."""
     s, study, heartbeat = state.settings, state.study, state.heartbeat
     state.recover()
@@ -207,9 +209,7 @@ def fill(state: StudyState, pool: launching.BatchPool | launching.JobPool) -> Ba
             first = pool.keys()[0] if len(pool) else trial
             before = first.number if s.reproducible else None
             racing = pruning.job_overrides(state.url, s.pruner, before=before)
-            overrides = launching.job_overrides(
-                study.study_name, state.space, state.variant, trial.params, trial.number, racing
-            )
+            overrides = state.job_overrides(trial.params, trial.number, racing)
             log.info(f"Trial {trial.number} of study '{study.study_name}': {' '.join(overrides)}")
             pool.submit(trial, overrides)
         except Exception as e:  # noqa: BLE001 - a config Hydra cannot compose: fatal, told below
@@ -228,7 +228,7 @@ def tell_outcome(state: StudyState, trial: Any, outcome: Any) -> BaseException |
     """Tell a job's ``JobReturn``, or the exception that kept it from returning one."""
     if not isinstance(outcome, BaseException):
         return tell(state, trial, outcome)
-    died = launching.worker_died(outcome)
+    died = worker_died(outcome)
     why = f"{type(outcome).__name__}: {outcome}"
     what = "its worker process died" if died else "aborting the sweep"
     log.error(f"Trial {trial.number} did not run to the end ({what}): {why}")
@@ -246,7 +246,7 @@ def tell(state: StudyState, trial: Any, ret: JobReturn) -> BaseException | None:
     if pruning.is_pruned(error):
         _tell_pruned(state, trial)
         return None
-    fatal = launching.is_fatal(error, state.settings.fatal_classes)
+    fatal = trials.is_fatal(error, state.settings.fatal_classes)
     what = "aborting the sweep" if fatal else "recorded as FAIL, sweep goes on"
     traced = isinstance(error, BaseException) and not fatal  # a config error is one sentence
     exc_info = (type(error), error, error.__traceback__) if traced else None

@@ -1,4 +1,4 @@
-"""ltr_bench.sweeper.composing: a job composed through a worker's cache is the job Hydra composes.
+"""ltr_bench.launching.composing: a job composed through a worker's cache is the job Hydra composes.
 
 The suite runs every sweep with jobs in flight in the ``check`` mode (tests/conftest.py), which
 composes each job both ways and fails it on any difference; here the cache is compared with
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from ltr_bench.config_tree import config_dir
-from ltr_bench.sweeper import composing
+from ltr_bench.launching import composing
 from ltr_bench.sweeper.search.space import format_value
 
 
@@ -150,7 +150,7 @@ def _recording(ran: list[Any]) -> Any:
 
 def test_off_leaves_composing_to_hydra(monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[Any] = []
-    monkeypatch.setattr(composing.optuna_private, "joblib_execute_job", lambda: _recording(ran))
+    monkeypatch.setattr(composing.hydra_private, "joblib_execute_job", lambda: _recording(ran))
     monkeypatch.setenv(composing.CACHE_ENV, "off")
     ret = composing.execute_job(0, [], _payload("Hydra's context", {}))
     assert ran[0][2] == "Hydra's context"  # Hydra's own loader
@@ -179,9 +179,9 @@ def test_a_search_path_of_its_own_gets_config_sources_of_its_own(
 
 def test_a_worker_keeps_the_plugins_its_first_job_found(monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[Any] = []
-    monkeypatch.setattr(composing.optuna_private, "joblib_execute_job", lambda: _recording(ran))
+    monkeypatch.setattr(composing.hydra_private, "joblib_execute_job", lambda: _recording(ran))
     warm = object()
-    monkeypatch.setattr(composing.optuna_private, "warm_plugins", lambda: warm)
+    monkeypatch.setattr(composing.hydra_private, "warm_plugins", lambda: warm)
     from hydra.types import HydraContext
 
     hydra_context = HydraContext(config_loader=object(), callbacks=None)  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from ltr_bench.sweeper import optuna_private
+from ltr_bench.launching import hydra_private
 
 CACHE_ENV = "LTR_COMPOSE_CACHE"
 MAX_SHAPES = 32  # shapes a worker keeps (a study has one; study_per sweeps one per study)
@@ -40,12 +40,12 @@ def execute_job(idx: int, overrides: Sequence[str], payload: bytes) -> Any:
     outcome comes back without its two configs (the sweeper reads its status and value; pickling
     them back costs ~7 ms a job)."""
     hydra_context, config, task_function, singleton_state = pickle.loads(payload)
-    run = optuna_private.joblib_execute_job()
+    run = hydra_private.joblib_execute_job()
     mode = os.environ.get(CACHE_ENV, "on").strip().lower()
     if mode not in ("off", "0", "false", "no"):
         _install()
         instances = singleton_state.get("instances")
-        plugins = optuna_private.warm_plugins()  # found by an earlier job of this worker
+        plugins = hydra_private.warm_plugins()  # found by an earlier job of this worker
         if isinstance(instances, dict) and plugins is not None:
             instances.setdefault(type(plugins), plugins)  # Hydra's set_state would search again
         loader = CachedLoader(hydra_context.config_loader, check=mode == "check")
@@ -120,7 +120,7 @@ def _sources(repository: Any) -> tuple[Any, ...]:
 def _install() -> None:
     """Route Hydra's config repository, defaults tree and merge through the cache while a job is
     composed."""
-    module, loader_class = optuna_private.hydra_composition()
+    module, loader_class = hydra_private.hydra_composition()
     if getattr(module, "_ltr_compose_cache", False):
         return
     create, compose = module.create_defaults_list, loader_class._compose_config_from_defaults_list

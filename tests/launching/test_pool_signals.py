@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ltr_bench.sweeper.launching import JobPool, Terminated, sigterm_raises_interrupt
+from ltr_bench.launching.pools import JobPool, Terminated, sigterm_raises_interrupt
 
 
 @pytest.fixture

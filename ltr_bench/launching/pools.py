@@ -1,4 +1,4 @@
-"""How the sweeper's jobs run: their overrides, SIGTERM, and two pools with one interface
+"""How a sweep's jobs run: SIGTERM, warm-up, and two pools with one interface
 (``capacity``, ``submit``, ``wait`` for ``(key, outcome)`` pairs, ``abort``): :class:`BatchPool`
 runs a batch of any launcher, :class:`JobPool` keeps jobs in flight in joblib's reusable workers."""
 
@@ -19,10 +19,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ltr_bench.errors import UserError, find_in_chain
+from ltr_bench.errors import UserError
 from ltr_bench.held_signals import signals_deferred
-from ltr_bench.sweeper.job import STUDY_NAME_KEY, TRIAL_NUMBER_KEY
-from ltr_bench.sweeper.search.space import format_value
 
 log = logging.getLogger(__name__)
 
@@ -62,24 +60,6 @@ def sigterm_raises_interrupt() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGTERM, previous)
         _received.clear()
-
-
-def job_overrides(
-    study_name: str,
-    space: Any,
-    variant: list[str],
-    params: dict[str, Any],
-    number: int,
-    extra: Sequence[str] = (),
-) -> list[str]:
-    """A job's overrides: parameters, the study's own overrides, ``extra``, trial and study."""
-    return [
-        *space.job_overrides(params),
-        *variant,
-        *extra,
-        f"++{TRIAL_NUMBER_KEY}={number}",
-        f"++{STUDY_NAME_KEY}={format_value(study_name)}",
-    ]
 
 
 def release_workers(executors: set[Any]) -> None:
@@ -126,13 +106,6 @@ def worker_died(error: BaseException) -> bool:
     return isinstance(error, BrokenProcessPool)
 
 
-def is_fatal(error: Any, fatal_errors: tuple[type[BaseException], ...]) -> bool:
-    """A config error (also wrapped): every other trial would fail the same way."""
-    if not isinstance(error, BaseException):
-        return False
-    return find_in_chain(error, fatal_errors) is not None
-
-
 class Jobs:
     """The sweep's launcher and what its studies' jobs share: job numbers, joblib executors."""
 
@@ -163,7 +136,7 @@ class Jobs:
         from hydra.core.utils import setup_globals
         from joblib.externals.loky import get_reusable_executor
 
-        from ltr_bench.sweeper.optuna_private import joblib_worker_env
+        from ltr_bench.launching.hydra_private import joblib_worker_env
 
         n_workers = self.n_workers()
         setup_globals()  # what the launcher does before a batch: Hydra's resolvers
@@ -283,7 +256,7 @@ class JobPool:
         from hydra.core.singleton import Singleton
         from joblib.externals.loky.backend.reduction import dumps  # as loky pickles a job
 
-        from ltr_bench.sweeper.composing import execute_job
+        from ltr_bench.launching.composing import execute_job
 
         if self.payload is None:
             self.jobs.validate([overrides])
