@@ -8,12 +8,12 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import optuna
 from omegaconf import DictConfig, OmegaConf
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from ltr_bench.launching.processes import is_dead_local_worker, is_local_worker
 from ltr_bench.sweeper import optuna_private
@@ -33,10 +33,13 @@ def fail_interrupted_trials(
     rdb: optuna.storages.RDBStorage,
     grace_period_s: float,
     now: Callable[[], dt.datetime] = dt.datetime.now,
+    stored: Sequence[FrozenTrial] | None = None,
 ) -> list[int]:
     """Fail (``interrupted``) the RUNNING trials whose sweeper is gone: a dead process of this
-    host, a stale heartbeat of another, or no owner and older than the grace period."""
-    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    host, a stale heartbeat of another, or no owner and older than the grace period. ``stored``:
+    the study's trials, when just read."""
+    stored = study.get_trials(deepcopy=False) if stored is None else stored
+    running = [t for t in stored if t.state == TrialState.RUNNING]
     if not running:
         return []
     stale_ids: set[int] = set()

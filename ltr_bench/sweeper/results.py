@@ -33,11 +33,11 @@ def within_one_se(values: list[float], best: float, se: float, maximize: bool) -
     return sum(v <= best + se for v in values)
 
 
-def summarize(state: StudyState) -> dict[str, Any]:
-    """One study's entry of ``optimization_results.yaml``."""
+def summarize(state: StudyState, trials: Any = None) -> dict[str, Any]:
+    """One study's entry of ``optimization_results.yaml`` (``trials``: the study's, when read)."""
     study: Any = state.study
     space, direction = state.space, state.settings.direction
-    trials = study.get_trials(deepcopy=False)
+    trials = study.get_trials(deepcopy=False) if trials is None else trials
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
     summary: dict[str, Any] = {
         "name": "ltr_optuna",
@@ -270,9 +270,10 @@ class StudyProgress:
                 total=self.budget, desc=desc, file=stream, ncols=cols, bar_format="{desc}{postfix}"
             )
 
-    def update(self, study: Any) -> str:
-        """Re-read the study's counts and show them; returns the line."""
-        trials = study.get_trials(deepcopy=False)
+    def update(self, study: Any, trials: Any = None) -> str:
+        """Re-read the study's counts (or count ``trials``, when read) and show them; returns
+        the line."""
+        trials = study.get_trials(deepcopy=False) if trials is None else trials
         complete = [t for t in trials if t.state == TrialState.COMPLETE and t.value is not None]
         pruned = sum(t.state == TrialState.PRUNED for t in trials)
         failed = sum(is_counted_failure(t) for t in trials)

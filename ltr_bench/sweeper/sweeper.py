@@ -131,8 +131,9 @@ class OptunaSweeperImpl(Sweeper):
         progress = results.StudyProgress(name, state.budget, s.direction, enabled=s.progress)
 
         def after_tell() -> None:
-            progress.update(study)
-            results.write_results(sweep_dir, [*done, results.summarize(state)])
+            trials = study.get_trials(deepcopy=False)  # one read for the line and the summary
+            progress.update(study, trials)
+            results.write_results(sweep_dir, [*done, results.summarize(state, trials)])
 
         try:
             progress.update(study)

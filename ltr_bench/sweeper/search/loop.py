@@ -54,10 +54,13 @@ def fail_all(
             log.warning(f"Could not mark trial {trial.number} as {reason}: {type(e).__name__}: {e}")
 
 
-def remaining(study: Any, space: Any, budget: int, max_failure_rate: float) -> int:
+def remaining(
+    study: Any, space: Any, budget: int, max_failure_rate: float, stored: Any = None
+) -> int:
     """How many trials the study may still start (0 once the space is exhausted); raises
-    :class:`TooManyFailures` when more than ``max_failure_rate`` of the budget failed."""
-    stored = study.get_trials(deepcopy=False)
+    :class:`TooManyFailures` when more than ``max_failure_rate`` of the budget failed.
+    ``stored``: the study's trials, when just read."""
+    stored = study.get_trials(deepcopy=False) if stored is None else stored
     used = sum(trials.counts_toward_budget(t) for t in stored)
     failed = sum(trials.is_counted_failure(t) for t in stored)
     if failed > max_failure_rate * budget:
@@ -194,13 +197,14 @@ def search(state: StudyState, after_tell: Callable[[], None]) -> None:
 def fill(state: StudyState, pool: BatchPool | JobPool) -> BaseException | None:
     """Ask and submit trials until the pool is full; the error that stops the search, if any."""
     s, study, heartbeat = state.settings, state.study, state.heartbeat
-    state.recover()
+    stored: list[Any] | None = state.recover()
     while len(pool) < pool.capacity:
         try:
-            if remaining(study, state.space, state.budget, s.max_failure_rate) <= 0:
+            if remaining(study, state.space, state.budget, s.max_failure_rate, stored) <= 0:
                 return None
         except TooManyFailures as e:
             return e
+        stored = None  # read again for the next trial: this one is asked below
         trial = ask_one(study, state.space, state.budget, heartbeat, s.max_duplicate_retries)
         if trial is None:
             return None
