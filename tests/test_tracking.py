@@ -538,3 +538,22 @@ def test_a_dataset_inserted_by_a_parallel_worker_meanwhile_is_linked_not_an_erro
     inputs = tracker.client.get_run(late).inputs.dataset_inputs
     assert [(i.dataset.name, i.dataset.digest) for i in inputs] == [("race/Fold1", "same-digest")]
     assert len(calls) == 2
+
+
+def test_a_name_this_process_gave_a_run_is_not_written_again(
+    tracker: Tracker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each trial of a worker names its study's sweep run alike: the same name is written once."""
+    rid = tracker.start_run("first name", {})
+    written: list[str] = []
+    update_run = tracker.client.update_run
+
+    def counting(run_id: str, name: str | None = None, **kwargs: Any) -> None:
+        written.append(str(name))
+        update_run(run_id, name=name, **kwargs)
+
+    monkeypatch.setattr(tracker.client, "update_run", counting)
+    for name in ("sweep a", "sweep a", "sweep b", "sweep b", "sweep a"):
+        tracker.rename(rid, name)
+    assert written == ["sweep a", "sweep b", "sweep a"]
+    assert tracker.client.get_run(rid).info.run_name == "sweep a"
