@@ -14,7 +14,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ltr_bench.errors import find_in_chain
 
-ATTR_WORKER = "ltr_sweeper.worker"  # who runs a RUNNING trial (liveness.worker_identity)
+ATTR_WORKER = "ltr_sweeper.worker"  # who runs a RUNNING trial (launching.processes.worker_identity)
 ATTR_FAIL = "ltr_sweeper.fail_reason"
 ATTR_ERROR = "ltr_sweeper.error"
 ATTR_REEVALUATES = "ltr_sweeper.reevaluates"  # the trial a re-evaluation lock is for
