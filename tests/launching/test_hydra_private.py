@@ -6,26 +6,17 @@ in hydra_private (or drop it for a public API), nothing else in ltr_bench.launch
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
 from ltr_bench.launching import hydra_private as hp
-
-
-def _resolve(dotted: str) -> object:
-    module, _, name = dotted.rpartition(".")
-    try:
-        return importlib.import_module(dotted)
-    except ImportError:
-        return getattr(importlib.import_module(module), name)
+from tests.private_names import assert_still_there
 
 
 @pytest.mark.parametrize(("owner", "attr"), hp.PRIVATE_NAMES)
 def test_each_private_name_is_still_there(owner: str, attr: str) -> None:
     if attr == "cache":
         return  # an instance attribute: checked on a live repository below
-    assert hasattr(_resolve(owner), attr), f"{owner}.{attr} is gone from this release"
+    assert_still_there(owner, attr)
 
 
 def test_the_joblib_worker_environment_caps_threads() -> None:

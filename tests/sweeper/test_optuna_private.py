@@ -6,28 +6,19 @@ name in optuna_private (or drop it for a public API), nothing else in the sweepe
 
 from __future__ import annotations
 
-import importlib
-
 import optuna
 import pytest
 from hydra.core.utils import JobReturn, JobStatus
 
 from ltr_bench.sweeper import optuna_private as op
-
-
-def _resolve(dotted: str) -> object:
-    module, _, name = dotted.rpartition(".")
-    try:
-        return importlib.import_module(dotted)
-    except ImportError:
-        return getattr(importlib.import_module(module), name)
+from tests.private_names import assert_still_there
 
 
 @pytest.mark.parametrize(("owner", "attr"), op.PRIVATE_NAMES)
 def test_each_private_name_is_still_there(owner: str, attr: str) -> None:
     if attr in ("_trial_id", "_storage", "_study_id", "_return_value"):
         return  # instance attributes: checked on live objects below
-    assert hasattr(_resolve(owner), attr), f"{owner}.{attr} is gone from this release"
+    assert_still_there(owner, attr)
 
 
 def test_trial_and_study_ids_and_storage_match_the_storage(tmp_path) -> None:
