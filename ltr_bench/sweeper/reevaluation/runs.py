@@ -256,12 +256,12 @@ def reevaluate(state: StudyState) -> None:
 
 def _todo(state: StudyState, pool: Any) -> list[Any]:
     """The top trials whose re-evaluation is neither stored, done, nor running here."""
-    state.recover(locks_too=True)
+    trials = state.recover(locks_too=True)
     locks: Any = state.locks
     done = stored(state.study)
     mine = {t.number for t, _, _ in pool.keys()}
     s = state.settings
-    top = top_trials(state.study.get_trials(deepcopy=False), s.top_k, s.direction == "maximize")
+    top = top_trials(trials, s.top_k, s.direction == "maximize")
     return [
         t
         for t in top
@@ -306,9 +306,7 @@ def wait_for_running_trials(state: StudyState) -> None:
     """Wait until no trial of the study is RUNNING (told, or failed as interrupted)."""
     announced = False
     while True:
-        state.recover()
-        study = state.study
-        running = [t.number for t in study.get_trials(deepcopy=False) if t.state.name == "RUNNING"]
+        running = [t.number for t in state.recover() if t.state.name == "RUNNING"]
         if not running:
             return
         if not announced:
