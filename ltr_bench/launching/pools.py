@@ -171,9 +171,10 @@ class Jobs:
 
         return int(joblib.effective_n_jobs(self.launcher.joblib.get("n_jobs", -1)))
 
-    def run_in_worker(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(*args)`` in one of the warm workers of the jobs in flight; its exception if any."""
-        return self.executor().submit(fn, *args).result()
+    def start_in_worker(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future:
+        """Start ``fn(*args)`` in one of the warm workers of the jobs in flight (queued behind the
+        jobs already there); its future."""
+        return self.executor().submit(fn, *args)
 
     def pool(self) -> BatchPool | JobPool:
         """A pool for a phase of a study."""

@@ -126,23 +126,41 @@ def write_results(sweep_dir: Path, results: list[dict[str, Any]]) -> None:
     OmegaConf.save(OmegaConf.create(content), sweep_dir / RESULTS_FILE)
 
 
-def finish_study(state: StudyState, summary: dict[str, Any], sweep_dir: Path) -> None:
-    """Write the study's artifacts and hand them to ``sweep.on_study_end``. With jobs in flight
-    this runs in a warm worker, where a job has already loaded the plotting and tracking
-    libraries the sweeper process would otherwise import for it; failures are logged."""
+def finish_study(state: StudyState, summary: dict[str, Any], sweep_dir: Path) -> Callable[[], None]:
+    """Start writing the study's artifacts and handing them to ``sweep.on_study_end``; returns the
+    wait for their end. With jobs in flight they are written in a warm worker, where a job has
+    already loaded the plotting and tracking libraries the sweeper process would otherwise import,
+    while the sweep goes on (the next study's jobs start on the other workers and queue behind);
+    a failure there is logged and the study is finished here, in the wait."""
     out = sweep_dir / "studies" / file_stem(state.study.study_name)
     summary["artifacts_dir"] = str(out)
     hook = OmegaConf.select(state.config, "sweep.on_study_end", default=None)
     hook = str(hook) if hook else None
-    if state.jobs.in_flight:
-        args = (state.config, state.url, state.study.study_name, summary, out, hook)
+
+    def here() -> None:
+        finish(state.config, state.study, summary, out, hook)
+
+    if not state.jobs.in_flight:
+        here()
+        return lambda: None
+    args = (state.config, state.url, state.study.study_name, summary, out, hook)
+    try:
+        ending: Any = state.jobs.start_in_worker(finish_stored_study, *args)
+    except Exception as e:  # noqa: BLE001 - the pool cannot take it: the wait finishes here
+        ending = e
+
+    def wait() -> None:
         try:
-            state.jobs.run_in_worker(finish_stored_study, *args)
+            if isinstance(ending, BaseException):
+                raise ending
+            ending.result()
             return
         except Exception as e:  # noqa: BLE001 - any failure there (worker died, storage): finish here
             name = state.study.study_name
             log.warning("Finishing study '%s' in a worker failed (%s); finishing it here.", name, e)
-    finish(state.config, state.study, summary, out, hook)
+        here()
+
+    return wait
 
 
 def finish_stored_study(

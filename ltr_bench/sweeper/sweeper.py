@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +85,17 @@ class OptunaSweeperImpl(Sweeper):
 
         base_name = self._base_study_name(cli_fixed)
         results: list[dict[str, Any]] = []
+        ending: list[Callable[[], None]] = []  # the waits for studies' artifacts being written
         try:
-            for variant in variants:
-                name = "-".join([base_name, *variant])
-                results.append(self._run_study(name, space, variant, sweep_dir, results))
+            try:
+                for variant in variants:
+                    name = "-".join([base_name, *variant])
+                    summary, wait = self._run_study(name, space, variant, sweep_dir, results)
+                    results.append(summary)
+                    ending.append(wait)
+            finally:  # every finished study's artifacts are written before the sweep ends
+                for wait in ending:
+                    wait()
         except Terminated:
             # The trials are marked; end as SIGTERM would have (exit status 143 in a shell).
             log.warning("Terminated by SIGTERM; the running trials are marked interrupted.")
@@ -116,8 +123,9 @@ class OptunaSweeperImpl(Sweeper):
 
     def _run_study(
         self, name: str, space: Any, variant: list[str], sweep_dir: Path, done: list[Any]
-    ) -> dict[str, Any]:
-        """Search one study, re-evaluate its top trials, write its summary and artifacts."""
+    ) -> tuple[dict[str, Any], Callable[[], None]]:
+        """Search one study, re-evaluate its top trials, write its summary and start writing its
+        artifacts: the summary and the wait for them."""
         from ltr_bench.sweeper import results
         from ltr_bench.sweeper.liveness import report_interrupted
         from ltr_bench.sweeper.reevaluation.runs import reevaluate, wait_for_running_trials
@@ -153,5 +161,4 @@ class OptunaSweeperImpl(Sweeper):
         report_interrupted(self.config, study, state.locks)  # e.g. of another worker gone meanwhile
         summary = results.summarize(state)
         results.log_best(summary)
-        results.finish_study(state, summary, sweep_dir)
-        return summary
+        return summary, results.finish_study(state, summary, sweep_dir)

@@ -277,6 +277,34 @@ def test_a_study_ends_in_a_warm_worker_when_its_jobs_run_in_flight(
         assert record["pid"] == os.getpid()
 
 
+def test_the_next_study_runs_while_a_study_ends_in_a_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With jobs in flight a study's end (plots, trials table, hook) does not hold the sweep: the
+    first study's hook waits until a job of the second study has run, so the sweep ends only if
+    that job ran meanwhile; the sweep still ends after both studies' ends."""
+    monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
+    monkeypatch.setenv("LTR_TEST_WARM_DIR", str(tmp_path))
+    proc = run_toy(
+        tmp_path,
+        *JOBLIB,
+        "hydra.sweeper.study_name=ends",
+        "hydra.sweeper.study_per=[kind]",
+        "kind=a,b",
+        "hydra.sweeper.n_trials=2",
+        "+sweep.on_study_end=tests.sweeper.worker_hook.study_ended_once_next_runs",
+    )
+    _ok(proc)
+    for study in ("ends-kind=a", "ends-kind=b"):
+        record = json.loads((tmp_path / f"study_end-{study}.json").read_text())
+        assert record["files"] == [
+            "optimization_history.png",
+            "param_importances.png",
+            "trials.csv",
+        ]
+        assert record["pid"] != os.getpid()
+
+
 def test_the_launchers_pool_without_warm_up_keys_still_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
