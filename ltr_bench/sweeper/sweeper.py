@@ -128,7 +128,12 @@ class OptunaSweeperImpl(Sweeper):
         artifacts: the summary and the wait for them."""
         from ltr_bench.sweeper import results
         from ltr_bench.sweeper.liveness import report_interrupted
-        from ltr_bench.sweeper.reevaluation.runs import reevaluate, wait_for_running_trials
+        from ltr_bench.sweeper.reevaluation.runs import (
+            reevaluate,
+            release_aborted,
+            start_early,
+            wait_for_running_trials,
+        )
         from ltr_bench.sweeper.search.loop import remaining, search
         from ltr_bench.sweeper.state import open_study_state
 
@@ -143,18 +148,29 @@ class OptunaSweeperImpl(Sweeper):
             progress.update(study, trials)
             results.write_results(sweep_dir, [*done, results.summarize(state, trials)])
 
+        # With jobs in flight, workers the search's last trials leave free start re-evaluating.
+        early = state.jobs.pool() if state.locks is not None and state.jobs.in_flight else None
+
+        def drained(free: int) -> None:
+            assert early is not None
+            start_early(state, early, free - len(early))
+
         try:
             progress.update(study)
             while True:
-                search(state, after_tell)
+                search(state, after_tell, drained if early is not None else None)
                 if state.locks is None:
                     break
                 # The top trials are known once the search's last trials (of any worker) are told.
                 wait_for_running_trials(state)
                 if remaining(study, space, state.budget, s.max_failure_rate) > 0:
                     continue
-                reevaluate(state)
+                reevaluate(state, early)
                 break
+        except BaseException:
+            if early is not None:  # re-evaluations started during the search: free their locks
+                release_aborted(state, early)
+            raise
         finally:
             progress.close()
             state.heartbeat.close()

@@ -79,6 +79,37 @@ def test_a_pruned_trial_frees_its_worker_while_its_partner_runs(
     assert done[1] < done[0] and started[2] < done[0]
 
 
+def test_a_worker_the_last_search_trials_leave_free_starts_re_evaluating(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trial 2, the search's last, holds its worker until a re-evaluation has run: once trials 0
+    and 1 are done, trial 2 can push only one of them out of the top 2, so the other one's
+    re-evaluation starts on the free worker (without that, trial 2 would hold for ever)."""
+    monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
+    proc = run_toy(
+        tmp_path,
+        *JOBLIB,
+        "hydra.sweeper.study_name=early",
+        "hydra/sweeper/sampler=grid",
+        "hydra.sweeper.n_trials=3",
+        "hydra.sweeper.reevaluate.top_k=2",
+        "hold_trial=2",
+        "hold_until_calls=4",
+    )
+    _ok(proc)
+    trials = {t.number: t for t in load(_url(tmp_path, "early"), "early")}
+    locks = load(_url(tmp_path, "early"), "early:reevaluations")
+    assert {t.state for t in trials.values()} == {TrialState.COMPLETE}
+    first = min(locks, key=lambda t: t.datetime_start)
+    assert first.datetime_start < trials[2].datetime_complete  # while trial 2 held its worker
+    records = calls(tmp_path)
+    assert [r["reevaluation"] for r in records].count(True) == 2
+    results = yaml.safe_load(
+        (tmp_path / "multirun" / "sweep" / "optimization_results.yaml").read_text()
+    )
+    assert len(results["reevaluated"]) == 2
+
+
 def _table(url: str, name: str) -> list[tuple]:
     """What a reproducible sweep must repeat: each trial's number, params, state, value, steps."""
     return [

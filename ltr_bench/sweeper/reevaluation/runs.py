@@ -216,10 +216,31 @@ def pause(state: StudyState) -> float:
     return min(float(state.settings.heartbeat_interval), 2.0)
 
 
-def reevaluate(state: StudyState) -> None:
-    """Re-evaluate the top trials not yet re-evaluated, waiting for those other workers hold."""
+def start_early(state: StudyState, pool: Any, free: int) -> None:
+    """While the search's last trials run, start (up to ``free``) re-evaluations of the top trials
+    that the trials still running or queued cannot push out of the top ``top_k``, so that a worker
+    the search no longer needs re-evaluates; :func:`reevaluate` goes on with ``pool``. A config
+    error is left to :func:`reevaluate`, which meets it again."""
+    trials = state.recover(locks_too=True)
+    pending = sum(t.state in (TrialState.RUNNING, TrialState.WAITING) for t in trials)
+    s = state.settings
+    sure = top_trials(trials, s.top_k - pending, s.direction == "maximize")
+    todo = _not_started(state, sure, pool)[: max(free, 0)]
+    if todo:
+        _lock_and_submit(state, todo, pool)
+
+
+def release_aborted(state: StudyState, pool: Any) -> None:
+    """Stop ``pool``'s re-evaluations (Ctrl-C, SIGTERM, an error): their locks can be taken again."""
+    for _, lock_id, _ in pool.abort():
+        release(state.locks, lock_id, FAIL_INTERRUPTED, state.heartbeat)
+
+
+def reevaluate(state: StudyState, pool: Any = None) -> None:
+    """Re-evaluate the top trials not yet re-evaluated, waiting for those other workers hold;
+    ``pool``: the one :func:`start_early` started re-evaluations in."""
     locks: Any = state.locks
-    pool = state.jobs.pool()
+    pool = state.jobs.pool() if pool is None else pool
     error: BaseException | None = None
     untold: list[Any] = []  # re-evaluations whose job ended, not yet recorded
     waited = False
@@ -257,11 +278,15 @@ def reevaluate(state: StudyState) -> None:
 def _todo(state: StudyState, pool: Any) -> list[Any]:
     """The top trials whose re-evaluation is neither stored, done, nor running here."""
     trials = state.recover(locks_too=True)
+    s = state.settings
+    return _not_started(state, top_trials(trials, s.top_k, s.direction == "maximize"), pool)
+
+
+def _not_started(state: StudyState, top: list[Any], pool: Any) -> list[Any]:
+    """Those of ``top`` whose re-evaluation is neither stored, done, nor running in ``pool``."""
     locks: Any = state.locks
     done = stored(state.study)
     mine = {t.number for t, _, _ in pool.keys()}
-    s = state.settings
-    top = top_trials(trials, s.top_k, s.direction == "maximize")
     return [
         t
         for t in top

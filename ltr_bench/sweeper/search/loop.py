@@ -159,8 +159,13 @@ def enqueue_free_point(study: Any, space: Any, seed: int) -> None:
         study.enqueue_trial(random.Random(seed).choice(free))
 
 
-def search(state: StudyState, after_tell: Callable[[], None]) -> None:
-    """Run trials until the budget is used or no new point is left; ``after_tell()`` per round."""
+def search(
+    state: StudyState,
+    after_tell: Callable[[], None],
+    drained: Callable[[int], None] | None = None,
+) -> None:
+    """Run trials until the budget is used or no new point is left; ``after_tell()`` per round,
+    ``drained(free)`` per round once no trial is left to ask (``free``: the pool's free places)."""
     study, heartbeat = state.study, state.heartbeat
     pool = state.jobs.pool()
     if pool.in_flight:
@@ -175,6 +180,8 @@ def search(state: StudyState, after_tell: Callable[[], None]) -> None:
             while True:
                 if error is None:
                     error = fill(state, pool)
+                    if error is None and drained is not None and len(pool) < pool.capacity:
+                        drained(pool.capacity - len(pool))
                 if not len(pool):
                     break
                 ended = pool.wait()
