@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 #: (object kind, attribute) pairs read below; the test checks each against the installed releases
@@ -17,6 +18,7 @@ PRIVATE_NAMES = (
     ("hydra._internal.config_repository.CachingConfigRepository", "cache"),
     ("hydra.core.singleton.Singleton", "_instances"),
     ("joblib._parallel_backends.LokyBackend", "_prepare_worker_env"),
+    ("joblib.externals.loky.process_executor", "_MAX_MEMORY_LEAK_SIZE"),
 )
 
 
@@ -51,3 +53,13 @@ def joblib_worker_env(n_jobs: int) -> dict[str, str]:
     from joblib._parallel_backends import LokyBackend
 
     return dict(LokyBackend()._prepare_worker_env(n_jobs=n_jobs))
+
+
+def keep_worker_as_it_grows() -> None:
+    """In a loky worker: never replace it for its memory growth. loky takes a worker whose memory
+    grew by 300 MB since its first call for a leaking one and replaces it; a sweep's worker grows
+    that much on its first job after the warm-up (its data, LightGBM, the MLflow store), and the
+    replacement imports everything again, cold (seconds of every sweep on every worker)."""
+    from joblib.externals.loky import process_executor
+
+    process_executor._MAX_MEMORY_LEAK_SIZE = sys.maxsize

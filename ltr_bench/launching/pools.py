@@ -77,8 +77,14 @@ def import_objects(
     cold; call the app's ``on_start`` hook, then import each object or module of ``names`` (a name
     that does not import is left for the job to report). The objects alive then (the libraries,
     for the worker's life) are frozen out of garbage collection: loky collects after a worker's
-    first call, and the collector passes during the jobs would otherwise traverse them all."""
+    first call, and the collector passes during the jobs would otherwise traverse them all. The
+    worker is kept when its first jobs grow its memory, which loky would take for a leak after
+    this call (``hydra_private.keep_worker_as_it_grows``)."""
     from hydra.utils import get_method, get_object
+
+    from ltr_bench.launching.hydra_private import keep_worker_as_it_grows
+
+    keep_worker_as_it_grows()
 
     if meet is not None:
         folder, n_workers = meet

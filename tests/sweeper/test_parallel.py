@@ -336,6 +336,29 @@ def test_the_next_study_runs_while_a_study_ends_in_a_worker(
         assert record["pid"] != os.getpid()
 
 
+def test_a_warm_worker_whose_first_job_grows_its_memory_keeps_running_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """joblib replaces a worker whose memory grew by 300 MB since its first call (the warm-up) as
+    leaking; a sweep's worker grows that much on its first job (data, libraries, the MLflow store),
+    and its replacement would import everything again, cold. Every job runs in a warmed worker."""
+    monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
+    monkeypatch.setenv("LTR_TEST_WARM_DIR", str(tmp_path))
+    proc = run_toy(
+        tmp_path,
+        *JOBLIB,
+        "hydra.sweeper.study_name=grows",
+        "hydra/sweeper/sampler=grid",
+        "hydra.sweeper.n_trials=4",
+        "grow_mb=400",
+        "+sweep.on_worker_start=tests.sweeper.worker_hook.started",
+    )
+    _ok(proc)
+    warmed = {int(p.stem) for p in tmp_path.iterdir() if p.suffix == ".started"}
+    ran = {r["pid"] for r in calls(tmp_path)}
+    assert len(warmed) == 2 and ran <= warmed
+
+
 def test_the_launchers_pool_without_warm_up_keys_still_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

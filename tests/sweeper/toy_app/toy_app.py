@@ -16,7 +16,9 @@ reports its value after each of ``steps`` steps through :class:`TrialReporter` (
 passed a pruner; a re-evaluation too when the sweeper races them) and stops when pruned;
 ``calls_file`` then also records the steps done. ``hold_trial`` (a trial number) with
 ``hold_until_calls`` = n: that trial's job waits until ``calls_file`` holds n records (so that it is
-still running while other jobs start). ``jitter_s`` sleeps a random time up to that long (not
+still running while other jobs start). ``grow_mb`` makes a worker's first job keep that many MB
+for the worker's life and hold them past joblib's 1 s memory-check delay (a worker that loads its
+data and libraries on its first job). ``jitter_s`` sleeps a random time up to that long (not
 seeded: each run times its jobs differently) before each step and before returning.
 """
 
@@ -35,12 +37,19 @@ from omegaconf import DictConfig
 from ltr_bench.errors import UserError
 from ltr_bench.sweeper.job import Objective, TrialReporter
 
+_KEPT: list = []  # what a job keeps for its worker's life (grow_mb)
+
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float:
     trial = cfg.sweep.trial_number
     if cfg.wait_for_workers:
         _rendezvous(Path(cfg.workers_dir), int(cfg.wait_for_workers))
+    if cfg.grow_mb and not _KEPT:
+        import numpy as np
+
+        _KEPT.append(np.ones(int(cfg.grow_mb) * 2**20 // 8))  # written: resident memory
+        time.sleep(1.1)  # joblib checks a worker's memory at most once a second
     value = -((cfg.x - 1) ** 2) - (cfg.y - 2) ** 2 + (0.5 if cfg.kind == "b" else 0.0)
     steps_done = _race(cfg, value)
     if cfg.calls_file:
