@@ -308,24 +308,31 @@ def test_a_study_ends_in_a_warm_worker_when_its_jobs_run_in_flight(
         assert record["pid"] == os.getpid()
 
 
+def _in_workers_with_hooks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *overrides: str
+) -> None:
+    """Run the toy sweep in two joblib workers to the end; its hooks (tests.sweeper.worker_hook)
+    leave their files in ``tmp_path``."""
+    monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
+    monkeypatch.setenv("LTR_TEST_WARM_DIR", str(tmp_path))
+    _ok(run_toy(tmp_path, *JOBLIB, *overrides))
+
+
 def test_the_next_study_runs_while_a_study_ends_in_a_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With jobs in flight a study's end (plots, trials table, hook) does not hold the sweep: the
     first study's hook waits until a job of the second study has run, so the sweep ends only if
     that job ran meanwhile; the sweep still ends after both studies' ends."""
-    monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
-    monkeypatch.setenv("LTR_TEST_WARM_DIR", str(tmp_path))
-    proc = run_toy(
+    _in_workers_with_hooks(
         tmp_path,
-        *JOBLIB,
+        monkeypatch,
         "hydra.sweeper.study_name=ends",
         "hydra.sweeper.study_per=[kind]",
         "kind=a,b",
         "hydra.sweeper.n_trials=2",
         "+sweep.on_study_end=tests.sweeper.worker_hook.study_ended_once_next_runs",
     )
-    _ok(proc)
     for study in ("ends-kind=a", "ends-kind=b"):
         record = json.loads((tmp_path / f"study_end-{study}.json").read_text())
         assert record["files"] == [
@@ -342,18 +349,15 @@ def test_a_warm_worker_whose_first_job_grows_its_memory_keeps_running_jobs(
     """joblib replaces a worker whose memory grew by 300 MB since its first call (the warm-up) as
     leaking; a sweep's worker grows that much on its first job (data, libraries, the MLflow store),
     and its replacement would import everything again, cold. Every job runs in a warmed worker."""
-    monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
-    monkeypatch.setenv("LTR_TEST_WARM_DIR", str(tmp_path))
-    proc = run_toy(
+    _in_workers_with_hooks(
         tmp_path,
-        *JOBLIB,
+        monkeypatch,
         "hydra.sweeper.study_name=grows",
         "hydra/sweeper/sampler=grid",
         "hydra.sweeper.n_trials=4",
         "grow_mb=400",
         "+sweep.on_worker_start=tests.sweeper.worker_hook.started",
     )
-    _ok(proc)
     warmed = {int(p.stem) for p in tmp_path.iterdir() if p.suffix == ".started"}
     ran = {r["pid"] for r in calls(tmp_path)}
     assert len(warmed) == 2 and ran <= warmed
