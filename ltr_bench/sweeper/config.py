@@ -15,6 +15,23 @@ from ltr_bench.errors import UserError
 SWEEPER_TARGET = "hydra_plugins.ltr_bench_sweeper.LtrOptunaSweeper"
 
 
+@dataclass(frozen=True)
+class StudyPlot:
+    """One plot a study can leave (``hydra.sweeper.plots``): Optuna's matplotlib function drawing
+    it, the complete trials it needs, and whether it needs a parameter that varies."""
+
+    function: str  # in optuna.visualization.matplotlib
+    min_complete: int
+    needs_varying_params: bool = False
+
+
+# name (the file is <name>.png) -> plot; drawn in this order
+STUDY_PLOTS = {
+    "optimization_history": StudyPlot("plot_optimization_history", 1),
+    "param_importances": StudyPlot("plot_param_importances", 2, needs_varying_params=True),
+}
+
+
 @dataclass
 class TPESamplerConf:
     """Optuna's TPE sampler (the default). ``seed`` makes a fresh sweep reproducible."""
@@ -116,6 +133,7 @@ class LtrOptunaSweeperConf:
     sampler: Any = MISSING
     pruner: Any = MISSING
     progress: bool = True
+    plots: list[str] = field(default_factory=lambda: list(STUDY_PLOTS))
     asynchronous: bool = True
     reproducible: bool = False
     direction: str = "maximize"
@@ -160,6 +178,7 @@ class Settings(LtrOptunaSweeperConf):
             list(self.fatal_errors or []),
         )
         self.enqueue_trials = list(plain(self.enqueue_trials) or [])
+        self.plots = [str(p) for p in plain(self.plots) or []]
         reevaluate = plain(self.reevaluate) or {}
         if not isinstance(reevaluate, dict):  # the dataclass default
             reevaluate = vars(reevaluate)
@@ -187,6 +206,12 @@ class Settings(LtrOptunaSweeperConf):
         if not 0.0 <= self.max_failure_rate <= 1.0:
             raise UserError(
                 f"hydra.sweeper.max_failure_rate must be in [0, 1], not {self.max_failure_rate}."
+            )
+        unknown = [p for p in self.plots if p not in STUDY_PLOTS]
+        if unknown:
+            raise UserError(
+                f"hydra.sweeper.plots: unknown plot {unknown[0]!r}; choose from "
+                f"{', '.join(STUDY_PLOTS)} (or [] for none)."
             )
         for i, point in enumerate(self.enqueue_trials):
             if not isinstance(point, dict) or not point:

@@ -9,7 +9,7 @@ import shutil
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -17,6 +17,7 @@ import optuna
 from omegaconf import DictConfig, OmegaConf
 from optuna.trial import TrialState
 
+from ltr_bench.sweeper.config import STUDY_PLOTS
 from ltr_bench.sweeper.job import ATTR_SE, RESULTS_FILE
 from ltr_bench.sweeper.reevaluation import runs
 from ltr_bench.sweeper.state import StudyState
@@ -137,13 +138,15 @@ def finish_study(state: StudyState, summary: dict[str, Any], sweep_dir: Path) ->
     hook = OmegaConf.select(state.config, "sweep.on_study_end", default=None)
     hook = str(hook) if hook else None
 
+    plots = list(state.settings.plots)
+
     def here() -> None:
-        finish(state.config, state.study, summary, out, hook)
+        finish(state.config, state.study, summary, out, hook, plots)
 
     if not state.jobs.in_flight:
         here()
         return lambda: None
-    args = (state.config, state.url, state.study.study_name, summary, out, hook)
+    args = (state.config, state.url, state.study.study_name, summary, out, hook, plots)
     try:
         ending: Any = state.jobs.start_in_worker(finish_stored_study, *args)
     except Exception as e:  # noqa: BLE001 - the pool cannot take it: the wait finishes here
@@ -164,23 +167,35 @@ def finish_study(state: StudyState, summary: dict[str, Any], sweep_dir: Path) ->
 
 
 def finish_stored_study(
-    config: DictConfig, url: str, name: str, summary: dict[str, Any], out: Path, hook: str | None
+    config: DictConfig,
+    url: str,
+    name: str,
+    summary: dict[str, Any],
+    out: Path,
+    hook: str | None,
+    plots: Sequence[str],
 ) -> None:
     """:func:`finish` of the study ``name`` in the storage at ``url`` (in a worker)."""
     try:
-        finish(config, optuna.load_study(study_name=name, storage=url), summary, out, hook)
+        study = optuna.load_study(study_name=name, storage=url)
+        finish(config, study, summary, out, hook, plots)
     finally:  # what the hook printed, before the sweep ends the worker
         sys.stdout.flush()
         sys.stderr.flush()
 
 
 def finish(
-    config: DictConfig, study: Any, summary: dict[str, Any], out: Path, hook: str | None
+    config: DictConfig,
+    study: Any,
+    summary: dict[str, Any],
+    out: Path,
+    hook: str | None,
+    plots: Sequence[str],
 ) -> None:
-    """The study's plots and trials table in ``out``, then the app's ``hook`` with them."""
+    """The study's ``plots`` and trials table in ``out``, then the app's ``hook`` with them."""
     from hydra.utils import get_method
 
-    files = write_study_artifacts(study, out)
+    files = write_study_artifacts(study, out, plots)
     if not hook:
         return
     try:
@@ -189,8 +204,13 @@ def finish(
         log.warning("sweep.on_study_end=%s failed for study '%s': %s", hook, study.study_name, e)
 
 
-def write_study_plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
-    """Write Optuna's history and importance plots to ``out_dir`` (those that can be drawn)."""
+def write_study_plots(
+    study: optuna.Study, out_dir: str | Path, plots: Sequence[str] = tuple(STUDY_PLOTS)
+) -> list[Path]:
+    """Write the study's ``plots`` (names of :data:`STUDY_PLOTS`; those that can be drawn) to
+    ``out_dir``, as ``<name>.png``."""
+    if not plots:
+        return []
     import matplotlib
 
     if "matplotlib.pyplot" not in sys.modules:
@@ -202,22 +222,25 @@ def write_study_plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     written: list[Path] = []
-    plots: list[tuple[str, Callable[[Any], Any], int]] = [
-        ("optimization_history.png", ovm.plot_optimization_history, 1)
-    ]
     varying = {
         n for t in complete for n in t.params if len({repr(u.params.get(n)) for u in complete}) > 1
     }
-    if varying:
-        plots.append(("param_importances.png", ovm.plot_param_importances, 2))
-    for filename, plot, needed in plots:
-        if len(complete) < needed:
-            log.info("Skipping %s: %d complete trial(s), need %d.", filename, len(complete), needed)
+    for name in (name for name in STUDY_PLOTS if name in plots):
+        plot, filename = STUDY_PLOTS[name], f"{name}.png"
+        if plot.needs_varying_params and not varying:
+            continue
+        if len(complete) < plot.min_complete:
+            log.info(
+                "Skipping %s: %d complete trial(s), need %d.",
+                filename,
+                len(complete),
+                plot.min_complete,
+            )
             continue
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                ax = plot(study)
+                ax = getattr(ovm, plot.function)(study)
             fig: Any = ax.figure if hasattr(ax, "figure") else plt.gcf()
             fig.tight_layout()
             fig.savefig(out / filename, dpi=100)
@@ -229,10 +252,13 @@ def write_study_plots(study: optuna.Study, out_dir: str | Path) -> list[Path]:
     return written
 
 
-def write_study_artifacts(study: optuna.Study, out_dir: str | Path) -> list[Path]:
-    """The study's plots and ``trials.csv`` in ``out_dir``; the paths written."""
+def write_study_artifacts(
+    study: optuna.Study, out_dir: str | Path, plots: Sequence[str] = tuple(STUDY_PLOTS)
+) -> list[Path]:
+    """The study's ``plots`` and ``trials.csv`` in ``out_dir``; the paths written."""
     out = Path(out_dir)
-    written = write_study_plots(study, out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = write_study_plots(study, out, plots)
     try:
         frame = study.trials_dataframe()
     except Exception as e:  # noqa: BLE001 - an odd study (pandas, Optuna) must not break the sweep

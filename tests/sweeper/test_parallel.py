@@ -295,6 +295,7 @@ def test_a_study_ends_in_a_warm_worker_when_its_jobs_run_in_flight(
         *launch,
         "hydra.sweeper.study_name=ends",
         "hydra.sweeper.n_trials=3",
+        "hydra.sweeper.plots=[optimization_history,param_importances]",
         "+sweep.on_study_end=tests.sweeper.worker_hook.study_ended",
     )
     _ok(proc)
@@ -335,11 +336,7 @@ def test_the_next_study_runs_while_a_study_ends_in_a_worker(
     )
     for study in ("ends-kind=a", "ends-kind=b"):
         record = json.loads((tmp_path / f"study_end-{study}.json").read_text())
-        assert record["files"] == [
-            "optimization_history.png",
-            "param_importances.png",
-            "trials.csv",
-        ]
+        assert record["files"] == ["trials.csv"]  # the toy app's sweeps draw no plots
         assert record["pid"] != os.getpid()
 
 

@@ -26,7 +26,10 @@ def _state(in_flight: bool, start_in_worker: Any) -> Any:
         study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=1)
     config = OmegaConf.create({"sweep": {"on_study_end": HOOK}})
     jobs = SimpleNamespace(in_flight=in_flight, start_in_worker=start_in_worker)
-    return SimpleNamespace(study=study, config=config, jobs=jobs, url="sqlite:///unused.db")
+    settings = SimpleNamespace(plots=["optimization_history", "param_importances"])
+    return SimpleNamespace(
+        study=study, config=config, jobs=jobs, url="sqlite:///unused.db", settings=settings
+    )
 
 
 def _failing_worker(fn: Any, *args: Any) -> Any:
