@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 from ltr_bench.cli import config_dir
 from ltr_bench.errors import UserError
+from ltr_bench.launching import composing
 from ltr_bench.runner import check_compatibility
 from ltr_bench.sweeper.config import SWEEPER_TARGET
 from ltr_bench.sweeper.search.space import parse_search_space
@@ -84,15 +86,22 @@ def test_search_space_composes_parses_and_every_value_builds_a_ranker(search: st
     if model in GBDT_EXTRA:  # these rankers are built only where the gbdt extra is installed
         pytest.importorskip(model, reason="the gbdt extra is not installed")
     # Every key exists in the model's config, and each boundary value composes into a valid ranker
-    # with the space's fixed overrides, as the sweeper composes a trial's job.
-    for name, param in space.params.items():
-        for value in _boundary_values(param.distribution):
-            job = _compose(
-                f"model={model}", f"search={search}", *space.fixed, param.override(value)
-            )
-            check_compatibility(job)
-            ranker = instantiate(job.model)
-            assert ranker is not None, (name, value)
+    # with the space's fixed overrides, as a sweep's worker composes a trial's job (Hydra's
+    # composing through the worker's cache, tests/launching/test_composing.py).
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        loader = GlobalHydra.instance().config_loader()
+        task = [f"model={model}", f"search={search}"]
+        master = loader.load_configuration("config", task, RunMode.MULTIRUN)
+        composing._install()
+        worker = composing.CachedLoader(loader)
+        for name, param in space.params.items():
+            for value in _boundary_values(param.distribution):
+                overrides = [*task, *space.fixed, param.override(value)]
+                job = worker.load_sweep_config(master, overrides)
+                check_compatibility(job)
+                ranker = instantiate(job.model)
+                assert ranker is not None, (name, value)
 
 
 def test_direct_ranker_space_is_table4() -> None:
