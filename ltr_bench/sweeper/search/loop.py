@@ -20,7 +20,7 @@ from ltr_bench.launching.processes import worker_identity
 from ltr_bench.sweeper import trials
 from ltr_bench.sweeper.job import user_attrs_of
 from ltr_bench.sweeper.liveness import report_interrupted
-from ltr_bench.sweeper.optuna_private import job_error, trial_id
+from ltr_bench.sweeper.optuna_private import job_error, study_storage, trial_id
 from ltr_bench.sweeper.search import pruning
 from ltr_bench.sweeper.state import StudyState
 
@@ -300,7 +300,7 @@ def _tell_value(state: StudyState, trial: Any, value: Any) -> None:
 
 def _tell_pruned(state: StudyState, trial: Any) -> None:
     """Tell PRUNED a job the pruner stopped (its last reported value stays in the study)."""
-    reported = state.study.get_trials(deepcopy=False)[trial.number]
+    reported = study_storage(state.study).get_trial(trial_id(trial))
     step = reported.last_step
     value = None if step is None else float(reported.intermediate_values[step])
     frozen = state.study.tell(trial, state=TrialState.PRUNED, skip_if_finished=True)

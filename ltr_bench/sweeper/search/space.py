@@ -67,6 +67,7 @@ _CONTEXTS = {
 }
 
 
+@lru_cache(maxsize=4096, typed=True)  # a sweep formats the same values every trial
 def _parses_to(text: str, value: Any, context: str = "top") -> bool:
     """True when ``text``, written in ``context``, parses back to ``value`` (with its type)."""
     template, read = _CONTEXTS[context]
