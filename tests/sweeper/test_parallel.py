@@ -141,7 +141,7 @@ def test_a_reproducible_two_worker_sweep_repeats_its_trials_and_choice(tmp_path:
             "hydra.sweeper.reproducible=true",
             "hydra.sweeper.study_name=rep",
             "hydra.sweeper.n_trials=10",
-            "jitter_s=0.3",
+            "jitter_s=0.1",
             "lucky_x=0",
             "lucky_bonus=1.5",
         )
