@@ -17,7 +17,7 @@ import yaml
 from optuna.trial import TrialState
 
 from tests.sweeper.pruners import PRUNE_ODD, pythonpath_with_repo
-from tests.sweeper.toy import both_workers_run, calls, load, run_toy, start_toy
+from tests.sweeper.toy import FAIL_REASON, both_workers_run, calls, load, run_toy, start_toy
 from tests.waiting import HANG_GUARD_S, TEST_GUARD_S
 
 pytestmark = pytest.mark.timeout(TEST_GUARD_S)
@@ -174,7 +174,12 @@ def test_two_sweepers_sharing_one_sqlite_study_race_within_one_budget(
     records = calls(tmp_path)
     assert len({r["pid"] for r in records}) == 2
     pruned, complete = _by_state(trials, TrialState.PRUNED), _by_state(trials, TrialState.COMPLETE)
-    assert len(pruned) + len(complete) == 10 and len(records) == 10
+    # on failure: every trial's state and fail reason, every job's trial, process and steps
+    seen = [(t.number, t.state.name, t.user_attrs.get(FAIL_REASON)) for t in trials]
+    ran = [(r["trial"], r["pid"], r["steps"]) for r in records]
+    logs = [(tmp_path / f"w{i}.log").read_text() for i in range(2)]
+    warned = [line for log in logs for line in log.splitlines() if "WARNING" in line]
+    assert len(pruned) + len(complete) == 10 and len(records) == 10, (seen, ran, warned)
     # Whether the median pruner stops a trial here depends on how the two processes interleave
     # (a trial is compared with those finished before its steps): the budget and the consistency
     # of whatever was pruned are what this test checks; the single-process tests above assert
