@@ -1,10 +1,11 @@
-"""Composing the jobs in flight in a warm worker. Hydra composes every job's config from the
+"""Composing a sweep's jobs in a warm worker, or in the sweeper's process (Hydra's basic
+launcher; a batch composed to fail early). Hydra composes every job's config from the
 config files (~0.1 s: the defaults tree, then each file merged), and only then applies the job's
 config values. A study's jobs differ only in those values, so a worker keeps the tree and the
 merged config of the first job of each shape (sweep folder, config name, config sources, group
 choices) and starts later jobs of that shape from a copy; Hydra's own code does all the rest
 (the values, the ``hydra`` node), so a job gets the config Hydra would compose, from config files
-read once per worker and sweep. The config sources set up for a job's search path, and Hydra's
+read once per process and sweep (a sweeper forgets them as it sets up). The config sources set up for a job's search path, and Hydra's
 plugins found by the worker's first job, are kept the same way. ``LTR_COMPOSE_CACHE=off`` turns
 it off; ``check`` also composes every job afresh and fails the job on any difference."""
 
@@ -41,18 +42,34 @@ def execute_job(idx: int, overrides: Sequence[str], payload: bytes) -> Any:
     them back costs ~7 ms a job)."""
     hydra_context, config, task_function, singleton_state = pickle.loads(payload)
     run = hydra_private.joblib_execute_job()
-    mode = os.environ.get(CACHE_ENV, "on").strip().lower()
-    if mode not in ("off", "0", "false", "no"):
-        _install()
+    cached = through_cache(hydra_context)
+    if cached is not hydra_context:
         instances = singleton_state.get("instances")
         plugins = hydra_private.warm_plugins()  # found by an earlier job of this worker
         if isinstance(instances, dict) and plugins is not None:
             instances.setdefault(type(plugins), plugins)  # Hydra's set_state would search again
-        loader = CachedLoader(hydra_context.config_loader, check=mode == "check")
-        hydra_context = dataclasses.replace(hydra_context, config_loader=loader)
-    ret = run(idx, overrides, hydra_context, config, task_function, singleton_state)
+    ret = run(idx, overrides, cached, config, task_function, singleton_state)
     ret.cfg = ret.hydra_cfg = None
     return ret
+
+
+def forget() -> None:
+    """Drop what this process kept: the next job is composed from the config files as they are."""
+    _trees.clear()
+    _composed.clear()
+    _repos.clear()
+
+
+def through_cache(hydra_context: Any) -> Any:
+    """``hydra_context`` with a config loader that composes through this process's cache (the
+    same context when ``LTR_COMPOSE_CACHE=off``): a worker's jobs, and the jobs a sweeper runs in
+    its own process (Hydra's basic launcher) or composes there to fail early."""
+    mode = os.environ.get(CACHE_ENV, "on").strip().lower()
+    if mode in ("off", "0", "false", "no") or isinstance(hydra_context.config_loader, CachedLoader):
+        return hydra_context
+    _install()
+    loader = CachedLoader(hydra_context.config_loader, check=mode == "check")
+    return dataclasses.replace(hydra_context, config_loader=loader)
 
 
 class CachedLoader:

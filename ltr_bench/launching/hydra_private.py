@@ -9,6 +9,7 @@ from typing import Any
 #: (object kind, attribute) pairs read below; the test checks each against the installed releases
 PRIVATE_NAMES = (
     ("hydra_plugins.hydra_joblib_launcher._core", "execute_job"),
+    ("hydra._internal.core_plugins.basic_launcher", "BasicLauncher"),
     ("hydra._internal.config_loader_impl", "create_defaults_list"),
     ("hydra._internal.config_loader_impl.ConfigLoaderImpl", "_compose_config_from_defaults_list"),
     (
@@ -27,6 +28,13 @@ def joblib_execute_job() -> Any:
     from hydra_plugins.hydra_joblib_launcher._core import execute_job
 
     return execute_job
+
+
+def basic_launcher_class() -> type:
+    """Hydra's default launcher, which runs a batch's jobs one after another in this process."""
+    from hydra._internal.core_plugins.basic_launcher import BasicLauncher
+
+    return BasicLauncher
 
 
 def hydra_composition() -> tuple[Any, Any]:

@@ -37,6 +37,8 @@ class OptunaSweeperImpl(Sweeper):
     ) -> None:
         from hydra.core.plugins import Plugins
 
+        from ltr_bench.launching import hydra_private
+        from ltr_bench.launching.composing import forget, through_cache
         from ltr_bench.launching.pools import Jobs
         from ltr_bench.launching.processes import orphan_guard
 
@@ -50,6 +52,12 @@ class OptunaSweeperImpl(Sweeper):
             config=config,
         )
         s.resolve_fatal_errors()
+        # what this process composes (a batch's check, the basic launcher's jobs) uses the cache,
+        # which starts from the config files as they are now
+        forget()
+        self.hydra_context = through_cache(hydra_context)
+        if isinstance(launcher, hydra_private.basic_launcher_class()):
+            launcher.hydra_context = self.hydra_context  # type: ignore[attr-defined]
         in_flight = s.asynchronous and not s.reproducible
         self.jobs = Jobs(launcher, self.validate_batch_is_legal, s.n_jobs, in_flight)
 

@@ -1,7 +1,7 @@
 """ltr_bench.launching.composing: a job composed through a worker's cache is the job Hydra composes.
 
-The suite runs every sweep with jobs in flight in the ``check`` mode (tests/conftest.py), which
-composes each job both ways and fails it on any difference; here the cache is compared with
+The suite runs every sweep in the ``check`` mode (tests/conftest.py), which composes each job
+both ways and fails it on any difference; here the cache is compared with
 Hydra's composing over many config values, group choices, additions and deletions.
 """
 
@@ -37,14 +37,9 @@ def hydra_loader() -> Iterator[tuple[Any, Any]]:
 
 @pytest.fixture(autouse=True)
 def _empty_cache() -> Iterator[None]:
-    _forget()
+    composing.forget()
     yield
-    _forget()
-
-
-def _forget() -> None:
-    for kept in (composing._trees, composing._composed, composing._repos):
-        kept.clear()
+    composing.forget()
 
 
 def _both(hydra_loader: tuple[Any, Any], overrides: list[str]) -> tuple[Any, Any]:
