@@ -20,8 +20,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
     torch.set_num_threads(1)
 
-# Every sweep of the suite with jobs in flight composes each job through the workers' cache and
-# also afresh with Hydra, failing the job on any difference (ltr_bench.launching.composing).
+# Every sweep of the suite composes each job through the cache of the process that runs it (a
+# worker, or the sweeper) and also afresh with Hydra, failing the job on any difference
+# (ltr_bench.launching.composing).
 os.environ.setdefault("LTR_COMPOSE_CACHE", "check")
 
 from tests.inprocess import CliResult, run_ltr_bench
