@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -26,6 +26,9 @@ class Ranker(ABC):
     """
 
     history: list[dict[str, float]]
+    #: Whether ``fit`` uses the Lightning ``logger`` it is given: a tracked run builds one (which
+    #: imports Lightning, seconds) only for a ranker that does; the others get ``None``.
+    takes_lightning_logger: ClassVar[bool] = False
 
     def __init__(self, seed: int = 0, name: str | None = None) -> None:
         """``name`` is the model config's option name, kept for tracking, unused in training."""
@@ -47,7 +50,7 @@ class Ranker(ABC):
         """Learn from ``train``; ``vali`` (optional) drives early stopping.
 
         ``logger`` is an optional Lightning logger (e.g. ``MLFlowLogger``) that neural rankers pass
-        to their ``Trainer``; other rankers may ignore it.
+        to their ``Trainer``; a run passes one only to rankers with ``takes_lightning_logger``.
         """
 
     @abstractmethod

@@ -81,6 +81,7 @@ class NeuralRanker(Ranker):
     loss_kind: LossKind = "pair"
     #: default loss of the class (the short name of a built-in loss)
     default_loss: str = "l2"
+    takes_lightning_logger = True  # its Trainer writes the per-epoch metrics into the run
 
     @classmethod
     def device_for(cls, accelerator: str) -> str:

@@ -182,7 +182,9 @@ def run_fold(
         tracker.log_inputs(run_id, inputs)
         ranker = build_ranker(cfg)
         with timer(times, keys.TIME_FIT):
-            ranker.fit(data.train, data.vali, logger=tracker.lightning_logger(run_id))
+            lightning = getattr(ranker, "takes_lightning_logger", True)
+            logger = tracker.lightning_logger(run_id) if lightning else None
+            ranker.fit(data.train, data.vali, logger=logger)
         evals = {}
         with timer(times, keys.TIME_EVAL):
             for s, d in ((keys.SPLIT_VALI, data.vali), (keys.SPLIT_TEST, data.test)):
