@@ -1,13 +1,14 @@
 """Composing a sweep's jobs in a warm worker, or in the sweeper's process (Hydra's basic
-launcher; a batch composed to fail early). Hydra composes every job's config from the
-config files (~0.1 s: the defaults tree, then each file merged), and only then applies the job's
-config values. A study's jobs differ only in those values, so a worker keeps the tree and the
-merged config of the first job of each shape (sweep folder, config name, config sources, group
-choices) and starts later jobs of that shape from a copy; Hydra's own code does all the rest
-(the values, the ``hydra`` node), so a job gets the config Hydra would compose, from config files
-read once per process and sweep (a sweeper forgets them as it sets up). The config sources set up for a job's search path, and Hydra's
-plugins found by the worker's first job, are kept the same way. ``LTR_COMPOSE_CACHE=off`` turns
-it off; ``check`` also composes every job afresh and fails the job on any difference."""
+launcher; a batch composed to fail early). Hydra composes every job's config from the config
+files (~0.1 s: the defaults tree, then each file merged), and only then applies the job's config
+values. A study's jobs differ only in those values, so a process keeps the tree and the merged
+config of the first job of each shape (sweep folder, config name, config sources, group choices)
+and starts later jobs of that shape from a copy; Hydra's own code does all the rest (the values,
+the ``hydra`` node), so a job gets the config Hydra would compose, from config files read once
+per process and sweep (a sweeper forgets them as it sets up). The config sources set up for a
+job's search path, and Hydra's plugins found by a worker's first job, are kept the same way.
+``LTR_COMPOSE_CACHE=off`` turns it off; ``check`` also composes every job afresh and fails the
+job on any difference."""
 
 from __future__ import annotations
 
