@@ -22,7 +22,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 # Every sweep of the suite composes each job through the cache of the process that runs it (a
 # worker, or the sweeper) and also afresh with Hydra, failing the job on any difference
-# (ltr_bench.launching.composing).
+# (ltr_bench.launching.composing); the experiment tests skip the second composing
+# (tests/experiments/conftest.py).
 os.environ.setdefault("LTR_COMPOSE_CACHE", "check")
 
 from tests.inprocess import CliResult, run_ltr_bench

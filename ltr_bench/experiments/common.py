@@ -95,17 +95,22 @@ def compose_run_config(overrides: Sequence[str]) -> DictConfig:
     """The project's run config composed with ``overrides`` (Hydra's compose API).
 
     Inside a running ``ltr-bench`` the app's Hydra instance is reused; elsewhere (tests,
-    notebooks) the ``conf/`` tree is initialised for the call.
+    notebooks) the ``conf/`` tree is initialised for the call. Within an experiment's run the
+    config files are read once (:func:`ltr_bench.launching.composing.configs_read_once`).
     """
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     from ltr_bench.config_tree import config_dir
+    from ltr_bench.launching.composing import composed
+
+    def run() -> DictConfig:
+        return compose(config_name="config", overrides=list(overrides))
 
     if GlobalHydra.instance().is_initialized():
-        return compose(config_name="config", overrides=list(overrides))
+        return composed(run)
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides))
+        return composed(run)
 
 
 def user_overrides(exclude_keys: Iterable[str] = ()) -> list[str]:
@@ -216,6 +221,14 @@ def _output_dir(cfg: DictConfig, name: str) -> Path:
 def run_experiment(cfg: DictConfig) -> Any:
     """Run the experiment ``cfg.experiment`` at ``cfg.scale``: call its driver (``_target_``)
     inside an MLflow parent run, print and save the summary it returns."""
+    from ltr_bench.launching.composing import configs_read_once
+
+    with configs_read_once():  # its runs, cells and datasets compose from files read once
+        return _run_experiment(cfg)
+
+
+def _run_experiment(cfg: DictConfig) -> Any:
+    """:func:`run_experiment`'s body."""
     from hydra.utils import get_method
 
     from ltr_bench.runner import (

@@ -38,6 +38,16 @@ def generated_letor(root: Path, n_queries: int = 10, n_features: int = 6, seed: 
     return root
 
 
+@pytest.fixture(autouse=True)
+def _configs_composed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The experiments compose dozens of run configs through the composing cache; composing each
+    again with Hydra (the suite's ``check`` mode) would double their cost. That the cache composes
+    what Hydra does is checked in tests/launching/test_composing.py and by every sweeper test."""
+    from ltr_bench.launching.composing import CACHE_ENV
+
+    monkeypatch.setenv(CACHE_ENV, "on")
+
+
 @pytest.fixture(scope="session")
 def letor_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return generated_letor(tmp_path_factory.mktemp("letor") / "GEN")

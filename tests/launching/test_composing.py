@@ -187,3 +187,62 @@ def test_a_worker_keeps_the_plugins_its_first_job_found(monkeypatch: pytest.Monk
     monkeypatch.setenv(composing.CACHE_ENV, "off")
     composing.execute_job(1, [], _payload(hydra_context, {"instances": {}}))
     assert ran[1][5]["instances"] == {}
+
+
+def test_the_compose_api_reads_each_shape_once_within_a_block_and_forgets_it_after(
+    hydra_loader: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ltr_bench.experiments.common import compose_run_config
+
+    monkeypatch.setenv(composing.CACHE_ENV, "on")
+    loader, master = hydra_loader
+    composing.CachedLoader(loader).load_sweep_config(master, ["model=ranknet"])  # a sweep's
+    sweeps = list(composing._trees)
+    compose_run_config(["model=listnet"])
+    assert list(composing._trees) == sweeps  # outside a block: Hydra's composing, nothing kept
+    job = ["model=listnet", "optimizer.lr=0.25", "seed=3"]
+    with composing.configs_read_once():
+        compose_run_config(["model=listnet", "seed=1"])  # the shape's first: Hydra's, kept
+        with composing.configs_read_once():  # part of the outer block
+            cached = compose_run_config(job)
+        assert len(composing._trees) == len(sweeps) + 1  # one shape: the group choice
+    assert list(composing._trees) == sweeps  # the block's shape forgotten, the sweep's kept
+    fresh = compose_run_config(job)
+    assert composing.difference(cached, fresh) is None
+    assert (cached.seed, cached.optimizer.lr, cached.model.name) == (3, 0.25, fresh.model.name)
+
+
+@pytest.mark.parametrize("experiment", ["claims", "table1", "fig2c", "leaderboard"])
+def test_an_experiments_configs_composed_through_the_cache_are_hydras(
+    experiment: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In ``check`` mode every config composed through the cache is also composed by Hydra and
+    compared: the experiment's run config (with and without its ``hydra`` node, as a ledger's
+    in-process run composes it) and a dataset's."""
+    from ltr_bench.experiments.common import compose_run_config
+    from ltr_bench.experiments.ledger.in_process import _compose
+
+    monkeypatch.setenv(composing.CACHE_ENV, "check")
+    with composing.configs_read_once():
+        first = compose_run_config([f"experiment={experiment}", "scale=quick", "seed=0"])
+        again = compose_run_config(
+            [f"experiment={experiment}", "scale=quick", "seed=5", "++experiment.extra=1"]
+        )
+        assert (again.seed, again.experiment.extra) == (5, 1)
+        assert first.experiment.title == again.experiment.title
+        hydra = _compose([f"experiment={experiment}", "scale=quick", "seed=6"])
+        assert hydra.seed == 6 and "runtime" in hydra.hydra
+        for seed in (1, 2):
+            assert compose_run_config(["dataset=mq2008", f"seed={seed}"]).seed == seed
+        assert len({shape[0] for shape in composing._trees}) == 1  # one block's
+
+
+def test_check_mode_fails_a_config_the_cache_composes_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ltr_bench.experiments.common import compose_run_config
+
+    monkeypatch.setenv(composing.CACHE_ENV, "check")
+    monkeypatch.setattr(composing, "difference", lambda a, b: "<root>.seed: 1 against 2")
+    with composing.configs_read_once(), pytest.raises(AssertionError, match="at <root>.seed"):
+        compose_run_config(["seed=1"])
