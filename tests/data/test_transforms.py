@@ -99,6 +99,62 @@ def test_quantile_normal_matches_sklearn_property(x, nq):
     )
 
 
+def _bits(a: np.ndarray) -> np.ndarray:
+    return (np.asarray(a, dtype=np.float64) + 0.0).view(np.uint64)  # -0.0 and 0.0 alike
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    x=hnp.arrays(
+        np.float32,
+        st.tuples(st.integers(1, 80), st.integers(1, 3)),
+        elements=st.sampled_from([0.0, -0.0, 1.0, 2.5, -3.0, 1e-3, 1e5])
+        | st.floats(-1e4, 1e4, width=32),
+    ),
+    nq=st.integers(1, 120),
+)
+def test_percentiles_of_sorted_columns_are_numpys_bits(x, nq):
+    from ltr_bench.data.transforms.quantile import _linear_percentiles, percentiles_of_sorted
+
+    refs = np.linspace(0.0, 1.0, nq)
+    numpy_bits = _bits(np.percentile(x.astype(np.float64), refs * 100, axis=0))
+    ordered = np.sort(x, axis=0).astype(np.float64)
+    assert np.array_equal(_bits(_linear_percentiles(ordered, refs)), numpy_bits)
+    assert np.array_equal(_bits(percentiles_of_sorted(ordered, refs)), numpy_bits)
+
+
+def test_the_fit_keeps_numpys_knots_and_order_statistics() -> None:
+    """The knots of np.percentile and the order statistics of np.partition, read off one sort."""
+    from ltr_bench.data.transforms.quantile import _knot_rows, knots_from_order_stats
+
+    rng = np.random.default_rng(5)
+    x = rng.gamma(2.0, size=(1500, 6)).astype(np.float32)
+    x[:, :3] = np.round(x[:, :3])  # ties
+    x[:, 3] = 0.0  # a constant feature
+    qn = QuantileNormal(n_quantiles=1000).fit(x)
+    refs = np.linspace(0.0, 1.0, 1000)
+    knots = np.maximum.accumulate(np.percentile(x.astype(np.float64), refs * 100, axis=0) + 0.0)
+    assert np.array_equal(qn.quantiles_.view(np.uint64), knots.view(np.uint64))
+    rows = _knot_rows(1500, 1000)
+    assert qn.order_stats_ is not None and qn.order_stats_[0] == 1500
+    assert np.array_equal(qn.order_stats_[1], np.partition(x, rows, axis=0)[rows])
+    again = knots_from_order_stats(1500, qn.order_stats_[1], 1000)
+    assert np.array_equal(again.view(np.uint64), knots.view(np.uint64))
+
+
+def test_where_numpy_computes_otherwise_its_percentile_is_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ltr_bench.data.transforms import quantile
+
+    monkeypatch.setattr(quantile, "_checked", [False])
+    monkeypatch.setattr(quantile, "_linear_percentiles", lambda *a: pytest.fail("not numpy's"))
+    x = np.sort(np.random.default_rng(0).normal(size=(50, 2)), axis=0)
+    refs = np.linspace(0.0, 1.0, 20)
+    got = quantile.percentiles_of_sorted(x, refs)
+    assert np.array_equal(got, np.percentile(x, refs * 100, axis=0))
+
+
 def test_quantile_normal_output_scale_and_order():
     rng = np.random.default_rng(0)
     x = rng.lognormal(size=(20_000, 2)).astype(np.float32)
