@@ -173,11 +173,11 @@ def _knot_rows(n_rows: int, n_quantiles: int) -> np.ndarray:
 def percentiles_of_sorted(ordered: np.ndarray, references: np.ndarray) -> np.ndarray:
     """``np.percentile(X, references * 100, axis=0)`` from ``ordered``, the columns of ``X``
     sorted (``np.sort(X, axis=0)``), with the same bits up to the sign of a zero (the two may
-    interpolate between tied -0.0 and 0.0 in another order; the knots add 0.0): NumPy's own steps for its default
-    ``linear`` method (virtual index ``(n - 1) * q``, its two neighbours, its interpolation)
-    without its partition of each column, which costs about 100x a sort when a column has about
-    as many rows as there are knots (a fold of a small data set). Where this NumPy computes
-    otherwise (checked once per process), ``np.percentile`` itself."""
+    interpolate between tied -0.0 and 0.0 in another order; the knots add 0.0). NumPy's own
+    steps for its default ``linear`` method (virtual index ``(n - 1) * q``, its two neighbours,
+    its interpolation) without its partition of each column, which costs about 100x a sort when
+    a column has about as many rows as there are knots (a fold of a small data set). Where this
+    NumPy computes otherwise (checked once per process), ``np.percentile`` itself."""
     if not _same_as_numpy():
         return np.asarray(np.percentile(ordered, references * 100, axis=0))
     return _linear_percentiles(ordered, references)
