@@ -1,6 +1,6 @@
 """The ``ltr-bench`` command: a Hydra app over the ``conf/`` tree (``pkg://ltr_bench.conf``).
 
-``main()`` is the console script. It wraps Hydra so that every mistake in user input — an
+``main()`` runs the command (``console_main()`` is the console script). It wraps Hydra so that every mistake in user input — an
 unknown option or key, a bad value, a missing data folder, a model/loss mismatch — prints one
 sentence naming the config key and the fix on stderr and exits with code 2, without a traceback.
 Bugs keep their traceback. Ctrl-C exits 130, SIGTERM 143, and both leave the MLflow runs KILLED.
@@ -8,6 +8,10 @@ Bugs keep their traceback. Ctrl-C exits 130, SIGTERM 143, and both leave the MLf
 
 from __future__ import annotations
 
+# first, so that its exit handler runs after those the libraries register
+from ltr_bench import process_exit
+
+# isort: split
 import os
 import re
 import sys
@@ -250,5 +254,11 @@ def _omegaconf(exc: BaseException | None) -> str:
     return _one_line(msg)
 
 
+def console_main() -> None:
+    """The ``ltr-bench`` console script: :func:`main`, then the process ends without tearing its
+    interpreter down (:mod:`ltr_bench.process_exit`)."""
+    process_exit.run_then_exit(main)
+
+
 if __name__ == "__main__":  # python -m ltr_bench.cli
-    main()
+    console_main()
