@@ -26,6 +26,7 @@ from ltr_bench.cli_help import fast_help
 from ltr_bench.config_tree import CONFIG_PATH, config_dir
 from ltr_bench.errors import UserError, find_in_chain
 from ltr_bench.gc_policy import tune_garbage_collection
+from ltr_bench.launching.composing import command_composed_once
 from ltr_bench.refits import refit_table, refit_workers, run_refits
 
 _deferred: list[BaseException] = []
@@ -41,16 +42,18 @@ def _task(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
+    from ltr_bench.launching.composing import composed_afresh
     from ltr_bench.runner import run
 
     single = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.RUN
     try:
-        if cfg.get("experiment") is not None:  # a table/figure of the papers: its own driver
-            from ltr_bench.experiments import run_experiment
+        with composed_afresh():
+            if cfg.get("experiment") is not None:  # a table/figure of the papers: its own driver
+                from ltr_bench.experiments import run_experiment
 
-            run_experiment(cfg)
-            return None
-        return sweep_objective(run(cfg))
+                run_experiment(cfg)
+                return None
+            return sweep_objective(run(cfg))
     except Exception as exc:
         if single and (describe_user_error(exc) is not None or _is_failed_run(exc)):
             _deferred.append(exc)
@@ -88,7 +91,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.environ["HYDRA_FULL_ERROR"] = "1"
     install_signal_handlers()
     try:
-        app()
+        with command_composed_once():  # Hydra composes the command's config twice
+            app()
         if _deferred:
             raise _deferred.pop()
         if refits is not None:  # one refit: the table once the sweep holds more than this one

@@ -9,8 +9,11 @@ per process and sweep (a sweeper forgets them as it sets up). The config sources
 job's search path, and Hydra's plugins found by a worker's first job, are kept the same way.
 Within :func:`configs_read_once` (an experiment's run, a ledger's validation), the configs that
 Hydra's compose API returns are composed through the same cache (~10x faster: the experiments
-compose a run config per run, cell and dataset). ``LTR_COMPOSE_CACHE=off`` turns it off;
-``check`` also composes every job and config afresh and fails on any difference."""
+compose a run config per run, cell and dataset). Within :func:`command_composed_once` (one
+``ltr-bench`` command), Hydra's second compose of the command's own config starts from its first
+(Hydra composes it once as a multirun to read ``hydra.mode``, then again to run it; a defaults
+tree that skipped a missing ``???`` group serves multiruns only). ``LTR_COMPOSE_CACHE=off``
+turns it off; ``check`` also composes every job and config afresh and fails on any difference."""
 
 from __future__ import annotations
 
@@ -41,6 +44,10 @@ _repos: OrderedDict[tuple[Any, ...], Any] = OrderedDict()  # search path -> its 
 # the key of the open configs_read_once block (None: the compose API composes afresh)
 _reading: contextvars.ContextVar[str | None] = contextvars.ContextVar("ltr_reading", default=None)
 _blocks = itertools.count()
+COMMAND_BLOCK = "command_composed_once"  # the key of a command's block begins so
+_reused = itertools.count()  # advanced each time a kept defaults tree is reused
+_skipping: set[tuple[Any, ...]] = set()  # shapes whose kept tree skipped a missing default
+_missing_skipped = itertools.count()  # advanced once per check, once per default skipped
 
 
 def execute_job(idx: int, overrides: Sequence[str], payload: bytes) -> Any:
@@ -66,6 +73,7 @@ def forget() -> None:
     _trees.clear()
     _composed.clear()
     _repos.clear()
+    _skipping.clear()
 
 
 def _mode() -> str:
@@ -100,10 +108,48 @@ def configs_read_once() -> Iterator[None]:
         yield
     finally:
         _reading.reset(token)
-        for shape in [shape for shape in _trees if shape[0] == key]:
-            _composed.pop(id(_trees.pop(shape).defaults), None)
-        for path in [path for path in _repos if path[0] == key]:
-            del _repos[path]
+        _forget_block(key)
+
+
+@contextlib.contextmanager
+def command_composed_once() -> Iterator[None]:
+    """Within the block (one ``ltr-bench`` command), Hydra's composes of the command's own config
+    go through this process's cache. Hydra composes it twice: once as a multirun, to read
+    ``hydra.mode``, then to run it; the second starts from the first's defaults tree and merged
+    config (~0.25 s). What the block kept is forgotten when it ends. ``LTR_COMPOSE_CACHE=off``
+    turns it off; ``check`` composes the run's config afresh too and fails on any difference."""
+    mode = _mode()
+    if mode == "off" or _active.get() is not None:
+        yield
+        return
+    _install()
+    key = f"{COMMAND_BLOCK}{'check' if mode == 'check' else ''}-{next(_blocks)}"
+    token = _active.set(key)
+    try:
+        yield
+    finally:
+        _active.reset(token)
+        _forget_block(key)
+
+
+@contextlib.contextmanager
+def composed_afresh() -> Iterator[None]:
+    """Within the block, Hydra composes as it does without the cache (a command's job: what it
+    composes is none of the command's own config)."""
+    token = _active.set(None)
+    try:
+        yield
+    finally:
+        _active.reset(token)
+
+
+def _forget_block(key: str) -> None:
+    """Forget what a block kept (its key begins each of its shapes and search paths)."""
+    for shape in [shape for shape in _trees if shape[0] == key]:
+        _composed.pop(id(_trees.pop(shape).defaults), None)
+        _skipping.discard(shape)
+    for path in [path for path in _repos if path[0] == key]:
+        del _repos[path]
 
 
 def composed(compose: Callable[[], DictConfig]) -> DictConfig:
@@ -197,7 +243,10 @@ def _install() -> None:
     if getattr(module, "_ltr_compose_cache", False):
         return
     create, compose = module.create_defaults_list, loader_class._compose_config_from_defaults_list
+    tree_module = hydra_private.hydra_defaults_tree()
+    check_missing = tree_module._check_not_missing
     parse = loader_class._parse_overrides_and_create_caching_repo
+    load = loader_class.load_configuration
 
     def parse_overrides_and_create_caching_repo(self: Any, config_name: Any, overrides: Any) -> Any:
         sweep = _active.get()
@@ -228,13 +277,22 @@ def _install() -> None:
             if not o.is_sweep_override():
                 is_value = isinstance(o.value(), dict) or not repo.group_exists(o.key_or_group)
                 (values if is_value else group).append(o if is_value else o.input_line)
-        shape = (sweep, _sources(repo), config_name, prepend_hydra, skip_missing, tuple(group))
+        # skip_missing only drops a group whose default is '???': a tree that met none is the
+        # tree of either value (Hydra composes a command's config in both modes)
+        shape = (sweep, _sources(repo), config_name, prepend_hydra, tuple(group))
         tree = _trees.get(shape)
-        if tree is None:
+        if tree is None or (shape in _skipping and not skip_missing):
+            skipped = next(_missing_skipped)
             tree = create(repo, config_name, overrides_list, prepend_hydra, skip_missing)
             if [id(o) for o in tree.config_overrides] != [id(o) for o in values]:
                 return tree  # classified otherwise than here: not kept
+            if next(_missing_skipped) == skipped + 1:
+                _skipping.discard(shape)
+            else:  # a missing default was skipped: the tree serves skip_missing only
+                _skipping.add(shape)
             _keep(_trees, shape, tree)
+        else:
+            next(_reused)
         return dataclasses.replace(tree, config_overrides=values)
 
     def compose_config(self: Any, defaults: Any, repo: Any) -> Any:
@@ -247,9 +305,50 @@ def _install() -> None:
         return copy.deepcopy(kept[1])  # (pickling fails: Hydra re-imports plugin schemas)
 
     module.create_defaults_list = create_defaults_list
+    tree_module._check_not_missing = _counting_skips(check_missing)
     loader_class._compose_config_from_defaults_list = compose_config
     loader_class._parse_overrides_and_create_caching_repo = parse_overrides_and_create_caching_repo
+    loader_class.load_configuration = _checked_in_command(load)
     module._ltr_compose_cache = True
+
+
+def _counting_skips(check_not_missing: Callable[..., bool]) -> Callable[..., bool]:
+    """Hydra's ``_check_not_missing``, counting the ``???`` defaults it skips."""
+
+    def counted(repo: Any, default: Any, skip_missing: bool) -> bool:
+        skip = check_not_missing(repo, default, skip_missing)
+        if skip:
+            next(_missing_skipped)
+        return skip
+
+    return counted
+
+
+def _checked_in_command(load: Callable[..., Any]) -> Callable[..., Any]:
+    """Hydra's ``load_configuration``; in a command's block in ``check`` mode, a config composed
+    from a kept defaults tree is composed afresh too and compared."""
+
+    def load_configuration(self: Any, *args: Any, **kwargs: Any) -> Any:
+        key = _active.get()
+        reused = next(_reused)
+        cfg = load(self, *args, **kwargs)
+        if key is None or not key.startswith(COMMAND_BLOCK + "check"):
+            return cfg
+        if next(_reused) != reused + 1:  # a kept tree was reused
+            token = _active.set(None)
+            try:
+                fresh = load(self, *args, **kwargs)
+            finally:
+                _active.reset(token)
+            found = difference(cfg, fresh)
+            if found:
+                raise AssertionError(
+                    f"{CACHE_ENV}=check: composing the command's config through the cache "
+                    f"differs from Hydra's at {found}"
+                )
+        return cfg
+
+    return load_configuration
 
 
 def _keep(kept: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...], value: Any) -> None:
@@ -259,3 +358,4 @@ def _keep(kept: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...], value: 
         _, old = kept.popitem(last=False)
         if kept is _trees:
             _composed.pop(id(old.defaults), None)
+            _skipping.difference_update([s for s in _skipping if s not in _trees])

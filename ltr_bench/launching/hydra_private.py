@@ -47,6 +47,14 @@ def hydra_composition() -> tuple[Any, Any]:
     return config_loader_impl, config_loader_impl.ConfigLoaderImpl
 
 
+def hydra_defaults_tree() -> Any:
+    """Hydra's defaults-tree module, whose ``_check_not_missing`` decides whether a config
+    group's ``???`` default is skipped (a multirun's compose) or an error."""
+    from hydra._internal import defaults_list
+
+    return defaults_list
+
+
 def warm_plugins() -> Any:
     """Hydra's ``Plugins`` singleton of this process if it was built (its plugins searched for),
     else None."""

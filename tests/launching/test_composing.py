@@ -246,3 +246,108 @@ def test_check_mode_fails_a_config_the_cache_composes_otherwise(
     monkeypatch.setattr(composing, "difference", lambda a, b: "<root>.seed: 1 against 2")
     with composing.configs_read_once(), pytest.raises(AssertionError, match="at <root>.seed"):
         compose_run_config(["seed=1"])
+
+
+def _run_app(
+    args: list[str], tmp_path: Any, config_path: str | None = None, block: bool = True
+) -> list[tuple[Any, Any]]:
+    """Run a Hydra app over the app's configs (or ``config_path``'s) as ``ltr-bench`` does, inside
+    :func:`composing.command_composed_once` or not; each job's config and ``hydra`` node."""
+    import contextlib
+
+    import hydra
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+
+    from ltr_bench.config_tree import CONFIG_PATH
+    from tests.inprocess import restored
+
+    seen: list[tuple[Any, Any]] = []
+
+    def task(cfg: Any) -> None:
+        seen.append((OmegaConf.create(cfg), OmegaConf.create(HydraConfig.get())))
+
+    app = hydra.main(
+        version_base="1.3", config_path=config_path or CONFIG_PATH, config_name="config"
+    )
+    argv = ["ltr-bench", *args, "hydra.run.dir=run", "hydra.sweep.dir=sweep"]
+    outer = GlobalHydra.instance().hydra  # (the module's hydra_loader fixture may hold one)
+    GlobalHydra.instance().clear()
+    try:
+        with restored(tmp_path, {"HYDRA_FULL_ERROR": "1"}, argv):
+            with composing.command_composed_once() if block else contextlib.nullcontext():
+                app(task)()
+    finally:
+        GlobalHydra.instance().hydra = outer
+    return seen
+
+
+def _trees_built(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from hydra._internal import defaults_list
+
+    built: list[int] = []
+    create = defaults_list._create_defaults_tree
+    monkeypatch.setattr(
+        defaults_list, "_create_defaults_tree", lambda *a, **k: built.append(1) or create(*a, **k)
+    )
+    return built
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["model=ranknet", "optimizer.lr=0.25", "+extra=1"],
+        ["experiment=table1", "scale=quick"],
+        ["-m", "hydra/sweeper=basic", "hydra/launcher=basic", "seed=1,2", "model=listnet"],
+    ],
+)
+def test_a_command_composes_its_config_once_as_hydra_would(
+    args: list[str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hydra composes a command's config twice (as a multirun, to read ``hydra.mode``; then to run
+    it); in the command's block the second starts from the first's tree, and every job's config
+    and ``hydra`` node are Hydra's own."""
+    monkeypatch.setenv(composing.CACHE_ENV, "on")
+    built = _trees_built(monkeypatch)
+    cached = _run_app(args, tmp_path)
+    assert len(built) == 1  # a multirun's jobs too: a seed is a config value, not a group
+    assert not composing._trees  # forgotten when the command ends
+    built.clear()
+    fresh = _run_app(args, tmp_path, block=False)
+    # Hydra: the command's config twice, and each job's as the sweeper checks it and to run it
+    assert len(built) == 2 + (2 * len(fresh) if "-m" in args else 0)
+    assert len(cached) == len(fresh) == (2 if "-m" in args else 1)
+    for (cfg, node), (hydra_cfg, hydra_node) in zip(cached, fresh, strict=True):
+        assert composing.difference(cfg, hydra_cfg) is None
+        assert composing.difference(node, hydra_node) is None
+
+
+def test_a_missing_default_skipped_in_a_multirun_is_an_error_in_a_run(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A multirun skips a config group whose default is ``???``; the tree Hydra composed so (to
+    read ``hydra.mode``) is not the tree of the run, which fails as Hydra's does."""
+    from hydra.errors import ConfigCompositionException
+
+    conf = tmp_path / "conf"
+    (conf / "db").mkdir(parents=True)
+    (conf / "config.yaml").write_text("defaults:\n  - db: ???\n  - _self_\nx: 1\n")
+    for name in ("a", "b"):
+        (conf / "db" / f"{name}.yaml").write_text(f"name: {name}\n")
+    monkeypatch.setenv(composing.CACHE_ENV, "check")
+    for block in (True, False):
+        with pytest.raises(ConfigCompositionException, match="You must specify 'db'"):
+            _run_app([], tmp_path, str(conf), block=block)
+        jobs = _run_app(["-m", "hydra/sweeper=basic", "db=a,b", "x=2"], tmp_path, str(conf), block)
+        assert [(cfg.db.name, cfg.x) for cfg, _ in jobs] == [("a", 2), ("b", 2)]
+        assert [cfg.db.name for cfg, _ in _run_app(["db=b"], tmp_path, str(conf), block)] == ["b"]
+
+
+def test_check_mode_fails_a_command_config_the_cache_composes_otherwise(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(composing.CACHE_ENV, "check")
+    monkeypatch.setattr(composing, "difference", lambda a, b: "<root>.seed: 1 against 2")
+    with pytest.raises(AssertionError, match="command's config .* at <root>.seed"):
+        _run_app(["seed=1"], tmp_path)
