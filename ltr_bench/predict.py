@@ -20,6 +20,10 @@ unpickling anything (:mod:`ltr_bench.saved_model`). Bad input is one sentence an
 
 from __future__ import annotations
 
+# first, so that its exit handler runs after those the libraries register
+from ltr_bench import process_exit
+
+# isort: split
 import argparse
 import csv
 import math
@@ -296,5 +300,11 @@ def format_table(
     return "\n".join(lines)
 
 
+def console_main() -> None:
+    """The ``ltr-bench-predict`` console script: :func:`main`, then the process ends without
+    tearing its interpreter down (:mod:`ltr_bench.process_exit`)."""
+    process_exit.run_then_exit(main)
+
+
 if __name__ == "__main__":  # python -m ltr_bench.predict
-    main()
+    console_main()

@@ -1,13 +1,14 @@
 """Ending a command's process without tearing its interpreter down.
 
-A tiny run ends with ~0.3 s of interpreter finalization: clearing the modules of torch,
-Lightning and MLflow frees millions of objects one by one, memory the operating system takes
-back at once when the process ends. :func:`run_then_exit` runs a console command; once every
+A tiny ``ltr-bench`` run ends with ~0.3 s of interpreter finalization: clearing the modules of
+torch, Lightning and MLflow frees millions of objects one by one, memory the operating system
+takes back at once when the process ends. :func:`run_then_exit` runs a console command (``ltr-bench``,
+``ltr-bench-report``, ``ltr-bench-predict``); once every
 exit handler has run (threads joined, MLflow's runs ended, logging shut down, temporary folders
 removed) the process ends with the command's exit status and skips that teardown.
 
 The handler is registered when this module is imported, before the libraries register theirs
-(the ``ltr-bench`` command imports it first), so it runs after them: exit handlers run last
+(the console commands import it first), so it runs after them: exit handlers run last
 registered, first run. It only acts in a process whose console command ran through
 :func:`run_then_exit`; a program that imports ``ltr_bench`` (the tests, a notebook) ends as
 usual. What it skips: finalizing objects still alive at exit, so everything the commands write
@@ -39,12 +40,12 @@ def exit_status(code: Any) -> int:
     return 1
 
 
-def run_then_exit(command: Callable[[], Any]) -> None:
-    """Run a console command; when the interpreter exits, end the process once the exit
-    handlers have run. A KeyboardInterrupt that escapes ``command`` keeps Python's own ending
-    (the signal's status)."""
+def run_then_exit(command: Callable[[], Any]) -> Any:
+    """Run a console command and return what it returns (the console script exits with it);
+    when the interpreter exits, end the process once the exit handlers have run. A
+    KeyboardInterrupt that escapes ``command`` keeps Python's own ending (the signal's status)."""
     try:
-        command()
+        result = command()
     except SystemExit as exc:
         _status.append(exit_status(exc.code))
         raise
@@ -53,8 +54,8 @@ def run_then_exit(command: Callable[[], Any]) -> None:
     except BaseException:
         _status.append(1)  # the traceback is printed before the exit handlers run
         raise
-    else:
-        _status.append(0)
+    _status.append(exit_status(result))
+    return result
 
 
 def _end_process() -> None:

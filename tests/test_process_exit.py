@@ -95,12 +95,23 @@ def test_elsewhere_or_when_asked_the_process_ends_as_usual(
     assert (tmp_path / "teardown").read_text() == "ran"
 
 
-def test_the_console_script_ends_with_the_commands_status(tmp_path: Path) -> None:
-    script = Path(sys.executable).parent / "ltr-bench"
+def _script(name: str) -> Path:
+    script = Path(sys.executable).parent / name
     if not script.exists():
-        pytest.skip("the ltr-bench console script is not installed beside this Python")
-    ok = subprocess.run([str(script), "--help"], capture_output=True, text=True, check=False)
-    assert ok.returncode == 0 and "ltr-bench" in ok.stdout
+        pytest.skip(f"the {name} console script is not installed beside this Python")
+    return script
+
+
+@pytest.mark.parametrize("name", ["ltr-bench", "ltr-bench-report", "ltr-bench-predict"])
+def test_each_console_script_ends_through_run_then_exit(name: str) -> None:
+    ok = subprocess.run([str(_script(name)), "--help"], capture_output=True, text=True, check=False)
+    assert ok.returncode == 0 and name in ok.stdout
+    text = _script(name).read_text()
+    assert "console_main" in text  # installed from pyproject.toml's [project.scripts]
+
+
+def test_the_console_script_ends_with_the_commands_status(tmp_path: Path) -> None:
+    script = _script("ltr-bench")
     bad = subprocess.run(
         [str(script), "model=no_such_model"], capture_output=True, text=True, cwd=tmp_path
     )
