@@ -22,6 +22,8 @@ faster or slower machine alike:
   time). The per-job floor is what any job costs: a worker's job with a no-op task (the payload,
   Hydra's singleton state, composing the config through the worker's cache, ``run_job``), Optuna
   asking and telling its trial in a SQLite study, and MLflow logging its run in a SQLite store.
+  Trial 0's floor is a fresh process that imports Hydra and Optuna, composes the config once,
+  creates a SQLite study and asks a trial, and nothing else.
 
     .venv/bin/python benchmarks/bench_fixed_costs.py [--repeat 5] [--trials 20] [--sweeps 3]
 """
@@ -161,6 +163,34 @@ def hydra_floor(root: Path) -> tuple[float, float, float]:
     code = f"TINY = {TINY!r}\nQUIET = {QUIET!r}\n{HYDRA_JOB}"
     plain, cached, job = python_output(code, root).split("HYDRA")[-1].split()
     return float(plain), float(cached), float(job)
+
+
+# What the sweeper cannot skip before it asks trial 0: Python, Hydra and Optuna imported under
+# the commands' GC policy, the config composed once, a new SQLite study created, one trial asked
+TRIAL0_FLOOR = """
+import ltr_bench.gc_policy as g
+g.tune_garbage_collection()
+import os, warnings
+import optuna
+from hydra import compose, initialize_config_module
+warnings.simplefilter("ignore")
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+with initialize_config_module(version_base="1.3", config_module="ltr_bench.conf"):
+    compose("config", overrides=[*TINY, *QUIET])
+storage = optuna.storages.RDBStorage("sqlite:///trial0-floor.db", heartbeat_interval=30)
+study = optuna.create_study(storage=storage, study_name="floor", direction="maximize")
+study.ask({"optimizer.lr": optuna.distributions.FloatDistribution(0.0005, 0.01)})
+os._exit(0)  # timed to the ask, as the sweep's trial 0 is
+"""
+
+
+def trial0_floor(root: Path, repeat: int) -> float:
+    """Seconds from launch to the ask of a fresh process that does only what the sweeper must
+    before it asks trial 0 (median of ``repeat``, each in a new folder: a new study, as a sweep's)."""
+    code = f"TINY = {TINY!r}\nQUIET = {QUIET!r}\n{TRIAL0_FLOOR}"
+    return median_of(
+        repeat, lambda i: timed([sys.executable, "-c", code], _fresh(root, f"trial0-{i}"))
+    )
 
 
 LIBRARY_FLOORS = """
@@ -326,6 +356,7 @@ def main() -> None:
         s["compose_s"], s["cached_compose_s"], s["hydra_job_s"] = hydra_floor(root)
         s["optuna_trial_s"], s["mlflow_run_s"] = library_floors(root, args.trials)
         s["job_floor_s"] = s["hydra_job_s"] + s["optuna_trial_s"] + s["mlflow_run_s"]
+        s["trial0_floor_s"] = trial0_floor(root, args.repeat)
     print(page(m, imports, s))
 
 
@@ -361,6 +392,7 @@ def page(m: dict[str, float], imports: dict[str, list[str]], s: dict[str, Any]) 
         f"| MLflow: one trial's run (tags, params, metrics, end; SQLite store) | {s['mlflow_run_s']:.3f} |",
         f"| the per-job floor: those three | {s['job_floor_s']:.3f} |",
         f"| sweep floor: first job's run started + every job's fitting and per-job floor over 2 workers | {sweep_floor(s):.2f} |",
+        f"| trial 0's floor: a process importing Hydra and Optuna, composing the config once, creating a SQLite study and asking a trial | {s['trial0_floor_s']:.2f} |",
     ]
     lightning, hydra, tiny = m["import lightning"], m["import hydra"], m["tiny run"]
     goals = [
@@ -384,6 +416,11 @@ def page(m: dict[str, float], imports: dict[str, list[str]], s: dict[str, Any]) 
         ("tiny sweep / tiny run", s["wall_s"] / tiny, "<= 1.5"),
         ("tiny sweep / sweep floor", s["wall_s"] / sweep_floor(s), "(floor 1)"),
         ("trial 0 asked after launch (s)", s["trial0_asked_s"], "<= ~2"),
+        (
+            "trial 0 asked after launch / trial 0's floor",
+            s["trial0_asked_s"] / s["trial0_floor_s"],
+            "(floor 1)",
+        ),
         ("fixed cost per job (s)", s["fixed_per_job_s"], "<= 0.15"),
         (
             "fixed cost per job / the per-job floor",
