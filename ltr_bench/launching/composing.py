@@ -45,7 +45,7 @@ _repos: OrderedDict[tuple[Any, ...], Any] = OrderedDict()  # search path -> its 
 _reading: contextvars.ContextVar[str | None] = contextvars.ContextVar("ltr_reading", default=None)
 _blocks = itertools.count()
 COMMAND_BLOCK = "command_composed_once"  # the key of a command's block begins so
-_reused = itertools.count()  # advanced each time a kept defaults tree is reused
+_reused = itertools.count()  # advanced each time kept config sources or a kept tree are reused
 _skipping: set[tuple[Any, ...]] = set()  # shapes whose kept tree skipped a missing default
 _missing_skipped = itertools.count()  # advanced once per check, once per default skipped
 
@@ -69,11 +69,21 @@ def execute_job(idx: int, overrides: Sequence[str], payload: bytes) -> Any:
 
 
 def forget() -> None:
-    """Drop what this process kept: the next job is composed from the config files as they are."""
-    _trees.clear()
-    _composed.clear()
-    _repos.clear()
-    _skipping.clear()
+    """Drop what this process kept, but the config of the command in progress (its files read
+    moments ago): the next job is composed from the config files as they are."""
+    kept = _command_key()
+    for key in {shape[0] for shape in _trees} | {path[0] for path in _repos}:
+        if key != kept:
+            _forget_block(key)
+    if kept is None:
+        _composed.clear()
+        _skipping.clear()
+
+
+def _command_key() -> str | None:
+    """The key of the command block in progress (:func:`command_composed_once`), if any."""
+    key = _active.get()
+    return key if key is not None and key.startswith(COMMAND_BLOCK) else None
 
 
 def _mode() -> str:
@@ -185,13 +195,20 @@ class CachedLoader:
         return getattr(self._loader, name)
 
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: list[str]) -> Any:
-        token = _active.set(str(OmegaConf.select(master_config, "hydra.sweep.dir")))
+        # in a command's block (the sweeper's process) a job starts from the command's config;
+        # elsewhere (a worker) from the first job of its sweep
+        command = _command_key()
+        token = _active.set(command or str(OmegaConf.select(master_config, "hydra.sweep.dir")))
         try:
             cfg = self._loader.load_sweep_config(master_config, sweep_overrides)
         finally:
             _active.reset(token)
-        if self._check:
-            fresh = self._loader.load_sweep_config(master_config, sweep_overrides)
+        if self._check and not (command or "").startswith(COMMAND_BLOCK + "check"):
+            token = _active.set(None)  # (a command block in check mode has compared it)
+            try:
+                fresh = self._loader.load_sweep_config(master_config, sweep_overrides)
+            finally:
+                _active.reset(token)
             found = difference(cfg, fresh)
             if found:
                 raise AssertionError(
@@ -263,6 +280,7 @@ def _install() -> None:
             return parsed, repo
         repo = copy.copy(kept)  # the same sources; a cache of its own (composing alters configs)
         repo.cache = {}
+        next(_reused)
         return parsed, repo
 
     def create_defaults_list(
@@ -334,7 +352,7 @@ def _checked_in_command(load: Callable[..., Any]) -> Callable[..., Any]:
         cfg = load(self, *args, **kwargs)
         if key is None or not key.startswith(COMMAND_BLOCK + "check"):
             return cfg
-        if next(_reused) != reused + 1:  # a kept tree was reused
+        if next(_reused) != reused + 1:  # kept config sources or a kept tree were reused
             token = _active.set(None)
             try:
                 fresh = load(self, *args, **kwargs)

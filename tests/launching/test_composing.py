@@ -264,8 +264,9 @@ def _run_app(
 
     seen: list[tuple[Any, Any]] = []
 
-    def task(cfg: Any) -> None:
+    def task(cfg: Any) -> float:
         seen.append((OmegaConf.create(cfg), OmegaConf.create(HydraConfig.get())))
+        return 0.5  # an objective, for a sweeper
 
     app = hydra.main(
         version_base="1.3", config_path=config_path or CONFIG_PATH, config_name="config"
@@ -351,3 +352,19 @@ def test_check_mode_fails_a_command_config_the_cache_composes_otherwise(
     monkeypatch.setattr(composing, "difference", lambda a, b: "<root>.seed: 1 against 2")
     with pytest.raises(AssertionError, match="command's config .* at <root>.seed"):
         _run_app(["seed=1"], tmp_path)
+
+
+@pytest.mark.parametrize("mode", ["on", "check"])
+def test_the_sweepers_jobs_start_from_the_commands_config(
+    mode: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sweeper's process composes its jobs (Hydra's basic launcher; a batch checked before
+    it runs) from the command's tree; ``check`` compares each with Hydra's own."""
+    monkeypatch.setenv(composing.CACHE_ENV, mode)
+    built = _trees_built(monkeypatch)
+    args = ["-m", "hydra/sweeper=ltr_optuna", "hydra.sweeper.n_trials=3"]
+    jobs = _run_app([*args, "optimizer.lr=interval(0.001,0.01)", "seed=4"], tmp_path)
+    assert [cfg.seed for cfg, _ in jobs] == [4, 4, 4]
+    assert len({cfg.optimizer.lr for cfg, _ in jobs}) == 3
+    if mode == "on":
+        assert len(built) == 1
