@@ -112,13 +112,8 @@ def configs_read_once() -> Iterator[None]:
     if _reading.get() is not None:
         yield
         return
-    key = f"configs_read_once-{next(_blocks)}"
-    token = _reading.set(key)
-    try:
+    with _kept_while(_reading, f"configs_read_once-{next(_blocks)}"):
         yield
-    finally:
-        _reading.reset(token)
-        _forget_block(key)
 
 
 @contextlib.contextmanager
@@ -133,13 +128,10 @@ def command_composed_once() -> Iterator[None]:
         yield
         return
     _install()
-    key = f"{COMMAND_BLOCK}{'check' if mode == 'check' else ''}-{next(_blocks)}"
-    token = _active.set(key)
-    try:
+    with _kept_while(
+        _active, f"{COMMAND_BLOCK}{'check' if mode == 'check' else ''}-{next(_blocks)}"
+    ):
         yield
-    finally:
-        _active.reset(token)
-        _forget_block(key)
 
 
 @contextlib.contextmanager
@@ -151,6 +143,17 @@ def composed_afresh() -> Iterator[None]:
         yield
     finally:
         _active.reset(token)
+
+
+@contextlib.contextmanager
+def _kept_while(var: contextvars.ContextVar[str | None], key: str) -> Iterator[None]:
+    """``var`` set to ``key`` within the block; what the block kept is forgotten at its end."""
+    token = var.set(key)
+    try:
+        yield
+    finally:
+        var.reset(token)
+        _forget_block(key)
 
 
 def _forget_block(key: str) -> None:
@@ -204,18 +207,27 @@ class CachedLoader:
         finally:
             _active.reset(token)
         if self._check and not (command or "").startswith(COMMAND_BLOCK + "check"):
-            token = _active.set(None)  # (a command block in check mode has compared it)
-            try:
-                fresh = self._loader.load_sweep_config(master_config, sweep_overrides)
-            finally:
-                _active.reset(token)
-            found = difference(cfg, fresh)
-            if found:
-                raise AssertionError(
-                    f"{CACHE_ENV}=check: composing {sweep_overrides} through the cache differs "
-                    f"from Hydra's at {found}"
-                )
+            # (a command block in check mode has compared it)
+            _check_against_fresh(
+                cfg,
+                lambda: self._loader.load_sweep_config(master_config, sweep_overrides),
+                str(sweep_overrides),
+            )
         return cfg
+
+
+def _check_against_fresh(cfg: Any, compose: Callable[[], Any], what: str) -> None:
+    """Compose afresh, outside the cache, and raise naming where it differs from ``cfg``."""
+    token = _active.set(None)
+    try:
+        fresh = compose()
+    finally:
+        _active.reset(token)
+    found = difference(cfg, fresh)
+    if found:
+        raise AssertionError(
+            f"{CACHE_ENV}=check: composing {what} through the cache differs from Hydra's at {found}"
+        )
 
 
 def difference(a: Any, b: Any, path: str = "<root>") -> str | None:
@@ -353,17 +365,7 @@ def _checked_in_command(load: Callable[..., Any]) -> Callable[..., Any]:
         if key is None or not key.startswith(COMMAND_BLOCK + "check"):
             return cfg
         if next(_reused) != reused + 1:  # kept config sources or a kept tree were reused
-            token = _active.set(None)
-            try:
-                fresh = load(self, *args, **kwargs)
-            finally:
-                _active.reset(token)
-            found = difference(cfg, fresh)
-            if found:
-                raise AssertionError(
-                    f"{CACHE_ENV}=check: composing the command's config through the cache "
-                    f"differs from Hydra's at {found}"
-                )
+            _check_against_fresh(cfg, lambda: load(self, *args, **kwargs), "the command's config")
         return cfg
 
     return load_configuration
