@@ -1,9 +1,10 @@
 """The ``ltr-bench`` command: a Hydra app over the ``conf/`` tree (``pkg://ltr_bench.conf``).
 
-``main()`` runs the command (``console_main()`` is the console script). It wraps Hydra so that every mistake in user input — an
-unknown option or key, a bad value, a missing data folder, a model/loss mismatch — prints one
-sentence naming the config key and the fix on stderr and exits with code 2, without a traceback.
-Bugs keep their traceback. Ctrl-C exits 130, SIGTERM 143, and both leave the MLflow runs KILLED.
+``main()`` runs the command (``console_main()`` is the console script). It wraps Hydra so that
+every mistake in user input — an unknown option or key, a bad value, a missing data folder, a
+model/loss mismatch — prints one sentence naming the config key and the fix on stderr and exits
+with code 2, without a traceback. Bugs keep their traceback. Ctrl-C exits 130, SIGTERM 143, and
+both leave the MLflow runs KILLED.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 A tiny ``ltr-bench`` run ends with ~0.3 s of interpreter finalization: clearing the modules of
 torch, Lightning and MLflow frees millions of objects one by one, memory the operating system
-takes back at once when the process ends. :func:`run_then_exit` runs a console command (``ltr-bench``,
-``ltr-bench-report``, ``ltr-bench-predict``); once every
-exit handler has run (threads joined, MLflow's runs ended, logging shut down, temporary folders
-removed) the process ends with the command's exit status and skips that teardown.
+takes back at once when the process ends. :func:`run_then_exit` runs a console command
+(``ltr-bench``, ``ltr-bench-report``, ``ltr-bench-predict``); once every exit handler has run
+(threads joined, MLflow's runs ended, logging shut down, temporary folders removed) the process
+ends with the command's exit status and skips that teardown.
 
 The handler is registered when this module is imported, before the libraries register theirs
 (the console commands import it first), so it runs after them: exit handlers run last

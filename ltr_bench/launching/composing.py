@@ -75,9 +75,6 @@ def forget() -> None:
     for key in {shape[0] for shape in _trees} | {path[0] for path in _repos}:
         if key != kept:
             _forget_block(key)
-    if kept is None:
-        _composed.clear()
-        _skipping.clear()
 
 
 def _command_key() -> str | None:
@@ -179,11 +176,7 @@ def composed(compose: Callable[[], DictConfig]) -> DictConfig:
     finally:
         _active.reset(token)
     if mode == "check":
-        found = difference(cfg, compose())
-        if found:
-            raise AssertionError(
-                f"{CACHE_ENV}=check: composing through the cache differs from Hydra's at {found}"
-            )
+        _check_against_fresh(cfg, compose, "a config")
     return cfg
 
 
