@@ -77,3 +77,40 @@ def test_a_tracked_run_imports_no_gitpython_and_still_tags_the_commit(tmp_path: 
     loaded = _modules_after(run, tmp_path)
     assert "mlflow" in loaded
     assert "git" not in loaded
+
+
+def test_a_neural_run_imports_no_scipy_signal_and_scipy_signal_still_imports(
+    tmp_path: Path,
+) -> None:
+    """torchmetrics (imported by Lightning) loads ``scipy.signal`` only for an audio alias; a
+    tracked DirectRanker run skips it (``ltr_bench.lightning_import``), and a later import gets
+    the real module."""
+    run = (
+        "from ltr_bench.cli import main\n"
+        "try:\n    main(['dataset.n_train=200', 'dataset.docs_per_query=10', 'model.epochs=1',"
+        " 'hydra.run.dir=run', 'trainer.enable_progress_bar=false'])\n"
+        "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "import sys\n"
+        "assert 'torchmetrics' in sys.modules and 'lightning' in sys.modules\n"
+        "assert 'scipy.signal' not in sys.modules and 'scipy.stats' not in sys.modules\n"
+        "import scipy, scipy.signal\n"
+        "assert scipy.signal.find_peaks([0, 2, 0])[0].tolist() == [1]\n"
+        "assert scipy.signal is sys.modules['scipy.signal'] and scipy.signal.__file__\n"
+    )
+    loaded = _modules_after(run, tmp_path)
+    assert {"lightning", "mlflow"} <= loaded
+    assert (tmp_path / "run" / "results.json").is_file()
+
+
+def test_torchmetrics_imports_as_usual_when_scipy_signal_came_first(tmp_path: Path) -> None:
+    """With SciPy's ``scipy.signal`` already loaded, torchmetrics imports it as usual (its alias
+    included)."""
+    code = (
+        "import scipy.signal, sys\n"
+        "signal = sys.modules['scipy.signal']\n"
+        "import ltr_bench.lightning_import, torchmetrics\n"
+        "assert isinstance(torchmetrics.Metric, type)\n"
+        "assert sys.modules['scipy.signal'] is signal and signal.__file__\n"
+        "assert signal.hamming is signal.windows.hamming\n"
+    )
+    assert "torchmetrics" in _modules_after(code, tmp_path)

@@ -5,6 +5,10 @@ values Lightning takes."""
 
 from __future__ import annotations
 
+import ltr_bench.lightning_import  # noqa: F401 - before Lightning: torchmetrics without scipy.signal
+
+# isort: split
+
 import contextlib
 import functools
 import logging

@@ -10,6 +10,10 @@ ListNet/LambdaRank).
 
 from __future__ import annotations
 
+import ltr_bench.lightning_import  # noqa: F401 - before Lightning: torchmetrics without scipy.signal
+
+# isort: split
+
 import tempfile
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence

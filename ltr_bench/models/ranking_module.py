@@ -14,6 +14,10 @@ complete validation metric (Lightning does not shard iterables that are not Data
 
 from __future__ import annotations
 
+import ltr_bench.lightning_import  # noqa: F401 - before Lightning: torchmetrics without scipy.signal
+
+# isort: split
+
 import math
 import time
 from abc import abstractmethod
