@@ -102,7 +102,7 @@ def test_a_neural_run_imports_no_scipy_signal_and_scipy_signal_still_imports(
     assert (tmp_path / "run" / "results.json").is_file()
 
 
-def test_a_scipy_signal_or_torchmetrics_already_loaded_is_left_as_it_is() -> None:
+def test_a_loaded_scipy_signal_is_left_as_it_is() -> None:
     """In a process that loaded SciPy's ``scipy.signal`` (this one), nothing is replaced."""
     import scipy.signal
 
