@@ -23,6 +23,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
+from ltr_bench import command_in_process
 from ltr_bench.cli_help import fast_help
 from ltr_bench.config_tree import CONFIG_PATH, config_dir
 from ltr_bench.errors import UserError, find_in_chain
@@ -118,6 +119,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(f"ltr-bench: run failed: {exc}", file=sys.stderr)
             sys.exit(1)
         raise
+
+
+# An experiment may run this command inside its own process (Table 1's sweeps at a quick scale).
+command_in_process.register(main)
 
 
 def sweep_objective(result: Any) -> float | None:
