@@ -209,13 +209,20 @@ def _markdown(table: pd.DataFrame) -> str:
 
 
 # ------------------------------------------------------------------------------ Table 1
-def _cli(args: list[str], log: Path) -> None:
-    """``ltr-bench <args>`` in a subprocess, output into ``log``; a failure raises with its tail."""
+def _cli(args: list[str], log: Path, in_process: bool = False) -> None:
+    """``ltr-bench <args>`` in a subprocess (with ``in_process``, in this process, when the
+    command is loaded: :mod:`ltr_bench.command_in_process`), output into ``log``; a failure raises
+    with its tail."""
+    from ltr_bench import command_in_process
+
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as fh:
-        code = subprocess.call(
-            [sys.executable, "-m", "ltr_bench.cli", *args], stdout=fh, stderr=subprocess.STDOUT
-        )
+    if in_process and command_in_process.available():
+        code = command_in_process.run_command(args, log)
+    else:
+        with open(log, "w") as fh:
+            code = subprocess.call(
+                [sys.executable, "-m", "ltr_bench.cli", *args], stdout=fh, stderr=subprocess.STDOUT
+            )
     if code != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-5:]
         message = f"`ltr-bench {' '.join(args)}` failed (exit {code}; log {log}): " + " / ".join(
@@ -288,6 +295,7 @@ def run_sweeps(exp: ExperimentRun) -> pd.DataFrame:
                             f"hydra.sweeper.storage_dir={sweep_dir / 'optuna'}",
                         ],
                         sweep_dir / "sweep.log",
+                        in_process=bool(spec.get("in_process", False)),
                     )
                     clock.stop()
                     bar.set_postfix_str(f"{variant} {ds} {label}: refit", refresh=True)

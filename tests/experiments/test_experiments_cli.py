@@ -253,6 +253,38 @@ def test_table1_sweeps_refits_and_reports_on_a_generated_letor_folder(
         assert len(refit_runs) == len(refits[refits["variant"] == variant]["study"].unique())
 
 
+@pytest.mark.heavy
+def test_table1s_sweeps_in_process_give_what_their_own_processes_give(
+    tmp_path: Path, letor_dir: Path
+) -> None:
+    """``experiment.in_process`` (the quick scale's default) against a process per sweep: the same
+    folds, refits and metrics (studies are named after their store's path), the sweep's output in
+    its log either way."""
+    refits, studies = {}, {}
+    for in_process in ("true", "false"):
+        work = tmp_path / in_process
+        work.mkdir()
+        run_cli(
+            [
+                "experiment=table1",
+                "scale=quick",
+                "experiment.datasets=[letor]",
+                "experiment.models=[adarank]",
+                f"experiment.in_process={in_process}",
+                f'experiment.cell_overrides=["dataset.path={letor_dir}"]',
+                f"hydra.run.dir={work}/out",
+            ],
+            work,
+        )
+        found = pd.read_csv(work / "out" / "refits.csv")
+        columns = ["fold", "model", "vali/ndcg@10", "test/ndcg@10", "test/map"]
+        refits[in_process] = found.sort_values("fold")[columns].reset_index(drop=True)
+        (log,) = (work / "out").glob("sweeps/*/*/adarank/sweep.log")
+        studies[in_process] = log.read_text().count("[HYDRA] Trial 0 of study")  # the sweeper's
+    pd.testing.assert_frame_equal(refits["true"], refits["false"])
+    assert studies["true"] == studies["false"] > 0
+
+
 def _mq2008_present() -> bool:
     return (resolve_data_root() / "MQ2008" / "Fold5" / "test.txt").is_file()
 

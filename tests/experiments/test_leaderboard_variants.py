@@ -75,7 +75,9 @@ def test_run_sweeps_passes_each_rows_overrides_and_writes_its_label(
     from ltr_bench.tracking.tracker import NullTracker
 
     calls: list[list[str]] = []
-    monkeypatch.setattr(letor_tables, "_cli", lambda args, log: calls.append(list(args)))
+    monkeypatch.setattr(
+        letor_tables, "_cli", lambda args, log, in_process=False: calls.append(list(args))
+    )
     monkeypatch.setattr(letor_tables, "_refit", lambda *a, **k: None)
 
     def rows(sweep_dir: Path, base: dict[str, Any], subdir: str = "refit") -> list[dict]:
