@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 EXIT_FAILED = 1
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # ltr-bench's exit codes after Ctrl-C and SIGTERM
 _entry_point: list[Callable[[Sequence[str]], None]] = []  # ltr_bench.cli.main, once registered
 
 
@@ -38,19 +39,27 @@ def available() -> bool:
 def run_command(args: Sequence[str], log: Path) -> int:
     """``ltr-bench <args>`` in this process, its printed output into ``log``; the exit code the
     command's own process would have had (a bug's traceback goes to the log, exit code 1).
-    Ctrl-C stops the caller too."""
+    Ctrl-C or SIGTERM during the command (its exit codes 130, 143) stop the caller too, as they
+    would reach a caller waiting for the command's process: KeyboardInterrupt, RunTerminated."""
     (main,) = _entry_point
     log.parent.mkdir(parents=True, exist_ok=True)
+    code = 0
     with open(log, "w") as fh, process_state_kept(fh):
         with contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
             try:
                 main(list(args))
             except SystemExit as exc:
-                return _exit_code(exc.code)
+                code = _exit_code(exc.code)
             except Exception:  # noqa: BLE001 - a bug: its traceback in the log, as a process's
                 traceback.print_exc(file=fh)
-                return EXIT_FAILED
-    return 0
+                code = EXIT_FAILED
+    if code == EXIT_INTERRUPTED:
+        raise KeyboardInterrupt
+    if code == EXIT_TERMINATED:
+        from ltr_bench.tracking import RunTerminated
+
+        raise RunTerminated(f"`ltr-bench {' '.join(args)}` was terminated")
+    return code
 
 
 def _exit_code(code: object) -> int:

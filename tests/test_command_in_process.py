@@ -99,6 +99,21 @@ def test_ctrl_c_in_the_command_stops_the_caller_too_with_the_process_put_back(
     assert _state() == before
 
 
+@pytest.mark.parametrize("code", [130, 143])
+def test_a_command_ended_by_ctrl_c_or_sigterm_stops_the_caller_too(
+    tmp_path: Path, entry_point: Callable[..., None], code: int
+) -> None:
+    """``ltr-bench`` answers Ctrl-C with exit 130 and SIGTERM with 143; the caller is stopped as
+    it would be by the signal, not told of one failed command."""
+    from ltr_bench.tracking import RunTerminated
+
+    entry_point(_messy_command)
+    before = _state()
+    with pytest.raises(KeyboardInterrupt if code == 130 else RunTerminated):
+        command_in_process.run_command(["exit", str(code)], tmp_path / "cmd.log")
+    assert _state() == before
+
+
 def test_the_handlers_the_command_added_are_closed(
     tmp_path: Path, entry_point: Callable[..., None]
 ) -> None:
