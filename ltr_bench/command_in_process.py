@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import signal
+import subprocess
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +35,17 @@ def register(main: Callable[[Sequence[str]], None]) -> None:
 def available() -> bool:
     """Whether the ``ltr-bench`` command can run in this process (its entry point is loaded)."""
     return bool(_entry_point)
+
+
+def ltr_bench(args: Sequence[str], log: Path, in_process: bool = False) -> int:
+    """``ltr-bench <args>`` with its output in ``log``: in a new process, or with ``in_process``
+    in this one (:func:`run_command`) when the command is loaded here; its exit code."""
+    if in_process and available():
+        return run_command(args, log)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as fh:
+        command = [sys.executable, "-m", "ltr_bench.cli", *args]
+        return subprocess.call(command, stdout=fh, stderr=subprocess.STDOUT)
 
 
 def run_command(args: Sequence[str], log: Path) -> int:

@@ -22,8 +22,6 @@ experiment's own ``cell_overrides`` (e.g. ``dataset.path=...`` for ``dataset=let
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -210,19 +208,11 @@ def _markdown(table: pd.DataFrame) -> str:
 
 # ------------------------------------------------------------------------------ Table 1
 def _cli(args: list[str], log: Path, in_process: bool = False) -> None:
-    """``ltr-bench <args>`` in a subprocess (with ``in_process``, in this process, when the
-    command is loaded: :mod:`ltr_bench.command_in_process`), output into ``log``; a failure raises
-    with its tail."""
-    from ltr_bench import command_in_process
+    """``ltr-bench <args>``, output into ``log`` (:func:`ltr_bench.command_in_process.ltr_bench`);
+    a failure raises with its tail."""
+    from ltr_bench.command_in_process import ltr_bench
 
-    log.parent.mkdir(parents=True, exist_ok=True)
-    if in_process and command_in_process.available():
-        code = command_in_process.run_command(args, log)
-    else:
-        with open(log, "w") as fh:
-            code = subprocess.call(
-                [sys.executable, "-m", "ltr_bench.cli", *args], stdout=fh, stderr=subprocess.STDOUT
-            )
+    code = ltr_bench(args, log, in_process)
     if code != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-5:]
         message = f"`ltr-bench {' '.join(args)}` failed (exit {code}; log {log}): " + " / ".join(
