@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from urllib.parse import quote
 import pytest
 
 from ltr_bench import tracking_keys as keys
+from tests.browser.headless import run_headless, stop_group
 from tests.waiting import HANG_GUARD_S, wait_until
 
 CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser")) if p), None)
@@ -88,16 +88,6 @@ def _start(args: list[str], cwd: Path, log: Path) -> subprocess.Popen:
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
 
 
 def _wait(proc: subprocess.Popen, log: Path, timeout: float) -> None:
@@ -181,36 +171,7 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Pat
         yield base, uri, work
     finally:
         for proc in procs:
-            _stop(proc)
-
-
-def _chromium(url: str, work: Path, height: int, *what: str) -> str:
-    """One headless chromium run (new empty profile, own process group, killed on timeout)."""
-    profile = Path(tempfile.mkdtemp(dir=work, prefix="chromium-"))
-    args = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        f"--window-size=1900,{height}",
-        "--virtual-time-budget=15000",
-        *what,
-        url,
-    ]
-    proc = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
-    )
-    try:
-        out, _ = proc.communicate(timeout=HANG_GUARD_S)
-    finally:
-        _stop(proc)
-    return out
+            stop_group(proc)
 
 
 #: What each screenshot shows (the captions of ``screenshots.md``).
@@ -234,8 +195,8 @@ def _write_gallery() -> None:
 def _page(url: str, work: Path, shot: str, height: int = 1300) -> str:
     """The rendered DOM of ``url``; a screenshot of it goes to ``<SHOTS>/<shot>.png``."""
     SHOTS.mkdir(parents=True, exist_ok=True)
-    dom = _chromium(url, work, 1300, "--dump-dom")
-    _chromium(url, work, height, f"--screenshot={SHOTS / (shot + '.png')}")
+    dom = run_headless(CHROMIUM, url, work, 1300, "--dump-dom")
+    run_headless(CHROMIUM, url, work, height, f"--screenshot={SHOTS / (shot + '.png')}")
     _write_gallery()
     return dom
 
