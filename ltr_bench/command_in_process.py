@@ -143,6 +143,8 @@ def _restore_logging(saved: dict[str, tuple[logging.Logger, _LoggerState]], log:
         logger.propagate = propagate
         logger.disabled = disabled
     root.handlers[:] = root_handlers
+    if log is None:  # no stream to re-point (a lazy handler's stream is None too)
+        return
     for _, (_, handlers, _, _) in _logging_state().values():
         for handler in handlers:
             if isinstance(handler, logging.StreamHandler) and handler.stream is log:

@@ -3,8 +3,8 @@
 A subprocess pays 6-7 s importing torch, Lightning and MLflow before it does anything; in-process
 runs pay that once per session. Used wherever the process itself is not what a test checks (exit
 codes under signals, ``--help`` without heavy imports and the console script keep subprocesses).
-Everything a run changes in the process is put back: working directory, ``sys.argv``,
-environment, signal handlers, torch's thread count, Hydra's global state.
+Everything a run changes in the process is put back, as for the package's own in-process
+commands (:mod:`ltr_bench.command_in_process`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import signal
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,36 +32,26 @@ def restored(
     cwd: Path, env: dict[str, str | None], argv: list[str] | None = None
 ) -> Iterator[None]:
     """Run a Hydra app in ``cwd`` with ``env`` changes (None: unset) and ``sys.argv = argv``; put
-    back everything it may change."""
-    import torch
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.hydra_config import HydraConfig
+    back everything it may change (:func:`ltr_bench.command_in_process.process_state_kept`).
+    A library's log handler made during the run keeps the stream it was given (the test's
+    capture of stderr, which outlives the run; pytest's own capture stream may not)."""
+    import torch  # noqa: F401 - loaded before the app, so its thread count is put back too
 
-    old_cwd, old_argv, old_env = Path.cwd(), list(sys.argv), dict(os.environ)
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    threads = torch.get_num_threads()
-    os.chdir(cwd)
-    sys.argv = list(argv) if argv is not None else ["ltr-bench"]
-    for k, v in env.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    try:
-        yield
-    finally:
-        from ltr_bench import cli
+    from ltr_bench import cli
+    from ltr_bench.command_in_process import process_state_kept
 
-        GlobalHydra.instance().clear()
-        HydraConfig.instance().cfg = None  # `--cfg job` leaves a config without runtime values
-        cli._deferred.clear()
-        os.chdir(old_cwd)
-        sys.argv = old_argv
-        os.environ.clear()
-        os.environ.update(old_env)
-        for s, h in handlers.items():
-            signal.signal(s, h)
-        torch.set_num_threads(threads)
+    with process_state_kept():
+        os.chdir(cwd)
+        sys.argv = list(argv) if argv is not None else ["ltr-bench"]
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        try:
+            yield
+        finally:
+            cli._deferred.clear()
 
 
 def run_ltr_bench(*args: str, cwd: Path) -> CliResult:
@@ -72,7 +61,11 @@ def run_ltr_bench(*args: str, cwd: Path) -> CliResult:
     out, err = io.StringIO(), io.StringIO()
     env = {"OMP_NUM_THREADS": "1", "MLFLOW_TRACKING_URI": None, "HYDRA_FULL_ERROR": None}
     code = 0
-    with restored(Path(cwd), env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (
+        restored(Path(cwd), env),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
         try:
             cli.main(list(args))
         except SystemExit as exc:

@@ -129,6 +129,22 @@ def test_the_handlers_the_command_added_are_closed(
     assert added[0].stream is None  # closed
 
 
+def test_a_handler_without_a_stream_keeps_none_when_no_log_is_named() -> None:
+    """A lazily opened handler (torch's trace handler: a StreamHandler whose stream is None until
+    its first record) is not given this process's stderr by a block that named no log stream:
+    it would close that stream when logging is configured again."""
+    lazy = logging.StreamHandler()
+    lazy.stream = None  # as torch._logging's LazyTraceHandler holds it before its first record
+    owner = logging.getLogger("ltr_bench.tests.lazy_handler")
+    owner.addHandler(lazy)
+    try:
+        with command_in_process.process_state_kept():
+            logging.getLogger("ltr_bench.tests.other").info("a record of the command")
+        assert lazy.stream is None
+    finally:
+        owner.removeHandler(lazy)
+
+
 def test_ltr_bench_registers_its_entry_point_and_none_is_available_before(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
