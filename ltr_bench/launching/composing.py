@@ -57,8 +57,8 @@ def execute_job(idx: int, overrides: Sequence[str], payload: bytes) -> Any:
     them back costs ~7 ms a job)."""
     hydra_context, config, task_function, singleton_state = pickle.loads(payload)
     run = hydra_private.joblib_execute_job()
-    cached = through_cache(hydra_context)
-    if cached is not hydra_context:
+    cached = through_cache(hydra_context)  # (the sweeper may have sent it cached already)
+    if isinstance(getattr(cached, "config_loader", None), CachedLoader):
         instances = singleton_state.get("instances")
         plugins = hydra_private.warm_plugins()  # found by an earlier job of this worker
         if isinstance(instances, dict) and plugins is not None:
@@ -190,6 +190,10 @@ class CachedLoader:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._loader, name)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a launcher's worker that receives it composes through its own cache
+        return (_cached_loader, (self._loader, self._check))
+
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: list[str]) -> Any:
         # in a command's block (the sweeper's process) a job starts from the command's config;
         # elsewhere (a worker) from the first job of its sweep
@@ -207,6 +211,12 @@ class CachedLoader:
                 str(sweep_overrides),
             )
         return cfg
+
+
+def _cached_loader(loader: Any, check: bool) -> CachedLoader:
+    """A :class:`CachedLoader` unpickled in a process (a launcher's worker): the cache installed."""
+    _install()
+    return CachedLoader(loader, check)
 
 
 def _check_against_fresh(cfg: Any, compose: Callable[[], Any], what: str) -> None:

@@ -37,6 +37,17 @@ def basic_launcher_class() -> type:
     return BasicLauncher
 
 
+def cached_launcher_classes() -> tuple[type, ...]:
+    """The launchers whose jobs may compose through the cache, given a cached Hydra context:
+    Hydra's basic launcher (its jobs run in this process) and the joblib launcher (each worker
+    unpickles the context with the cache installed)."""
+    try:
+        from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
+    except ImportError:  # the launcher plugin is not installed
+        return (basic_launcher_class(),)
+    return (basic_launcher_class(), JoblibLauncher)
+
+
 def hydra_composition() -> tuple[Any, Any]:
     """Hydra's config loader module, whose ``create_defaults_list`` builds a job's defaults tree,
     and its ``ConfigLoaderImpl``, whose ``_parse_overrides_and_create_caching_repo`` sets up the

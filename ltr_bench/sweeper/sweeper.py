@@ -56,7 +56,8 @@ class OptunaSweeperImpl(Sweeper):
         # which starts from the config files as they are now
         forget()
         self.hydra_context = through_cache(hydra_context)
-        if isinstance(launcher, hydra_private.basic_launcher_class()):
+        if isinstance(launcher, hydra_private.cached_launcher_classes()):
+            # its jobs compose through the cache: in this process, or in each joblib worker
             launcher.hydra_context = self.hydra_context  # type: ignore[attr-defined]
         in_flight = s.asynchronous and not s.reproducible
         self.jobs = Jobs(launcher, self.validate_batch_is_legal, s.n_jobs, in_flight)

@@ -19,7 +19,7 @@ import yaml
 from optuna.trial import TrialState
 
 from tests.sweeper.pruners import PRUNE_ODD, pythonpath_with_repo
-from tests.sweeper.toy import calls, load, reasons, run_toy
+from tests.sweeper.toy import both_workers_run, calls, load, reasons, run_toy
 from tests.waiting import TEST_GUARD_S
 
 pytestmark = pytest.mark.timeout(TEST_GUARD_S)
@@ -116,6 +116,24 @@ def _table(url: str, name: str) -> list[tuple]:
         (t.number, t.params, t.state.name, t.value, dict(t.intermediate_values))
         for t in optuna.load_study(study_name=name, storage=url).get_trials(deepcopy=False)
     ]
+
+
+@pytest.mark.parametrize(
+    "mode", [["hydra.sweeper.reproducible=true"], []], ids=["batches", "in_flight"]
+)
+def test_the_workers_compose_their_jobs_through_their_cache(
+    tmp_path: Path, mode: list[str]
+) -> None:
+    """Jobs run in joblib workers, whether in batches (a reproducible sweep: Hydra's joblib
+    launcher) or in flight, are composed through the worker's cache (the suite's ``check`` mode
+    also composes each with Hydra, failing the job on any difference)."""
+    proc = run_toy(
+        tmp_path, *JOBLIB, *mode, *both_workers_run(tmp_path), "hydra.sweeper.n_trials=6"
+    )
+    _ok(proc)
+    records = calls(tmp_path)
+    assert len(records) == 6 and len({r["pid"] for r in records}) == 2
+    assert all(len(r["cached_sweeps"]) == 1 for r in records), records
 
 
 def test_a_reproducible_two_worker_sweep_repeats_its_trials_and_choice(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ create ``hang_marker`` (atomically, holding its trial number) sleeps for an hour
 can wait for that file and then kill the sweep mid-trial; exactly one job hangs, whatever the
 order of parallel workers. ``wait_for_workers`` = n with ``workers_dir``: every job registers its
 process there and waits until n processes have (so that each of n workers is sure to run jobs,
-whatever their start-up times). ``calls_file`` gets one JSON line per executed job (to count runs),
+whatever their start-up times). ``calls_file`` gets one JSON line per executed job (to count runs; with the sweep folders
+whose configs the job's process keeps in its composing cache),
 ``se`` returns the value as an :class:`Objective` with that standard error (and ``n_folds``),
 ``lucky_x`` adds ``lucky_bonus`` to that x's value in search jobs but not in re-evaluations
 (``sweep.reevaluation=true``): a trial that only looks best. ``steps`` > 0 makes a job race: it
@@ -63,6 +64,7 @@ def main(cfg: DictConfig) -> float:
             "pid": os.getpid(),
             "reevaluation": cfg.sweep.reevaluation,
             "steps": steps_done,
+            "cached_sweeps": _cached_sweeps(),
         }
         with open(cfg.calls_file, "a") as f:
             f.write(json.dumps(record) + "\n")
@@ -87,6 +89,14 @@ def main(cfg: DictConfig) -> float:
     if cfg.lucky_x is not None and cfg.x == cfg.lucky_x and not cfg.sweep.reevaluation:
         value += cfg.lucky_bonus
     return Objective(value, se=cfg.se, n_folds=cfg.n_folds) if cfg.se is not None else value
+
+
+def _cached_sweeps() -> list[str]:
+    """The sweep folders whose job configs this process keeps in its composing cache."""
+    import sys
+
+    composing = sys.modules.get("ltr_bench.launching.composing")
+    return sorted({str(shape[0]) for shape in composing._trees}) if composing else []
 
 
 def _rendezvous(folder: Path, n: int, guard_s: float = 600.0) -> None:
