@@ -19,7 +19,7 @@ import yaml
 from optuna.trial import TrialState
 
 from tests.sweeper.pruners import PRUNE_ODD, pythonpath_with_repo
-from tests.sweeper.toy import both_workers_run, calls, load, reasons, run_toy
+from tests.sweeper.toy import calls, load, reasons, run_toy
 from tests.waiting import TEST_GUARD_S
 
 pytestmark = pytest.mark.timeout(TEST_GUARD_S)
@@ -118,28 +118,12 @@ def _table(url: str, name: str) -> list[tuple]:
     ]
 
 
-@pytest.mark.parametrize(
-    "mode", [["hydra.sweeper.reproducible=true"], []], ids=["batches", "in_flight"]
-)
-def test_the_workers_compose_their_jobs_through_their_cache(
-    tmp_path: Path, mode: list[str]
-) -> None:
-    """Jobs run in joblib workers, whether in batches (a reproducible sweep: Hydra's joblib
-    launcher) or in flight, are composed through the worker's cache (the suite's ``check`` mode
-    also composes each with Hydra, failing the job on any difference)."""
-    proc = run_toy(
-        tmp_path, *JOBLIB, *mode, *both_workers_run(tmp_path), "hydra.sweeper.n_trials=6"
-    )
-    _ok(proc)
-    records = calls(tmp_path)
-    assert len(records) == 6 and len({r["pid"] for r in records}) == 2
-    assert all(len(r["cached_sweeps"]) == 1 for r in records), records
-
-
 def test_a_reproducible_two_worker_sweep_repeats_its_trials_and_choice(tmp_path: Path) -> None:
     """The same 2-worker sweep twice, with jobs timed at random (``jitter_s``): successive halving
     over 3 steps and a raced re-evaluation decide on earlier batches only, so both runs hold the
-    same trials (params, states, values, reported steps) and choose the same trial."""
+    same trials (params, states, values, reported steps) and choose the same trial. The workers
+    compose the batches' jobs through their cache (the suite's ``check`` mode composes each with
+    Hydra too, failing the job on any difference)."""
     race = [
         "steps=3",
         "hydra/sweeper/pruner=successive_halving",
@@ -164,6 +148,7 @@ def test_a_reproducible_two_worker_sweep_repeats_its_trials_and_choice(tmp_path:
             "lucky_bonus=1.5",
         )
         _ok(proc)
+        assert all(len(r["cached_sweeps"]) == 1 for r in calls(folder))
         tables.append(_table(_url(folder, "rep"), "rep"))
         tables.append(_table(_url(folder, "rep"), "rep:reevaluations"))
         results.append(
@@ -277,7 +262,8 @@ def test_the_workers_warm_up_before_their_first_trial(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every joblib worker calls ``sweep.on_worker_start`` and then imports ``sweep.warm_up`` as
-    the sweep starts, ahead of the trials that then run in those same workers."""
+    the sweep starts, ahead of the trials that then run in those same workers, which compose
+    their jobs through their cache."""
     warm = tmp_path / "warm"
     warm.mkdir()
     monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
@@ -297,6 +283,7 @@ def test_the_workers_warm_up_before_their_first_trial(
     started = {int(p.stem) for p in warm.iterdir() if p.suffix == ".started"}
     ran = {r["pid"] for r in calls(tmp_path)}
     assert len(warmed) == 2 and started == warmed and ran <= warmed
+    assert all(len(r["cached_sweeps"]) == 1 for r in calls(tmp_path))
 
 
 @pytest.mark.parametrize("in_flight", [True, False])
