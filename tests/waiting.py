@@ -7,6 +7,8 @@ never decide a verdict.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -30,3 +32,18 @@ def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"no sign of {what} after {guard_s:.0f} s: it hangs")
         time.sleep(every_s)
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """SIGTERM to the process group ``proc`` leads (started with a new session), then SIGKILL
+    if it is still there after ``grace_s``."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:  # the group is gone already
+            return
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue

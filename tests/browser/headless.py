@@ -9,29 +9,13 @@ file`` line after a screenshot), then stops chromium's whole process group.
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import tempfile
 from pathlib import Path
 
-from tests.waiting import HANG_GUARD_S, wait_until
+from tests.waiting import HANG_GUARD_S, stop_group, wait_until
 
 SCREENSHOT_WRITTEN = "bytes written to file"  # chromium's stderr line once the PNG is on disk
-
-
-def stop_group(proc: subprocess.Popen) -> None:
-    """SIGTERM, then SIGKILL, to the process group ``proc`` leads (started with a new session)."""
-    for sig, grace_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:  # the group is gone already
-            break
-        try:
-            proc.wait(timeout=grace_s)
-            break
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def _complete(out: Path, err: Path, what: tuple[str, ...]) -> bool:

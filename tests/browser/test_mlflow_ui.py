@@ -35,8 +35,8 @@ from urllib.parse import quote
 import pytest
 
 from ltr_bench import tracking_keys as keys
-from tests.browser.headless import run_headless, stop_group
-from tests.waiting import HANG_GUARD_S, wait_until
+from tests.browser.headless import run_headless
+from tests.waiting import HANG_GUARD_S, stop_group, wait_until
 
 CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser")) if p), None)
 BIN = Path(sys.executable).parent

@@ -4,8 +4,6 @@ and the run read back over the server's REST API (as any other machine of a team
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,7 +18,7 @@ import pytest
 
 from ltr_bench import tracking_keys as keys
 from tests.scale.cli import TINY, env, free_port, ltr_bench, results
-from tests.waiting import HANG_GUARD_S, TEST_GUARD_S
+from tests.waiting import HANG_GUARD_S, TEST_GUARD_S, stop_group
 
 pytestmark = pytest.mark.timeout(TEST_GUARD_S)
 
@@ -39,20 +37,6 @@ def _post(url: str, body: dict[str, Any]) -> Any:
     )
     with urllib.request.urlopen(req, timeout=10) as resp:
         return json.loads(resp.read())
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM to the server's own process group (it started uvicorn below it), then SIGKILL."""
-    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +84,7 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
             time.sleep(0.25)
         yield url, root
     finally:
-        _stop(proc)
+        stop_group(proc, grace_s=20)  # the server stops uvicorn below it first
         log.close()
 
 
