@@ -7,6 +7,7 @@ never decide a verdict.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -36,7 +37,8 @@ def wait_until(
 
 def stop_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
     """SIGTERM to the process group ``proc`` leads (started with a new session), then SIGKILL
-    if it is still there after ``grace_s``."""
+    if ``proc`` is still there after ``grace_s``; once ``proc`` has ended, SIGKILL to what is
+    left of its group (a child that outlived it, or one it forked as the SIGTERM came)."""
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
         try:
             os.killpg(proc.pid, sig)
@@ -44,6 +46,8 @@ def stop_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
             return
         try:
             proc.wait(timeout=wait_s)
-            return
+            break
         except subprocess.TimeoutExpired:
             continue
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)

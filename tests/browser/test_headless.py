@@ -1,8 +1,9 @@
 """The headless-browser runner returns once the output is complete, even when chromium never exits.
 
-A stand-in ``chromium`` (a shell script) writes what chromium writes and then waits forever on a
-child that holds its stdout and stderr, as a chromium whose child process hangs after the
-screenshot does; the runner must return the output and leave none of its processes behind.
+A stand-in ``chromium`` (a shell script) starts a child that holds its stdout and stderr, writes
+what chromium writes and then waits forever on that child, as a chromium whose child process
+hangs after the screenshot does; the runner must return the output, and none of the stand-in's
+processes may stay (they end once the runner has stopped its process group).
 No real browser is needed.
 """
 
@@ -14,17 +15,18 @@ from pathlib import Path
 import pytest
 
 from tests.browser.headless import SCREENSHOT_WRITTEN, run_headless
+from tests.waiting import wait_until
 
 HANGS_AFTER_OUTPUT = """#!/bin/sh
 echo $$ > "{pids}"
+sleep 100000 &
+echo $! >> "{pids}"
 for arg in "$@"; do
   case "$arg" in
     --dump-dom) echo '<html><head></head><body><p>runs</p></body></html>' ;;
     --screenshot=*) echo "123 {written} ${{arg#--screenshot=}}" >&2 ;;
   esac
 done
-sleep 100000 &
-echo $! >> "{pids}"
 wait
 """
 
@@ -60,8 +62,8 @@ def test_output_comes_back_and_no_process_stays_when_chromium_never_exits(
     if what == "--dump-dom":
         assert out.strip() == "<html><head></head><body><p>runs</p></body></html>"
     started = [int(p) for p in pids.read_text().split()]
-    assert len(started) == 2  # the script and its hanging child
-    assert not [pid for pid in started if _alive(pid)]
+    assert len(started) == 2  # the script and its hanging child, started before the output
+    wait_until(lambda: not [pid for pid in started if _alive(pid)], "the stand-in's processes gone")
 
 
 def test_chromium_exiting_without_its_output_fails_with_its_stderr(tmp_path: Path) -> None:
