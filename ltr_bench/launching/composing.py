@@ -5,7 +5,8 @@ values. A study's jobs differ only in those values, so a process keeps the tree 
 config of the first job of each shape (sweep folder, config name, config sources, group choices)
 and starts later jobs of that shape from a copy; Hydra's own code does all the rest (the values,
 the ``hydra`` node), so a job gets the config Hydra would compose, from config files read once
-per process and sweep (a sweeper forgets them as it sets up). The config sources set up for a
+per process and sweep (a sweeper forgets them as it sets up), each file's YAML parsed once per
+process (:mod:`ltr_bench.launching.parsed_yaml`). The config sources set up for a
 job's search path, and Hydra's plugins found by a worker's first job, are kept the same way.
 Within :func:`configs_read_once` (an experiment's run, a ledger's validation), the configs that
 Hydra's compose API returns are composed through the same cache (~10x faster: the experiments
@@ -31,7 +32,7 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from ltr_bench.launching import hydra_private
+from ltr_bench.launching import hydra_private, parsed_yaml
 
 CACHE_ENV = "LTR_COMPOSE_CACHE"
 MAX_SHAPES = 32  # shapes a worker keeps (a study has one; study_per sweeps one per study)
@@ -223,7 +224,8 @@ def _check_against_fresh(cfg: Any, compose: Callable[[], Any], what: str) -> Non
     """Compose afresh, outside the cache, and raise naming where it differs from ``cfg``."""
     token = _active.set(None)
     try:
-        fresh = compose()
+        with parsed_yaml.bypassed():  # the files parsed afresh too
+            fresh = compose()
     finally:
         _active.reset(token)
     found = difference(cfg, fresh)
@@ -270,10 +272,11 @@ def _sources(repository: Any) -> tuple[Any, ...]:
 
 def _install() -> None:
     """Route Hydra's config repository, defaults tree and merge through the cache while a job is
-    composed."""
+    composed, and every config file's parse through :mod:`ltr_bench.launching.parsed_yaml`."""
     module, loader_class = hydra_private.hydra_composition()
     if getattr(module, "_ltr_compose_cache", False):
         return
+    parsed_yaml.install(enabled=lambda: _mode() != "off")
     create, compose = module.create_defaults_list, loader_class._compose_config_from_defaults_list
     tree_module = hydra_private.hydra_defaults_tree()
     check_missing = tree_module._check_not_missing
