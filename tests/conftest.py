@@ -25,8 +25,12 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # (ltr_bench.launching.composing); the experiment tests skip the second composing
 # (tests/experiments/conftest.py).
 os.environ.setdefault("LTR_COMPOSE_CACHE", "check")
-
+from ltr_bench.launching import composing
 from tests.inprocess import CliResult, run_ltr_bench
+
+# Installed from the start (as any ltr-bench command in this process installs it), so that each
+# config file's YAML is parsed once in this worker whatever the order of the tests.
+composing._install()
 
 CliRunner = Callable[..., CliResult]
 
