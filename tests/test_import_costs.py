@@ -46,27 +46,15 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         _ = ltr_bench.models.NoSuchRanker  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(("model", "tracking"), [("lambdamart", "mlflow"), ("adarank", "none")])
-def test_a_tree_or_boosting_run_imports_no_lightning(
-    tmp_path: Path, model: str, tracking: str
-) -> None:
-    """Tracked (MLflow's default store in the run's folder) or not: its fit takes no Lightning
-    logger, so none is built."""
+@pytest.fixture(scope="module")
+def tracked_lambdamart_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[set[str], Path]:
+    """A LambdaMART run tracked in MLflow's default store in its folder, in a fresh interpreter
+    that then reads its runs back and checks their commit tag: the packages loaded, and the
+    folder (one interpreter for the two tests below that need this run)."""
+    folder = tmp_path_factory.mktemp("lambdamart")
     run = (
         "from ltr_bench.cli import main\n"
-        f"try:\n    main(['model={model}', 'tracking={tracking}', 'hydra.run.dir=run', 'trainer.enable_progress_bar=false'])\n"
-        "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
-    )
-    loaded = _modules_after(run, tmp_path)
-    assert "ltr_bench" in loaded
-    assert "lightning" not in loaded
-    assert (tmp_path / "run" / "results.json").is_file()
-
-
-def test_a_tracked_run_imports_no_gitpython_and_still_tags_the_commit(tmp_path: Path) -> None:
-    run = (
-        "from ltr_bench.cli import main\n"
-        "try:\n    main(['model=lambdamart', 'hydra.run.dir=run', 'trainer.enable_progress_bar=false'])\n"
+        "try:\n    main(['model=lambdamart', 'tracking=mlflow', 'hydra.run.dir=run', 'trainer.enable_progress_bar=false'])\n"
         "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
         "import mlflow\n"
         "runs = mlflow.MlflowClient('sqlite:///mlflow.db').search_runs(['1'])\n"
@@ -74,7 +62,33 @@ def test_a_tracked_run_imports_no_gitpython_and_still_tags_the_commit(tmp_path: 
         "assert runs and git_commit()\n"
         "assert all(r.data.tags.get('mlflow.source.git.commit') == git_commit() for r in runs)\n"
     )
-    loaded = _modules_after(run, tmp_path)
+    return _modules_after(run, folder), folder
+
+
+@pytest.mark.parametrize(("model", "tracking"), [("lambdamart", "mlflow"), ("adarank", "none")])
+def test_a_tree_or_boosting_run_imports_no_lightning(
+    tmp_path: Path, model: str, tracking: str, request: pytest.FixtureRequest
+) -> None:
+    """Tracked (MLflow's default store in the run's folder) or not: its fit takes no Lightning
+    logger, so none is built."""
+    if model == "lambdamart":
+        loaded, tmp_path = request.getfixturevalue("tracked_lambdamart_run")
+    else:
+        run = (
+            "from ltr_bench.cli import main\n"
+            f"try:\n    main(['model={model}', 'tracking={tracking}', 'hydra.run.dir=run', 'trainer.enable_progress_bar=false'])\n"
+            "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        )
+        loaded = _modules_after(run, tmp_path)
+    assert "ltr_bench" in loaded
+    assert "lightning" not in loaded
+    assert (tmp_path / "run" / "results.json").is_file()
+
+
+def test_a_tracked_run_imports_no_gitpython_and_still_tags_the_commit(
+    tracked_lambdamart_run: tuple[set[str], Path],
+) -> None:
+    loaded, _ = tracked_lambdamart_run
     assert "mlflow" in loaded
     assert "git" not in loaded
 
