@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import copy
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -23,6 +24,7 @@ from omegaconf import OmegaConf
 MAX_TEXTS = 1024  # config files kept (ltr-bench's tree and Hydra's own hold a few hundred)
 
 _parsed: OrderedDict[str | bytes, Any] = OrderedDict()  # a file's text -> its parsed object
+_lock = threading.Lock()  # (threads composing at once)
 _bypass: contextvars.ContextVar[bool] = contextvars.ContextVar("ltr_parse_bypass", default=False)
 _original_load: Callable[[Any], Any] | None = None
 _enabled: list[Callable[[], bool]] = [lambda: True]
@@ -55,15 +57,17 @@ def _load(file_: Any) -> Any:
         return _original_load(file_)
     start = file_.tell()
     text = file_.read()
-    obj = _parsed.get(text, _parsed)
+    with _lock:
+        obj = _parsed.get(text, _parsed)
+        if obj is not _parsed:
+            _parsed.move_to_end(text)
     if obj is _parsed:  # not seen: parsed from the file (a YAML error names it)
         file_.seek(start)
         obj = _parse(file_)
-        _parsed[text] = obj
-        while len(_parsed) > MAX_TEXTS:
-            _parsed.popitem(last=False)
-    else:
-        _parsed.move_to_end(text)
+        with _lock:
+            _parsed[text] = obj
+            while len(_parsed) > MAX_TEXTS:
+                _parsed.popitem(last=False)
     return _create(copy.deepcopy(obj))
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import hydra
@@ -137,3 +138,20 @@ def test_a_compose_from_kept_parses_is_hydras(parses: list[str]) -> None:
     assert n_files > 10 and len(parses) == n_files  # all kept: none parsed again
     assert composing.difference(first, fresh) is None
     assert composing.difference(second, fresh) is None
+
+
+def test_the_oldest_parse_is_forgotten_beyond_the_limit_and_threads_share_the_rest(
+    parses: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parsed_yaml, "MAX_TEXTS", 2)
+    for text in ("a: 1\n", "a: 2\n", "a: 3\n", "a: 3\n", "a: 1\n"):
+        assert OmegaConf.load(io.StringIO(text)).a == int(text[3])
+    assert len(parses) == 4  # a: 1 parsed again: forgotten when a: 3 came
+    assert list(parsed_yaml._parsed) == ["a: 3\n", "a: 1\n"]
+
+    def load_all(offset: int) -> list[int]:
+        return [OmegaConf.load(io.StringIO(f"a: {offset + i % 7}\n")).a for i in range(60)]
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(load_all, range(0, 60, 10)))
+    assert results == [[offset + i % 7 for i in range(60)] for offset in range(0, 60, 10)]
