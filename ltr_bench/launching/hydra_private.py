@@ -20,7 +20,15 @@ PRIVATE_NAMES = (
     ("hydra.core.singleton.Singleton", "_instances"),
     ("joblib._parallel_backends.LokyBackend", "_prepare_worker_env"),
     ("joblib.externals.loky.process_executor", "_MAX_MEMORY_LEAK_SIZE"),
+    ("omegaconf._utils", "get_yaml_loader"),
 )
+
+
+def omegaconf_yaml_loader() -> Any:
+    """The YAML loader class ``OmegaConf.load`` parses with."""
+    from omegaconf._utils import get_yaml_loader
+
+    return get_yaml_loader()
 
 
 def joblib_execute_job() -> Any:

@@ -82,9 +82,10 @@ def _is_seekable(file_: Any) -> bool:
 def _parse(file_: Any) -> Any:
     """The object PyYAML reads from ``file_`` with OmegaConf's loader, as ``OmegaConf.load``."""
     import yaml
-    from omegaconf._utils import get_yaml_loader
 
-    return yaml.load(file_, Loader=get_yaml_loader())
+    from ltr_bench.launching.hydra_private import omegaconf_yaml_loader
+
+    return yaml.load(file_, Loader=omegaconf_yaml_loader())
 
 
 def _create(obj: Any) -> Any:
