@@ -4,7 +4,10 @@ the one a release removes or changes."""
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Container
+from types import ModuleType
 from typing import Any
 
 import optuna
@@ -25,7 +28,15 @@ PRIVATE_NAMES = (
     ("hydra.core.utils.JobReturn", "_return_value"),
     ("hydra._internal.grammar.utils", "escape_special_characters"),
     ("optuna.storages._rdb.storage._VersionManager", "get_head_version"),
+    ("optuna.importance._fanova", "FanovaImportanceEvaluator"),
+    ("optuna.importance._mean_decrease_impurity", "MeanDecreaseImpurityImportanceEvaluator"),
 )
+
+#: The importance evaluators built on scikit-learn's forests, and their modules
+SKLEARN_EVALUATORS = {
+    "FanovaImportanceEvaluator": "optuna.importance._fanova",
+    "MeanDecreaseImpurityImportanceEvaluator": "optuna.importance._mean_decrease_impurity",
+}
 
 
 def trial_id(trial: Any) -> int:
@@ -96,3 +107,36 @@ def distribution_contains(distribution: Any, internal_value: float) -> bool:
 def job_error(ret: Any) -> Any:
     """A finished job's exception when it failed, else its return value (never raised)."""
     return ret._return_value
+
+
+def importance_without_sklearn() -> ModuleType:
+    """``optuna.importance``, imported without scikit-learn's forests (~1.2 s) when they are not
+    loaded yet: the package imports them eagerly for two evaluators that the default one
+    (PED-ANOVA, what the importance plot uses) does not need. Those two then import on demand,
+    whole, the first time they are named (``optuna.importance.FanovaImportanceEvaluator``)."""
+    if "optuna.importance" in sys.modules or "sklearn.ensemble" in sys.modules:
+        return importlib.import_module("optuna.importance")
+    blocked = [name for name in ("sklearn", "sklearn.ensemble") if name not in sys.modules]
+    sys.modules.update(dict.fromkeys(blocked))  # None: an import of it fails at once
+    try:
+        module = importlib.import_module("optuna.importance")
+    finally:
+        for name in blocked:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
+    for name, where in SKLEARN_EVALUATORS.items():  # imported without sklearn: forget them
+        for loaded in [m for m in sys.modules if m == where or m.startswith(where + ".")]:
+            del sys.modules[loaded]
+        delattr(module, name)
+    module.__getattr__ = _sklearn_evaluator  # type: ignore[method-assign]
+    return module
+
+
+def _sklearn_evaluator(name: str) -> Any:
+    """``optuna.importance``'s module ``__getattr__`` for the evaluators left out above."""
+    where = SKLEARN_EVALUATORS.get(name)
+    if where is None:
+        raise AttributeError(f"module 'optuna.importance' has no attribute {name!r}")
+    evaluator = getattr(importlib.import_module(where), name)
+    setattr(sys.modules["optuna.importance"], name, evaluator)
+    return evaluator
