@@ -117,7 +117,8 @@ def importance_without_sklearn() -> ModuleType:
     if "optuna.importance" in sys.modules or "sklearn.ensemble" in sys.modules:
         return importlib.import_module("optuna.importance")
     blocked = [name for name in ("sklearn", "sklearn.ensemble") if name not in sys.modules]
-    sys.modules.update(dict.fromkeys(blocked))  # None: an import of it fails at once
+    for name in blocked:
+        sys.modules[name] = None  # type: ignore[assignment]  # None: importing it fails at once
     try:
         module = importlib.import_module("optuna.importance")
     finally:
