@@ -28,6 +28,7 @@ from ltr_bench.cli_help import fast_help
 from ltr_bench.config_tree import CONFIG_PATH, config_dir
 from ltr_bench.errors import UserError, find_in_chain
 from ltr_bench.gc_policy import tune_garbage_collection
+from ltr_bench.launching import job_logging
 from ltr_bench.launching.composing import command_composed_once
 from ltr_bench.refits import refit_table, refit_workers, run_refits
 
@@ -92,6 +93,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # Make Hydra re-raise instead of printing its own multi-line report, so errors are ours to word.
     os.environ["HYDRA_FULL_ERROR"] = "1"
     install_signal_handlers()
+    job_logging.install()  # each job's logging configured in one pass
     try:
         with command_composed_once():  # Hydra composes the command's config twice
             app()

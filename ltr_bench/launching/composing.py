@@ -32,7 +32,7 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from ltr_bench.launching import hydra_private, parsed_yaml
+from ltr_bench.launching import hydra_private, job_logging, parsed_yaml
 
 CACHE_ENV = "LTR_COMPOSE_CACHE"
 MAX_SHAPES = 32  # shapes a worker keeps (a study has one; study_per sweeps one per study)
@@ -57,6 +57,7 @@ def execute_job(idx: int, overrides: Sequence[str], payload: bytes) -> Any:
     outcome comes back without its two configs (the sweeper reads its status and value; pickling
     them back costs ~7 ms a job)."""
     hydra_context, config, task_function, singleton_state = pickle.loads(payload)
+    job_logging.install()  # the job's logging configured in one pass
     run = hydra_private.joblib_execute_job()
     cached = through_cache(hydra_context)  # (the sweeper may have sent it cached already)
     if isinstance(getattr(cached, "config_loader", None), CachedLoader):
