@@ -116,6 +116,8 @@ def importance_without_sklearn() -> ModuleType:
     whole, the first time they are named (``optuna.importance.FanovaImportanceEvaluator``)."""
     if "optuna.importance" in sys.modules or "sklearn.ensemble" in sys.modules:
         return importlib.import_module("optuna.importance")
+    # (for the ~0.1 s of this import another thread could not import scikit-learn either; the
+    # processes that draw a study's plots import none then)
     blocked = [name for name in ("sklearn", "sklearn.ensemble") if name not in sys.modules]
     for name in blocked:
         sys.modules[name] = None  # type: ignore[assignment]  # None: importing it fails at once
