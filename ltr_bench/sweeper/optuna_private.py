@@ -16,6 +16,12 @@ import optuna
 from hydra._internal.grammar.utils import escape_special_characters as escape_special_characters
 from optuna.trial import FrozenTrial, TrialState
 
+#: The importance evaluators built on scikit-learn's forests, and their modules
+SKLEARN_EVALUATORS = {
+    "FanovaImportanceEvaluator": "optuna.importance._fanova",
+    "MeanDecreaseImpurityImportanceEvaluator": "optuna.importance._mean_decrease_impurity",
+}
+
 #: (object kind, attribute) pairs read below; the test checks each against the installed releases
 PRIVATE_NAMES = (
     ("optuna.trial.Trial", "_trial_id"),
@@ -28,15 +34,8 @@ PRIVATE_NAMES = (
     ("hydra.core.utils.JobReturn", "_return_value"),
     ("hydra._internal.grammar.utils", "escape_special_characters"),
     ("optuna.storages._rdb.storage._VersionManager", "get_head_version"),
-    ("optuna.importance._fanova", "FanovaImportanceEvaluator"),
-    ("optuna.importance._mean_decrease_impurity", "MeanDecreaseImpurityImportanceEvaluator"),
+    *((where, name) for name, where in SKLEARN_EVALUATORS.items()),
 )
-
-#: The importance evaluators built on scikit-learn's forests, and their modules
-SKLEARN_EVALUATORS = {
-    "FanovaImportanceEvaluator": "optuna.importance._fanova",
-    "MeanDecreaseImpurityImportanceEvaluator": "optuna.importance._mean_decrease_impurity",
-}
 
 
 def trial_id(trial: Any) -> int:
