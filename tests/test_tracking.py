@@ -557,3 +557,35 @@ def test_a_name_this_process_gave_a_run_is_not_written_again(
         tracker.rename(rid, name)
     assert written == ["sweep a", "sweep b", "sweep a"]
     assert tracker.client.get_run(rid).info.run_name == "sweep a"
+
+
+def test_a_process_tags_its_runs_with_one_commit_though_the_checkout_moves_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The code a process runs is the code it imported: every run it tags names the checkout's
+    commit as the process first read it, in ``ltr.git_commit`` (the job's common tags) and in
+    MLflow's ``mlflow.source.git.commit`` alike, after a commit made meanwhile too."""
+    import subprocess
+
+    from ltr_bench.tracking import tags
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@x", *args],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    git("init", "-q")
+    git("commit", "-q", "--allow-empty", "-m", "first")
+    first = git("rev-parse", "HEAD")
+    monkeypatch.setattr(tags, "_package_checkout", lambda: tmp_path)
+    monkeypatch.setattr(tags, "_CONTEXT", None)
+    monkeypatch.setattr(tags, "_CHECKOUT", {})
+    assert tags.git_commit() == tags.context_tags()[keys.MLFLOW_GIT_COMMIT] == first
+    git("commit", "-q", "--allow-empty", "-m", "second")
+    assert git("rev-parse", "HEAD") != first
+    assert tags.git_commit() == tags.context_tags()[keys.MLFLOW_GIT_COMMIT] == first
+    assert tags.git_commit(tmp_path) == git("rev-parse", "HEAD")  # a folder named: read as it is

@@ -42,17 +42,33 @@ def _git(repo_dir: str | os.PathLike[str], *args: str) -> str | None:
     return res.stdout.strip() or None if res.returncode == 0 else None
 
 
+_CHECKOUT: dict[tuple[str, ...], str | None] = {}  # git's answers about the package's checkout
+
+
+def _checkout_fact(*args: str) -> str | None:
+    """``git <args>`` in the package's checkout, asked once per process: the code a process runs
+    is the code it imported, so every run it tags names the same commit, in ``ltr.git_commit``
+    and in MLflow's ``mlflow.source.git.commit`` alike, though the checkout moves on meanwhile
+    (and a sweep worker's jobs start no ``git`` each)."""
+    if args not in _CHECKOUT:
+        repo_dir = _package_checkout()
+        _CHECKOUT[args] = None if repo_dir is None else _git(repo_dir, *args)
+    return _CHECKOUT[args]
+
+
 def git_commit(repo_dir: str | os.PathLike[str] | None = None) -> str | None:
-    """The checked-out git commit of ``repo_dir`` (default: the package's checkout), or None."""
-    repo_dir = repo_dir if repo_dir is not None else _package_checkout()
-    return None if repo_dir is None else _git(repo_dir, "rev-parse", "HEAD")
+    """The checked-out git commit of ``repo_dir``, or None; by default the package's checkout's,
+    as this process first read it (:func:`_checkout_fact`)."""
+    if repo_dir is None:
+        return _checkout_fact("rev-parse", "HEAD")
+    return _git(repo_dir, "rev-parse", "HEAD")
 
 
 def git_branch(repo_dir: str | os.PathLike[str] | None = None) -> str | None:
-    """The checked-out branch of ``repo_dir`` (default: the package's checkout); None when
-    detached or outside git."""
-    repo_dir = repo_dir if repo_dir is not None else _package_checkout()
-    return None if repo_dir is None else _git(repo_dir, "symbolic-ref", "--short", "-q", "HEAD")
+    """The checked-out branch of ``repo_dir`` (default: the package's checkout, as this process
+    first read it); None when detached or outside git."""
+    args = ("symbolic-ref", "--short", "-q", "HEAD")
+    return _checkout_fact(*args) if repo_dir is None else _git(repo_dir, *args)
 
 
 def machine_tags(cfg: DictConfig) -> dict[str, str]:
