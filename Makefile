@@ -21,7 +21,7 @@ PYTEST_SLOWEST ?= --durations=15
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS=tests/test_stats.py` (one file only).
 PYTEST_ARGS ?=
 
-.PHONY: setup lint test test-all test-heavy test-slow bench docs docs-screenshots results results-models results-costs results-claims results-leaderboard results-leaderboard-compute gpu-check gpu-wheels clean
+.PHONY: setup lint test test-all test-heavy test-slow bench docs docs-screenshots results results-models results-costs results-suite results-claims results-leaderboard results-leaderboard-compute gpu-check gpu-wheels clean
 
 setup:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -93,6 +93,12 @@ results-costs:
 	  $(BIN)/python benchmarks/bench_quick_scales.py
 	$(PAGE) docs/results/refit-workers.md --title "The refit with one and two workers" -- \
 	  $(BIN)/python benchmarks/bench_refit_workers.py
+
+# About 20 min, on an idle machine: `make test` in a fresh clone, idle and with one core kept
+# busy, beside the machine's speed (LightGBM's 100-tree fit on an MSLR-WEB10K-shaped fold).
+results-suite:
+	$(PAGE) docs/results/suite-time.md --title "The test suite's time" -- \
+	  $(BIN)/python benchmarks/bench_suite_time.py
 
 # Seconds: the claims ledger judged from the committed results bundles (docs/results/bundles/),
 # training nothing and reading no MLflow store; claims without a bundle read "not yet run".

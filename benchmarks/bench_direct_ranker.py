@@ -21,11 +21,45 @@ import argparse
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 MSLR_LABEL_FREQ = [0.52, 0.32, 0.13, 0.02, 0.01]  # MSLR-WEB10K grades 0..4, rounded
 TF_PAIRS_PER_S = 32_000  # the papers' TensorFlow DirectRanker on this shape
+
+
+def mslr_shaped_splits(n_train: int = 723_000, n_eval: int = 240_000) -> tuple[Any, Any, Any]:
+    """Train, vali and test parts shaped like one MSLR-WEB10K fold (136 features, ~120 documents
+    per query, MSLR's label frequencies), from the papers' generator with seed 0."""
+    from ltr_bench.data import make_synthetic_splits
+
+    train, vali, test = make_synthetic_splits(
+        n_train=n_train,
+        n_vali=n_eval,
+        n_test=n_eval,
+        n_features=136,
+        n_classes=5,
+        sigma=0.75,
+        docs_per_query=120,
+        class_probs=MSLR_LABEL_FREQ,
+        seed=0,
+    )
+    assert vali is not None
+    return train, vali, test
+
+
+def lightgbm_fit(train: Any, threads: int = 2, trees: int = 100) -> tuple[Any, float]:
+    """LightGBM lambdarank fitted on ``train`` and the fit's seconds: with the default sizes, the
+    machine's yardstick (``benchmarks/bench_suite_time.py`` prints it beside the suite's time)."""
+    import lightgbm as lgb
+
+    model = lgb.LGBMRanker(
+        objective="lambdarank", n_estimators=trees, num_threads=threads, verbose=-1, random_state=0
+    )
+    start = time.perf_counter()
+    model.fit(train.features, train.labels, group=train.query_lengths)
+    return model, time.perf_counter() - start
 
 
 def main() -> None:
@@ -43,25 +77,14 @@ def main() -> None:
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
 
-    from ltr_bench.data import Preprocessing, make_synthetic_splits
+    from ltr_bench.data import Preprocessing
     from ltr_bench.metrics import evaluate
 
     torch.set_num_threads(args.threads)
     print(f"threads: {args.threads} (torch {torch.get_num_threads()})")
 
     start = time.perf_counter()
-    train, vali, test = make_synthetic_splits(
-        n_train=args.n_train,
-        n_vali=args.n_eval,
-        n_test=args.n_eval,
-        n_features=136,
-        n_classes=5,
-        sigma=0.75,
-        docs_per_query=120,
-        class_probs=MSLR_LABEL_FREQ,
-        seed=0,
-    )
-    assert vali is not None
+    train, vali, test = mslr_shaped_splits(args.n_train, args.n_eval)
     print(
         f"data: train {train.n_docs} docs / {train.n_queries} queries x {train.n_features} "
         f"features, vali {vali.n_docs}, test {test.n_docs} (generated in "
@@ -118,18 +141,7 @@ def main() -> None:
     # ---------------------------------------------------------------- LightGBM baseline
     if args.skip_lightgbm:
         return
-    import lightgbm as lgb
-
-    model = lgb.LGBMRanker(
-        objective="lambdarank",
-        n_estimators=args.trees,
-        num_threads=args.threads,
-        verbose=-1,
-        random_state=0,
-    )
-    start = time.perf_counter()
-    model.fit(train.features, train.labels, group=train.query_lengths)
-    t_lgb = time.perf_counter() - start
+    model, t_lgb = lightgbm_fit(train, args.threads, args.trees)
     lgb_ndcg = evaluate(model.predict(test.features), test, names=("ndcg@10",)).means["ndcg@10"]
     print(
         f"LightGBM lambdarank ({args.trees} trees) fit: {t_lgb:.1f} s, test NDCG@10 {lgb_ndcg:.4f}"
