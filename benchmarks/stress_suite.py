@@ -131,14 +131,11 @@ def test_command(args: argparse.Namespace, seed: int) -> list[str]:
     return cmd
 
 
-def run_once(
-    args: argparse.Namespace, index: int, workdir: Path, commit: str, seed: int | None = None
-) -> Outcome:
-    """Clone, set up and test once, in the order of ``seed`` (default: a new one); the log goes
-    to ``workdir/run<index>.log``."""
+def run_once(args: argparse.Namespace, index: int, workdir: Path, commit: str) -> Outcome:
+    """Clone, set up and test once; the log goes to ``workdir/run<index>.log``."""
     clone = workdir / f"clone{index}"
     log = workdir / f"run{index}.log"
-    seed = int.from_bytes(os.urandom(4), "big") if seed is None else seed
+    seed = int.from_bytes(os.urandom(4), "big")
     start = time.monotonic()
     fresh_clone(args.repo, commit, clone)
     setup_clone(args, clone, log)
