@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 from bench_direct_ranker import lightgbm_fit, mslr_shaped_splits  # siblings: this folder
-from stress_suite import REPO, fresh_clone, git, setup_clone, start_busy_loop, test_command
+from stress_suite import REPO, fresh_clone, git, relocated_venv, start_busy_loop, test_command
 
 IDLE_TARGET_MIN, BUSY_TARGET_MIN = 5, 10
 GOALS_YARDSTICK_S = 52  # the yardstick on the machine the goals were set on
@@ -55,7 +55,7 @@ def timed_make_test(
     """``make test`` in a fresh clone: its wall seconds, pytest's summary and pytest's seconds."""
     clone, log = workdir / label, workdir / f"{label}.log"
     fresh_clone(REPO, commit, clone)
-    setup_clone(argparse.Namespace(setup="copy", repo=REPO), clone, log)
+    relocated_venv(REPO, clone)
     cmd = test_command(
         argparse.Namespace(heavy=False, skip_lint=False, pytest_args=pytest_args), seed
     )
