@@ -92,6 +92,45 @@ def timings(out: Path, study: str | None = None) -> list[dict]:
     return rows
 
 
+def worker_budget(store: Path, wall_s: float, workers: int) -> dict[str, float]:
+    """Where the workers' time of a Table 1 run went, from its MLflow store (``store``): the
+    fitting (the timed read, fit and evaluation of every sweep job and refit fold, each run's
+    ``time_*_s`` metrics) against the worker-seconds the run had (``workers`` x ``wall_s``).
+    ``fitting / workers`` is the run's floor: its wall time if nothing but the fits took time and
+    the workers never waited for one another."""
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    role = "join tags t on t.run_uuid = {}.run_uuid where t.key = 'ltr.role' and t.value = ?"
+    budget: dict[str, float] = {}
+    for name in ("trial", "fold"):
+        n, in_runs = con.execute(
+            "select count(*), coalesce(sum(r.end_time - r.start_time), 0) from runs r "
+            + role.format("r")
+            + " and r.end_time is not null",
+            (name,),
+        ).fetchone()
+        (timed,) = con.execute(
+            "select coalesce(sum(m.value), 0) from metrics m "
+            + role.format("m")
+            + " and m.key in ('time_read_s', 'time_fit_s', 'time_eval_s')",
+            (name,),
+        ).fetchone()
+        budget[f"{name}_runs"] = n
+        budget[f"{name}_in_runs_s"] = in_runs / 1000
+        budget[f"{name}_fitting_s"] = float(timed)
+    con.close()
+    fitting = budget["trial_fitting_s"] + budget["fold_fitting_s"]
+    in_runs = budget["trial_in_runs_s"] + budget["fold_in_runs_s"]
+    return {
+        **budget,
+        "fitting_s": fitting,
+        "floor_s": fitting / workers,
+        "rest_of_runs_s": in_runs - fitting,
+        "outside_runs_s": workers * wall_s - in_runs,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

@@ -135,3 +135,57 @@ def test_the_budget_bench_splits_the_workers_time_from_the_trial_runs(tmp_path: 
     assert split == pytest.approx(
         {"jobs": 2, "span_s": 10.0, "fitting_s": 5.0, "rest_of_runs_s": 4.0, "between_s": 11.0}
     )
+
+
+def test_table1_timing_splits_a_runs_worker_seconds_into_its_fits_floor_and_the_rest(
+    tmp_path: Path,
+) -> None:
+    """table1_timing.worker_budget on a 10 s run of 2 workers: two sweep jobs (runs of 4 s and 5 s,
+    3 s and 2 s timed) and one refit fold (a 3 s run, 2 s timed; its parent protocol run and the
+    sweep's run are not counted): 7 s of fitting, a floor of 3.5 s, 5 s of the runs untimed and 8 s
+    of the 20 worker-seconds outside runs."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import table1_timing
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    db = tmp_path / "mlflow.db"
+    con = sqlite3.connect(db)
+    con.execute("create table runs (run_uuid text, start_time int, end_time int)")
+    con.execute("create table tags (key text, value text, run_uuid text)")
+    con.execute("create table metrics (key text, value real, step int, run_uuid text)")
+    con.executemany(
+        "insert into runs values (?, ?, ?)",
+        [
+            ("a", 0, 4000),
+            ("b", 1000, 6000),
+            ("sweep", 0, 7000),
+            ("r", 7000, 10000),
+            ("p", 7000, 10000),
+        ],
+    )
+    con.executemany(
+        "insert into tags values ('ltr.role', ?, ?)",
+        [("trial", "a"), ("trial", "b"), ("sweep", "sweep"), ("fold", "r"), ("protocol", "p")],
+    )
+    con.executemany(
+        "insert into metrics values (?, ?, 0, ?)",
+        [
+            ("time_fit_s", 2.5, "a"),
+            ("time_eval_s", 0.5, "a"),
+            ("time_fit_s", 2.0, "b"),
+            ("time_read_s", 0.5, "r"),
+            ("time_fit_s", 1.5, "r"),
+            ("time_total_s", 3.0, "r"),
+            ("time_fit_s", 2.0, "p"),
+        ],
+    )
+    con.commit()
+    con.close()
+    budget = table1_timing.worker_budget(db, wall_s=10.0, workers=2)
+    assert {k: budget[k] for k in ("trial_runs", "fold_runs")} == {"trial_runs": 2, "fold_runs": 1}
+    assert {
+        k: budget[k] for k in ("fitting_s", "floor_s", "rest_of_runs_s", "outside_runs_s")
+    } == pytest.approx(
+        {"fitting_s": 7.0, "floor_s": 3.5, "rest_of_runs_s": 5.0, "outside_runs_s": 8.0}
+    )
