@@ -99,6 +99,26 @@ def test_a_recorded_store_is_read_per_study_and_trial(replay: Any, tmp_path: Pat
     assert study.pooled(0) == pytest.approx(sum([0.5, 0.6, 0.7, 0.5, 0.6]) / 5)
 
 
+def _mlflow_store(
+    db: Path,
+    runs: list[tuple[str, int, int]],
+    roles: list[tuple[str, str]],
+    metrics: list[tuple[str, float, str]],
+) -> Path:
+    """The tables of an MLflow store that the benchmarks read: ``runs`` (id, start and end in
+    ms), ``roles`` (``ltr.role`` value, run id) and ``metrics`` (key, value, run id)."""
+    con = sqlite3.connect(db)
+    con.execute("create table runs (run_uuid text, start_time int, end_time int)")
+    con.execute("create table tags (key text, value text, run_uuid text)")
+    con.execute("create table metrics (key text, value real, step int, run_uuid text)")
+    con.executemany("insert into runs values (?, ?, ?)", runs)
+    con.executemany("insert into tags values ('ltr.role', ?, ?)", roles)
+    con.executemany("insert into metrics values (?, ?, 0, ?)", metrics)
+    con.commit()
+    con.close()
+    return db
+
+
 def test_the_budget_bench_splits_the_workers_time_from_the_trial_runs(tmp_path: Path) -> None:
     """bench_sweep_budget.worker_time on two trial runs of one worker pair: 10 s of span, runs
     of 4 s and 5 s with 3 s and 2 s timed: 4 s of the runs untimed, 11 s between jobs."""
@@ -112,25 +132,12 @@ def test_the_budget_bench_splits_the_workers_time_from_the_trial_runs(tmp_path: 
         spec.loader.exec_module(bench)
     finally:
         sys.path.remove(str(REPO / "benchmarks"))
-    db = tmp_path / "mlflow.db"
-    con = sqlite3.connect(db)
-    con.execute("create table runs (run_uuid text, start_time int, end_time int)")
-    con.execute("create table tags (key text, value text, run_uuid text)")
-    con.execute("create table metrics (key text, value real, step int, run_uuid text)")
-    con.executemany(
-        "insert into runs values (?, ?, ?)",
-        [("a", 0, 4000), ("b", 5000, 10000), ("sweep", 0, 20000)],
+    db = _mlflow_store(
+        tmp_path / "mlflow.db",
+        runs=[("a", 0, 4000), ("b", 5000, 10000), ("sweep", 0, 20000)],
+        roles=[("trial", "a"), ("trial", "b"), ("sweep", "sweep")],
+        metrics=[("time_fit_s", 2.5, "a"), ("time_eval_s", 0.5, "a"), ("time_fit_s", 2.0, "b")],
     )
-    con.executemany(
-        "insert into tags values ('ltr.role', ?, ?)",
-        [("trial", "a"), ("trial", "b"), ("sweep", "sweep")],
-    )
-    con.executemany(
-        "insert into metrics values (?, ?, 0, ?)",
-        [("time_fit_s", 2.5, "a"), ("time_eval_s", 0.5, "a"), ("time_fit_s", 2.0, "b")],
-    )
-    con.commit()
-    con.close()
     split = bench.worker_time(db, workers=2)
     assert split == pytest.approx(
         {"jobs": 2, "span_s": 10.0, "fitting_s": 5.0, "rest_of_runs_s": 4.0, "between_s": 11.0}
@@ -149,28 +156,23 @@ def test_table1_timing_splits_a_runs_worker_seconds_into_its_fits_floor_and_the_
         import table1_timing
     finally:
         sys.path.remove(str(REPO / "benchmarks"))
-    db = tmp_path / "mlflow.db"
-    con = sqlite3.connect(db)
-    con.execute("create table runs (run_uuid text, start_time int, end_time int)")
-    con.execute("create table tags (key text, value text, run_uuid text)")
-    con.execute("create table metrics (key text, value real, step int, run_uuid text)")
-    con.executemany(
-        "insert into runs values (?, ?, ?)",
-        [
+    db = _mlflow_store(
+        tmp_path / "mlflow.db",
+        runs=[
             ("a", 0, 4000),
             ("b", 1000, 6000),
             ("sweep", 0, 7000),
             ("r", 7000, 10000),
             ("p", 7000, 10000),
         ],
-    )
-    con.executemany(
-        "insert into tags values ('ltr.role', ?, ?)",
-        [("trial", "a"), ("trial", "b"), ("sweep", "sweep"), ("fold", "r"), ("protocol", "p")],
-    )
-    con.executemany(
-        "insert into metrics values (?, ?, 0, ?)",
-        [
+        roles=[
+            ("trial", "a"),
+            ("trial", "b"),
+            ("sweep", "sweep"),
+            ("fold", "r"),
+            ("protocol", "p"),
+        ],
+        metrics=[
             ("time_fit_s", 2.5, "a"),
             ("time_eval_s", 0.5, "a"),
             ("time_fit_s", 2.0, "b"),
@@ -180,8 +182,6 @@ def test_table1_timing_splits_a_runs_worker_seconds_into_its_fits_floor_and_the_
             ("time_fit_s", 2.0, "p"),
         ],
     )
-    con.commit()
-    con.close()
     budget = table1_timing.worker_budget(db, wall_s=10.0, workers=2)
     assert {k: budget[k] for k in ("trial_runs", "fold_runs")} == {"trial_runs": 2, "fold_runs": 1}
     assert {
