@@ -284,7 +284,7 @@ class QueryBatches:
         if batch_queries < 1:
             raise UserError(f"model.batch_size={batch_queries} (queries per batch) must be >= 1")
         lengths = np.asarray(data.query_lengths, dtype=np.int64)
-        self._offsets = np.asarray(data.offsets, dtype=np.int64)
+        self._offsets = np.array(data.offsets, dtype=np.int64)  # a copy: data may be read-only
         self._lengths = lengths
         self._queries = np.flatnonzero(lengths > 0)
         self.batch_queries, self.max_cells = int(batch_queries), int(max_cells)

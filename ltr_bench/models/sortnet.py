@@ -130,8 +130,8 @@ class SortNet(Ranker):
         rng = np.random.default_rng(self.seed)
         net = self._new_net(train.n_features)
         use_vali = vali is not None and vali.n_queries > 0
-        x_train = torch.from_numpy(train.features)
-        x_vali = torch.from_numpy(vali.features) if use_vali and vali is not None else None
+        x_train = _features(train)
+        x_vali = _features(vali) if use_vali and vali is not None else None
         tp = np.zeros(0, dtype=np.int64)  # pair codes i * N + j, label_i > label_j
         vp = np.zeros(0, dtype=np.int64)
         best_quality, best_state = -np.inf, copy.deepcopy(net.state_dict())
@@ -271,7 +271,7 @@ class SortNet(Ranker):
         rng = np.random.default_rng(self.seed)  # same opponents on every call: deterministic
         labels = torch.from_numpy(data.labels.astype(np.int64))
         with torch.no_grad():
-            a_all, c_all = net.halves(torch.from_numpy(data.features))
+            a_all, c_all = net.halves(_features(data))
             chunks = _query_chunks(data, self.max_opponents, net.w_gt.shape[0], self.chunk_elements)
             for rows, mask in chunks:
                 opp_pos, opp_mask = _opponents(mask, self.max_opponents, rng)
@@ -296,6 +296,12 @@ class SortNet(Ranker):
                     wrong.append((rows_t[q, i] * n + opp_rows[q, j]).numpy())
         codes = np.unique(np.concatenate(wrong)) if wrong else np.zeros(0, dtype=np.int64)
         return scores, codes.astype(np.int64)
+
+
+def _features(data: QuerySet) -> torch.Tensor:
+    """The features as a tensor; a copy: data may be read-only (the data cache's memory maps),
+    which a tensor sharing its memory would make torch warn of."""
+    return torch.from_numpy(np.array(data.features))
 
 
 def _pair_loss(net: CmpNN, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
