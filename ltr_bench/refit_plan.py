@@ -186,6 +186,11 @@ def load_studies(path: Path) -> list[dict[str, Any]]:
         data = yaml.safe_load(Path(path).read_text()) or {}
     except yaml.YAMLError as exc:
         raise UserError(f"{REFIT_KEY}={path}: not valid YAML ({exc.__class__.__name__})") from None
+    except UnicodeDecodeError:  # e.g. the sweep's Optuna database
+        raise UserError(
+            f"{REFIT_KEY}={path}: not a sweep results file (not text); give the sweep's output "
+            f"folder (multirun/<date>/<time>) or its {RESULTS_FILE}"
+        ) from None
     if not isinstance(data, dict):
         raise UserError(f"{REFIT_KEY}={path}: not a sweep results file")
     studies_entry = data.get("studies")

@@ -177,6 +177,10 @@ def test_refit_best_of_a_folder_that_is_not_a_sweep_says_so(tmp_path, monkeypatc
     (started / "multirun.yaml").write_text("seed: 0\n")
     code, _, err = cli(tmp_path, monkeypatch, capsys, f"refit_best={started}")
     assert_one_sentence(code, err, "refit_best=", "no optimization_results.yaml yet")
+    study = tmp_path / "study.db"  # e.g. the sweep's Optuna database, a binary file
+    study.write_bytes(b"SQLite format 3\x00\xfb\x10\x00\x02")
+    code, _, err = cli(tmp_path, monkeypatch, capsys, f"refit_best={study}")
+    assert_one_sentence(code, err, f"refit_best={study}", "not a sweep results file")
 
 
 def test_a_text_learning_rate_names_the_key(tmp_path, monkeypatch, capsys) -> None:
