@@ -31,6 +31,7 @@ from ltr_bench.gc_policy import tune_garbage_collection
 from ltr_bench.launching import job_logging
 from ltr_bench.launching.composing import command_composed_once
 from ltr_bench.refits import refit_table, refit_workers, run_refits
+from ltr_bench.search_model_hint import search_model_hint
 
 _deferred: list[BaseException] = []
 
@@ -116,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except Exception as exc:  # sorted into user errors and bugs below; a bug is re-raised
         message = describe_user_error(exc)
         if message is not None:
-            _fail(message)
+            _fail(search_model_hint(message, args, Path(config_dir())))
         if _is_failed_run(exc):
             print(f"ltr-bench: run failed: {exc}", file=sys.stderr)
             sys.exit(1)

@@ -183,6 +183,42 @@ def test_refit_best_of_a_folder_that_is_not_a_sweep_says_so(tmp_path, monkeypatc
     assert_one_sentence(code, err, f"refit_best={study}", "not a sweep results file")
 
 
+def test_a_search_space_without_its_model_says_which_model_to_add(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """search=lambdamart on the default model: its keys (model.n_estimators...) are not the
+    default model's, and the sentence says which model the space is for."""
+    data = [o for o in TINY if o.startswith(("dataset.", "threads="))]
+    code, _, err = cli(
+        tmp_path,
+        monkeypatch,
+        capsys,
+        "-m",
+        "search=lambdamart",
+        "hydra.sweeper.n_trials=1",
+        "tracking=none",
+        *data,
+    )
+    assert_one_sentence(
+        code,
+        err,
+        "model.n_estimators is not a key of the default model",
+        "search=lambdamart samples the keys of model=lambdamart; add model=lambdamart",
+    )
+    # with its model, no such hint (here a misspelt key of that model)
+    code, _, err = cli(
+        tmp_path,
+        monkeypatch,
+        capsys,
+        "model=lambdamart",
+        "model.n_estimaters=5",
+        "tracking=none",
+        *data,
+    )
+    line = assert_one_sentence(code, err, "model.n_estimaters is not a config key")
+    assert "add model=" not in line
+
+
 def test_a_text_learning_rate_names_the_key(tmp_path, monkeypatch, capsys) -> None:
     code, _, err = cli(tmp_path, monkeypatch, capsys, "optimizer.lr=abc", "tracking=none", *TINY)
     line = assert_one_sentence(code, err, "optimizer.lr='abc' is not a number")
