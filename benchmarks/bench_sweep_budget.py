@@ -392,6 +392,9 @@ def bench_table1(args: argparse.Namespace, root: Path) -> None:
 def print_worker_budget(b: dict[str, float], wall: float, args: argparse.Namespace) -> None:
     """The Table 1 run's floor (its fits over the workers) and where the rest of its time went."""
     jobs = b["trial_runs"] + b["fold_runs"]
+    if not jobs or not b["fitting_s"]:
+        print("\nno timed sweep job or refit fold in the run's MLflow store: no floor to show")
+        return
     rows = [
         ("wall time", wall),
         (
