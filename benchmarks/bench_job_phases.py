@@ -204,6 +204,10 @@ def print_table(
 ) -> None:
     """The phases' medians and means (ms) and their sum outside the runs."""
     n_jobs = len(phases[PHASES[0][0]])
+    if n_jobs < 2:  # the idle time between jobs needs two of a worker's timed jobs
+        raise SystemExit(
+            f"{n_jobs} job timed (each worker's first is left out): give more --trials"
+        )
     print(
         f"\n{args.trials}-trial sweep of search={args.model} on MQ2008 fold {args.fold}, "
         f"{args.jobs} workers: {wall:.1f} s wall; {n_jobs} jobs timed (each worker's first "
