@@ -34,6 +34,11 @@ from ltr_bench.data.batching import QueryBatches
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.metrics import metric_padded, parse_metric
 from ltr_bench.models.networks import Scorer, build_optimizer
+from ltr_bench.models.step_loop import (
+    EpochAsOneBatch,
+    lightning_steps_reason,
+    run_epoch_steps,
+)
 
 
 def staircase_factor(epoch: int, max_epochs: int, decay_to: float | None, every: int = 1) -> float:
@@ -102,6 +107,7 @@ class RankingModule(L.LightningModule):
         self._vali_values: list[Tensor] = []
         self._vali_batches: QueryBatches | None = None
         self._last_vali = math.nan
+        self._epoch_steps = False  # True: one Lightning batch is an epoch's steps (step_loop)
 
     # ------------------------------------------------------------------ data on the device
     def data(self, name: str) -> Tensor:
@@ -119,10 +125,13 @@ class RankingModule(L.LightningModule):
         return t
 
     def on_fit_start(self) -> None:
-        """The fold's features and labels go to the device once, before the first step."""
+        """The fold's features and labels go to the device once, before the first step; the
+        module runs an epoch's steps itself unless something in the trainer acts per step."""
         for name in ("train_x", "train_y", "vali_x", "vali_y"):
             if name.startswith("train") or self.vali_set is not None:
                 self.data(name)
+        self._epoch_steps = lightning_steps_reason(self.trainer, self) is None
+        self.automatic_optimization = not self._epoch_steps
 
     def release_fit_tensors(self) -> None:
         """Free what the fit kept on the device (data, validation batches, pair tables)."""
@@ -152,7 +161,8 @@ class RankingModule(L.LightningModule):
         return batch  # batches are drawn on the module's device already
 
     def train_dataloader(self) -> Iterable[Any]:
-        return self.train_batches(*self._rank_world())
+        batches = self.train_batches(*self._rank_world())
+        return EpochAsOneBatch(batches) if self._epoch_steps else batches
 
     def on_train_epoch_start(self) -> None:
         self._loss_sum = torch.zeros((), device=self.device)
@@ -162,11 +172,18 @@ class RankingModule(L.LightningModule):
         self._epoch_start = time.perf_counter()
         self._train_seconds = math.nan
 
-    def training_step(self, batch: Any, batch_idx: int) -> Tensor:
+    def training_step(self, batch: Any, batch_idx: int) -> Tensor | None:
+        if self._epoch_steps:  # the batch is the epoch's batches
+            run_epoch_steps(self, batch)
+            return None
         loss = self.batch_loss(batch)
+        self.add_training_loss(loss)
+        return loss
+
+    def add_training_loss(self, loss: Tensor) -> None:
+        """Count a step's loss into the epoch's mean (summed on the device, read once an epoch)."""
         self._loss_sum = loss.detach() + (self._loss_sum if self._loss_sum is not None else 0.0)
         self._n_steps += 1
-        return loss
 
     def _wait_for_device(self) -> None:
         """Let a GPU finish the epoch's queued work before the clock is read (once per epoch),

@@ -1,8 +1,10 @@
 """Probes for the neural rankers' device path, shared by the CPU tests and the ``gpu`` tests.
 
-:class:`Probe` is a Lightning callback that records, at every training step, where the fit's
-tensors live (data, pair tables, the batch, the parameters) and whether the data tensors stayed
-the same objects (copied once per fit, not per step). :func:`host_calls` records the calls by
+:class:`Probe` records, at every training step, where the fit's tensors live (data, pair tables,
+the batch, the parameters) and whether the data tensors stayed the same objects (copied once per
+fit, not per step). It sees each step through the module's own ``on_train_batch_start``, which
+both step loops call (Lightning's, and the module's own, :mod:`ltr_bench.models.step_loop`): a
+callback with a per-step hook would make every probed fit take Lightning's loop. :func:`host_calls` records the calls by
 which code hands a tensor to the host or a host array to torch (``.item()``, ``.cpu()``,
 ``float(t)``, ``torch.as_tensor``, ...) while the probe says the step loop is running.
 """
@@ -29,7 +31,8 @@ FROM_HOST = ("as_tensor", "tensor", "from_numpy")
 
 class Probe(L.Callback):
     """Where the fit's tensors are, step by step; ``active`` is True inside the step loop (from
-    the second step of an epoch to its validation, so the epoch's set-up is not counted)."""
+    the second step of an epoch to its validation, so the epoch's set-up is not counted).
+    A callback for the epoch's edges; :func:`probed` calls :meth:`step` at every step."""
 
     def __init__(self) -> None:
         self.devices: set[torch.device] = set()
@@ -39,9 +42,7 @@ class Probe(L.Callback):
         self.active = False
         self.on_step: Any = None  # called with (trainer, module, batch) at every step
 
-    def on_train_batch_start(
-        self, trainer: L.Trainer, pl_module: Any, batch: Any, batch_idx: int
-    ) -> None:
+    def step(self, trainer: L.Trainer, pl_module: Any, batch: Any, batch_idx: int) -> None:
         self.fit_device = torch.device(trainer.strategy.root_device)
         tensors = [t for t in batch if isinstance(t, torch.Tensor)]
         tensors += list(pl_module.parameters())
@@ -65,11 +66,23 @@ class Probe(L.Callback):
 
 
 def probed(cls: type, probe: Probe) -> type:
-    """A subclass of the ranker class ``cls`` whose fits run with ``probe`` among the callbacks."""
+    """A subclass of the ranker class ``cls`` whose fits run with ``probe`` among the callbacks
+    and its module's ``on_train_batch_start`` reporting every step to ``probe``."""
 
     class Probed(cls):  # type: ignore[misc, valid-type]
         def _trainer_kwargs(self, callbacks: list[Any], *args: Any) -> dict[str, Any]:
             return super()._trainer_kwargs([*callbacks, probe], *args)
+
+        def build_module(self, *args: Any) -> Any:
+            module = super().build_module(*args)
+            hook = module.on_train_batch_start
+
+            def on_train_batch_start(batch: Any, batch_idx: int) -> Any:
+                probe.step(module.trainer, module, batch, batch_idx)
+                return hook(batch, batch_idx)
+
+            module.on_train_batch_start = on_train_batch_start
+            return module
 
     Probed.__name__ = f"Probed{cls.__name__}"
     return Probed

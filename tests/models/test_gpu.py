@@ -20,7 +20,7 @@ import torch
 
 from ltr_bench.models import DirectRanker, LambdaRank, ListNet
 from ltr_bench.models.device import compile_unavailable
-from tests.models.device_probe import Probe
+from tests.models.device_probe import Probe, probed
 from tests.models.neural_toy import TINY, ndcg10, random_ndcg10, toy_splits
 
 pytestmark = [
@@ -32,10 +32,14 @@ GPU = {"accelerator": "gpu", "devices": 1}
 
 
 def fit(cls: type, *callbacks: L.Callback, **kwargs: Any) -> Any:
-    """A fit of ``cls`` on the toy data on the GPU, with ``callbacks`` added to the trainer's."""
+    """A fit of ``cls`` on the toy data on the GPU, with ``callbacks`` added to the trainer's
+    (a :class:`Probe` through :func:`probed`, which also shows it every step)."""
     train, vali, _ = toy_splits()
     options = dict(TINY, epochs=2, early_stopping_patience=None, seed=0, trainer=GPU)
     options.update(kwargs)
+    for probe in [c for c in callbacks if isinstance(c, Probe)]:
+        cls = probed(cls, probe)
+    callbacks = tuple(c for c in callbacks if not isinstance(c, Probe))
 
     class WithCallbacks(cls):  # type: ignore[misc, valid-type]
         def _trainer_kwargs(self, given: list[Any], *args: Any) -> dict[str, Any]:
@@ -55,21 +59,22 @@ def no_wait() -> Iterator[None]:
 
 
 class StepGuard(L.Callback):
-    """Runs every training step and every batch draw after an epoch's first under
-    :func:`no_wait` (the first draw of an epoch copies its plan to the device, once)."""
+    """Runs every training step's forward pass and loss and every batch draw after an epoch's
+    first under :func:`no_wait` (the first draw of an epoch copies its plan to the device,
+    once), in Lightning's step loop and in the module's own alike."""
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: Any) -> None:
-        step, batches = pl_module.training_step, pl_module.train_dataloader
+        loss, batches = pl_module.batch_loss, pl_module.train_batches
 
-        def guarded_step(*args: Any) -> Any:
+        def guarded_loss(*args: Any) -> Any:
             with no_wait():
-                return step(*args)
+                return loss(*args)
 
-        def guarded_batches() -> Any:
-            return _Guarded(batches())
+        def guarded_batches(*args: Any) -> Any:
+            return _Guarded(batches(*args))
 
-        pl_module.training_step = guarded_step
-        pl_module.train_dataloader = guarded_batches
+        pl_module.batch_loss = guarded_loss
+        pl_module.train_batches = guarded_batches
 
 
 class _Guarded:
