@@ -85,13 +85,15 @@ results-models:
 	  $(BIN)/python benchmarks/saved_model_size.py
 
 # Minutes, on an idle machine: what a run, a trial, --help and each experiment's quick scale cost
-# beyond their floors, where a real sweep job's time goes outside its run, and the refit with one
-# and two workers. Needs LTR_DATA for MQ2008.
+# beyond their floors, where a real sweep job's time goes outside its run, the neural rankers'
+# two step loops, and the refit with one and two workers. Needs LTR_DATA for MQ2008.
 results-costs:
 	$(PAGE) docs/results/fixed-costs.md --title "Fixed costs" -- \
 	  $(BIN)/python benchmarks/bench_fixed_costs.py
 	$(PAGE) docs/results/job-phases.md --title "A real sweep job's phases outside its run" -- \
 	  $(BIN)/python benchmarks/bench_job_phases.py
+	$(PAGE) docs/results/step-loop.md --title "The neural rankers' two step loops" -- \
+	  $(BIN)/python benchmarks/bench_step_loop.py
 	$(PAGE) docs/results/quick-scales.md --title "Every experiment at scale=quick" -- \
 	  $(BIN)/python benchmarks/bench_quick_scales.py
 	$(PAGE) docs/results/refit-workers.md --title "The refit with one and two workers" -- \
