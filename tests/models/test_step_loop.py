@@ -10,30 +10,55 @@ import numpy as np
 import pytest
 import torch
 
-from ltr_bench.models import DirectRanker, LambdaRank, ListNet, ranking_module
+from ltr_bench.models import (
+    DASALC,
+    AttentionRanker,
+    DirectRanker,
+    LambdaRank,
+    ListNet,
+    ranking_module,
+)
 from ltr_bench.models.step_loop import lightning_steps_reason
 from tests.models.neural_toy import TINY, toy_splits
 
-# Dropout, a decaying learning rate, weight decay and validation with early stopping: every part
-# of a step and of an epoch's edges that could tell the two loops apart.
-BUSY = dict(
-    TINY,
-    dropout=0.2,
+# A decaying learning rate, weight decay, validation with early stopping, and random draws in the
+# forward pass (dropout, DASALC's input noise) and state kept by it (DASALC's batch norm): every
+# part of a step and of an epoch's edges that could tell the two loops apart.
+COMMON = dict(
     epochs=5,
     lr_decay_to=0.01,
     early_stopping_patience=2,
     optimizer={"name": "adam", "lr": 0.01, "weight_decay": 1e-4},
     seed=3,
 )
+MLP = dict(hidden_sizes=[16, 8], dropout=0.2)
 CASES = {
-    "DirectRanker": (DirectRanker, {"batch_size": 64}),
+    "DirectRanker": (DirectRanker, {**MLP, "batch_size": 64}),
     # |delta NDCG| weights refreshed by the module's on_train_batch_start every 3 steps
     "DirectRanker-ndcg-swap": (
         DirectRanker,
-        {"batch_size": 64, "pair_weighting": "ndcg_swap", "rank_refresh_steps": 3},
+        {**MLP, "batch_size": 64, "pair_weighting": "ndcg_swap", "rank_refresh_steps": 3},
     ),
-    "ListNet": (ListNet, {"batch_size": 8}),
-    "LambdaRank": (LambdaRank, {"batch_size": 8}),
+    "ListNet": (ListNet, {**MLP, "batch_size": 8}),
+    "LambdaRank": (LambdaRank, {**MLP, "batch_size": 8}),
+    "AttentionRanker": (
+        AttentionRanker,
+        dict(hidden_sizes=[16], n_blocks=1, n_heads=2, dim_feedforward=32, batch_size=8),
+    ),
+    "DASALC": (
+        DASALC,
+        dict(
+            hidden_sizes=[16, 16],
+            activation="relu",
+            dropout=0.1,
+            input_noise_std=0.2,
+            attention_width=8,
+            n_attention_layers=1,
+            n_heads=2,
+            n_ensemble=2,
+            batch_size=8,
+        ),
+    ),
 }
 TIMES = ("time_train_s", "time_epoch_s")
 
@@ -43,7 +68,7 @@ def _fit(cls: type, options: dict[str, Any], reason: str | None, monkeypatch: An
     if reason is not None:
         monkeypatch.setattr(ranking_module, "lightning_steps_reason", lambda *_: reason)
     train, vali, _ = toy_splits()
-    ranker = cls(**BUSY, **options, enable_progress_bar=False).fit(train, vali)
+    ranker = cls(**COMMON, **options, enable_progress_bar=False).fit(train, vali)
     monkeypatch.undo()
     return ranker
 
