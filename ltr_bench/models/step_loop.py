@@ -8,7 +8,8 @@ nothing in the trainer acts per step, :class:`~ltr_bench.models.ranking_module.R
 an epoch's steps itself: the operations Lightning's automatic optimisation runs, in its order
 (forward, zero_grad, backward, the optimiser's step; the epoch's learning-rate step after the
 last batch, before validation), so a fit ends with the same weights, bit for bit. Lightning still
-runs the epochs, validation, early stopping, callbacks and loggers.
+runs the epochs, validation, early stopping, callbacks and loggers; its progress bar, which only
+shows, then moves once an epoch.
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ def lightning_steps_reason(trainer: Any, module: Any) -> str | None:
     checks = (
         (type(trainer.strategy) is not SingleDeviceStrategy, "a distributed strategy"),
         (type(trainer.precision_plugin) is not Precision, f"precision {trainer.precision}"),
-        (trainer.progress_bar_callback is not None, "a progress bar"),
         (bool(trainer.gradient_clip_val), "gradient clipping"),
         (trainer.accumulate_grad_batches != 1, "gradient accumulation"),
         (trainer.max_steps != -1, "max_steps"),
@@ -62,6 +62,8 @@ def lightning_steps_reason(trainer: Any, module: Any) -> str | None:
         if config.interval != "epoch" or config.frequency != 1 or config.reduce_on_plateau:
             return "a learning-rate scheduler that is not stepped every epoch"
     for callback in trainer.callbacks:
+        if callback is trainer.progress_bar_callback:  # it only shows: its bar moves by epochs
+            continue
         for hook in PER_STEP_CALLBACK_HOOKS:
             if is_overridden(hook, callback, L.Callback):
                 return f"{type(callback).__name__}.{hook}"

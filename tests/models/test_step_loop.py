@@ -119,7 +119,7 @@ def _reason(module: L.LightningModule | None = None, **trainer: Any) -> str | No
     ("trainer", "reason"),
     [
         ({}, None),
-        ({"enable_progress_bar": True}, "a progress bar"),
+        ({"enable_progress_bar": True}, None),
         ({"gradient_clip_val": 0.5}, "gradient clipping"),
         ({"accumulate_grad_batches": 2}, "gradient accumulation"),
         ({"max_steps": 10}, "max_steps"),
@@ -146,3 +146,15 @@ def test_gradient_clipping_trains_through_lightnings_loop() -> None:
     options = dict(TINY, epochs=2, early_stopping_patience=None, seed=0)
     ranker = DirectRanker(**options, trainer={"gradient_clip_val": 1e-3}).fit(train, vali)
     assert ranker.module_.automatic_optimization is True and len(ranker.history) == 2
+
+
+def test_a_progress_bar_moves_by_epochs_with_the_modules_loop(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    train, vali, _ = toy_splits()
+    options = dict(TINY, epochs=3, early_stopping_patience=None, seed=0)
+    ranker = DirectRanker(**options, enable_progress_bar=True).fit(train, vali)
+    assert ranker.module_.automatic_optimization is False
+    out, err = capfd.readouterr()
+    bar = out + err
+    assert "Epoch 2" in bar and "1/1" in bar  # the last epoch, its one (Lightning) batch done
