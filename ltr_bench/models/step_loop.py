@@ -3,8 +3,8 @@ module, an epoch's steps in one Lightning batch.
 
 Lightning's per-step machinery (the batch hooks, the automatic-optimisation closure, the
 strategy's and the precision plugin's wrappers around backward and the optimiser's step) costs
-about a millisecond a step on a CPU, some 10-15% of a DirectRanker or ListNet fit on MQ2008. When
-nothing in the trainer acts per step, :class:`~ltr_bench.models.ranking_module.RankingModule` runs
+about a millisecond a step on a CPU: much of a fit whose steps are small, as on MQ2008
+(``docs/results/step-loop.md``). When nothing in the trainer acts per step, :class:`~ltr_bench.models.ranking_module.RankingModule` runs
 an epoch's steps itself: the operations Lightning's automatic optimisation runs, in its order
 (forward, zero_grad, backward, the optimiser's step; the epoch's learning-rate step after the
 last batch, before validation), so a fit ends with the same weights, bit for bit. Lightning still
