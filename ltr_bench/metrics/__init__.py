@@ -8,15 +8,20 @@ Two layers, each a module of this package (import them from here, the public API
   training-time validation; LambdaRank reuses the building blocks :func:`gains`,
   :func:`discounts`, :func:`ranks_padded` and :func:`ideal_dcg`.
 * **Flat NumPy API** (:mod:`~ltr_bench.metrics.flat`: ``ndcg_at_k``, ``average_precision``,
-  ``evaluate``) for flat arrays: labels in query blocks delimited by ``offsets`` (anything shaped
+  ``evaluate``; ``metric_rows``, the twin of ``metric_padded``) for flat arrays: labels in query blocks delimited by ``offsets`` (anything shaped
   like :class:`QueryBlocks`, such as the data layer's ``QuerySet``), or a ``qid`` per document.
   Queries are padded in chunks of bounded size by :mod:`ltr_bench.data.padding`, so memory stays
-  bounded for any number of queries.
+  bounded for any number of queries. It imports no torch (a LambdaMART or AdaRank run needs
+  none), and gives the same bits as the torch functions on the CPU.
 
-Below them: :mod:`~ltr_bench.metrics.names` (metric names), :mod:`~ltr_bench.metrics.order` (the
-stable ranking sort), :mod:`~ltr_bench.metrics.dcg` (gains, discounts, IDCG),
-:mod:`~ltr_bench.metrics.ranked` (a batch in ranked order) and :mod:`~ltr_bench.metrics.per_query`
-(each metric's per-query values).
+Below them: :mod:`~ltr_bench.metrics.names` (metric names), :mod:`~ltr_bench.metrics.policy` (the
+``no_relevant`` policy), :mod:`~ltr_bench.metrics.order` (the stable ranking sort, on
+:mod:`~ltr_bench.metrics.row_order`'s NumPy sorts), :mod:`~ltr_bench.metrics.dcg` (gains,
+discounts, IDCG), :mod:`~ltr_bench.metrics.ranked` (a batch in ranked order) and
+:mod:`~ltr_bench.metrics.per_query` (each metric's per-query values); their NumPy twins
+:mod:`~ltr_bench.metrics.dcg_np`, :mod:`~ltr_bench.metrics.ranked_np` and
+:mod:`~ltr_bench.metrics.per_query_np` work step for step alike, adding a row's terms in torch's
+order (:mod:`~ltr_bench.metrics.row_sums`).
 
 Metrics know arrays and tensors only: no dataset type, no model, no logging.
 
@@ -42,25 +47,45 @@ Conventions (the same everywhere, and logged with every run through :attr:`EvalR
   padded functions return NaN for them), ``"zero"`` or ``"one"``.
 """
 
-from ltr_bench.metrics.dcg import discounts, gains, ideal_dcg
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ltr_bench.lazy_exports import lazy_getattr
 from ltr_bench.metrics.flat import (
     TIE_BREAK,
     EvalResult,
     QueryBlocks,
     average_precision,
     evaluate,
+    metric_rows,
     ndcg_at_k,
 )
 from ltr_bench.metrics.names import DEFAULT_METRICS, MetricSpec, parse_metric
-from ltr_bench.metrics.order import ranks_padded, sort_order
-from ltr_bench.metrics.padded import (
-    NO_RELEVANT_POLICIES,
-    NoRelevantPolicy,
-    evaluate_padded,
-    mean_over_queries,
-    metric_padded,
-    ndcg_padded,
-)
+from ltr_bench.metrics.policy import NO_RELEVANT_POLICIES, NoRelevantPolicy
+
+if TYPE_CHECKING:
+    from ltr_bench.metrics.dcg import discounts, gains, ideal_dcg
+    from ltr_bench.metrics.order import ranks_padded, sort_order
+    from ltr_bench.metrics.padded import (
+        evaluate_padded,
+        mean_over_queries,
+        metric_padded,
+        ndcg_padded,
+    )
+
+#: The torch functions, imported on first use (the flat API needs no torch).
+_TORCH_MODULES = {
+    "discounts": "dcg",
+    "gains": "dcg",
+    "ideal_dcg": "dcg",
+    "ranks_padded": "order",
+    "sort_order": "order",
+    "evaluate_padded": "padded",
+    "mean_over_queries": "padded",
+    "metric_padded": "padded",
+    "ndcg_padded": "padded",
+}
 
 __all__ = [
     "NoRelevantPolicy",
@@ -83,4 +108,7 @@ __all__ = [
     "ndcg_at_k",
     "average_precision",
     "evaluate",
+    "metric_rows",
 ]
+
+__getattr__ = lazy_getattr(__name__, globals(), _TORCH_MODULES)

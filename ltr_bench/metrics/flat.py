@@ -12,15 +12,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from ltr_bench.data.padding import evaluation_chunks, pad_values
 from ltr_bench.errors import UserError
 from ltr_bench.metrics.names import DEFAULT_METRICS, MetricSpec, parse_metric, ranking_depth
-from ltr_bench.metrics.padded import NoRelevantPolicy, policy_value
-from ltr_bench.metrics.per_query import raw_metric
-from ltr_bench.metrics.ranked import Ranked
+from ltr_bench.metrics.per_query_np import raw_metric
+from ltr_bench.metrics.policy import NoRelevantPolicy, policy_value
+from ltr_bench.metrics.ranked_np import RankedRows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,7 +52,9 @@ class EvalResult:
 
 
 def _as_numpy(values: Any) -> np.ndarray:
-    if isinstance(values, Tensor):
+    """An array of ``values``; a torch tensor (on any device) is detached and copied to the CPU,
+    without this module importing torch."""
+    if hasattr(values, "detach") and hasattr(values, "cpu"):
         values = values.detach().cpu().numpy()
     return np.asarray(values)
 
@@ -108,13 +108,47 @@ def _evaluate_blocks(
     depth = ranking_depth(specs)
     for queries in evaluation_chunks(np.diff(offsets), max_elements):
         (k_pad, l_pad), mask = pad_values([keys, labels], offsets, queries, fills=(np.inf, 0))
-        k_t, l_t, m_t = torch.from_numpy(k_pad), torch.from_numpy(l_pad), torch.from_numpy(mask)
-        r = Ranked.from_keys(k_t, l_t, m_t, depth=depth)
+        r = RankedRows(k_pad, l_pad, mask, depth=depth)
         for spec in specs:
             v, d = raw_metric(spec, r, threshold, max_grade)
-            values[spec.name][queries] = v.numpy()
-            defined[spec.name][queries] = d.numpy()
+            values[spec.name][queries] = v
+            defined[spec.name][queries] = d
     return values, defined, keep
+
+
+def metric_rows(
+    name: str,
+    scores: np.ndarray,
+    labels: np.ndarray,
+    mask: np.ndarray,
+    *,
+    relevance_threshold: float = 1,
+    no_relevant: NoRelevantPolicy = "drop",
+    max_grade: float | None = None,
+) -> np.ndarray:
+    """One metric by name on padded NumPy rows: ``[Q]`` values, the same bits as
+    :func:`~ltr_bench.metrics.padded.metric_padded` on the CPU, without torch.
+
+    ``scores``, ``labels`` and the boolean ``mask`` are ``[Q, L]``; NaN scores rank like -inf.
+    Queries without a document with ``label >= relevance_threshold``, and queries where the
+    metric is undefined, get the ``no_relevant`` value (NaN for "drop").
+    """
+    spec = parse_metric(name)
+    mask = np.asarray(mask, dtype=bool)
+    if mask.shape[1] == 0:  # no documents at all: one padded column keeps shapes valid
+        scores, labels, mask = (np.pad(a, ((0, 0), (0, 1))) for a in (scores, labels, mask))
+    if scores.dtype not in (np.float32, np.float64):  # integers: an exact upcast
+        scores = scores.astype(np.float64)
+    perm, first = None, mask
+    if mask.shape[1] > 1 and (mask[:, 1:] & ~mask[:, :-1]).any():  # put real documents first
+        perm = np.argsort(~mask, axis=1, kind="stable")
+        scores, first = (np.take_along_axis(a, perm, axis=1) for a in (scores, mask))
+    keys = -scores
+    keys[~first | np.isnan(scores)] = np.inf
+    r = RankedRows(keys, labels, mask, perm=perm)
+    values, defined = raw_metric(spec, r, relevance_threshold, max_grade)
+    keep = r.has_relevant(relevance_threshold)
+    return np.where(defined & keep, values, policy_value(no_relevant))
 
 
 class QueryBlocks(Protocol):

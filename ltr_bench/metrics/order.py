@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 from torch import Tensor
+
+from ltr_bench.metrics.row_order import argsort_rows, top_k_rows
 
 
 def float_dtype(device: torch.device) -> torch.dtype:
@@ -30,55 +31,21 @@ def _is_prefix(mask: Tensor) -> bool:
 def stable_argsort(keys: Tensor) -> Tensor:
     """Row-wise stable ascending argsort of a float tensor (ties keep column order).
 
-    On CPU NumPy's SIMD sorts are used, which are several times faster than
-    ``torch.sort(stable=True)``: float32 keys become one integer per element, (order-preserving
-    bits of the key, column), sorted once; float64 keys take an unstable argsort and then a sort of
-    (tie group, column) to order ties. Other devices use the torch sort. All give the same order.
+    On CPU NumPy's SIMD sorts do the work (:func:`~ltr_bench.metrics.row_order.argsort_rows`),
+    several times faster than ``torch.sort(stable=True)``; other devices use the torch sort. Both
+    give the same order.
     """
     if keys.device.type != "cpu" or keys.shape[1] < 2:
         return torch.sort(keys, dim=1, stable=True).indices
-    x = keys.numpy()
-    width = x.shape[1]
-    if x.dtype == np.float32:
-        bits = (x + np.float32(0.0)).view(np.uint32)  # + 0.0 turns -0.0 into +0.0 (they tie)
-        bits = np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31))  # float order -> uint order
-        composite = (bits.astype(np.uint64) << np.uint64(32)) | np.arange(width, dtype=np.uint64)
-        composite.sort(axis=1)
-        return torch.from_numpy((composite & np.uint64(0xFFFFFFFF)).astype(np.int64))
-    shift = (width - 1).bit_length()
-    idx = np.argsort(x, axis=1)
-    ranked = np.sort(x, axis=1)  # = x[idx] row by row, but faster than a gather
-    composite = np.zeros(x.shape, dtype=np.int64)  # tie group number, then the column
-    np.cumsum(ranked[:, 1:] != ranked[:, :-1], axis=1, out=composite[:, 1:])
-    np.left_shift(composite, shift, out=composite)
-    composite |= idx
-    composite.sort(axis=1)
-    composite &= (1 << shift) - 1
-    return torch.from_numpy(composite)
+    return torch.from_numpy(argsort_rows(keys.numpy()))
 
 
 def stable_top_k(keys: Tensor, k: int) -> Tensor:
-    """``[Q, k]``: the first ``k`` columns of :func:`stable_argsort` (the ``k`` smallest keys per
-    row, ascending, ties by column), without sorting whole rows.
-
-    A partition finds each row's k-th smallest key; every key up to it (the k smallest plus any
-    ties with the k-th) is a candidate; the candidates, in column order, are few and get the stable
-    sort. Costs O(L) per row instead of O(L log L).
-    """
+    """``[Q, k]``: the first ``k`` columns of :func:`stable_argsort`, without sorting whole rows
+    on the CPU (:func:`~ltr_bench.metrics.row_order.top_k_rows`)."""
     if keys.device.type != "cpu" or k >= keys.shape[1]:
         return stable_argsort(keys)[:, :k]
-    x = keys.numpy()
-    kth = np.partition(x, k - 1, axis=1)[:, k - 1 : k]
-    candidate = x <= kth
-    rows, cols = np.nonzero(candidate)  # row-major: columns ascending within a row
-    counts = np.bincount(rows, minlength=x.shape[0])
-    slot = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
-    sub_keys = np.full((x.shape[0], int(counts.max())), np.inf, dtype=x.dtype)
-    sub_keys[rows, slot] = x[rows, cols]  # the fill sorts after every candidate
-    sub_cols = np.zeros(sub_keys.shape, dtype=np.int64)
-    sub_cols[rows, slot] = cols
-    order = stable_argsort(torch.from_numpy(sub_keys))[:, :k].numpy()
-    return torch.from_numpy(np.take_along_axis(sub_cols, order, axis=1))
+    return torch.from_numpy(top_k_rows(keys.numpy(), k))
 
 
 def ranking_keys(scores: Tensor, mask: Tensor) -> tuple[Tensor, Tensor | None]:

@@ -6,29 +6,15 @@ training-time validation (:func:`metric_padded`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from typing import Literal
 
 import torch
 from torch import Tensor
 
-from ltr_bench.errors import UserError
 from ltr_bench.metrics.names import DEFAULT_METRICS, parse_metric
 from ltr_bench.metrics.per_query import ndcg_values, raw_metric
+from ltr_bench.metrics.policy import NoRelevantPolicy, policy_value
 from ltr_bench.metrics.ranked import Ranked
-
-NoRelevantPolicy = Literal["drop", "zero", "one"]
-NO_RELEVANT_POLICIES: tuple[str, ...] = ("drop", "zero", "one")
-
-
-def policy_value(no_relevant: str) -> float:
-    """The value a query without relevant documents gets under ``no_relevant`` (NaN: dropped)."""
-    if no_relevant not in NO_RELEVANT_POLICIES:
-        raise UserError(
-            f"no_relevant={no_relevant!r} is not a valid policy; use one of {NO_RELEVANT_POLICIES}"
-        )
-    return {"drop": math.nan, "zero": 0.0, "one": 1.0}[no_relevant]
 
 
 def _apply_policy(values: Tensor, defined: Tensor, no_relevant: str) -> Tensor:

@@ -8,7 +8,7 @@ query-weighted performance ``sum_q P_t(q) E(h_k, q)``, gives it the weight
 
 Speed-up (RankNet revisited, Appendix A): a weak ranker's ranking of a query never changes, so the
 matrix ``E(h_k, q)`` for all features and queries is computed once, vectorised on padded
-``[queries x features, docs]`` blocks with :func:`ltr_bench.metrics.metric_padded`. A round then
+``[queries x features, docs]`` blocks with :func:`ltr_bench.metrics.metric_rows` (NumPy). A round then
 costs one matrix-vector product for the selection plus one vectorised evaluation of ``f_t``.
 
 Degeneracies of plain AdaRank and how they are handled:
@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from ltr_bench.data.padding import pad_index, sorted_chunks
 from ltr_bench.data.queryset import QuerySet
@@ -192,7 +191,7 @@ class AdaRank(Ranker):
 
         Computed once (Appendix A) on padded ``[queries x features, docs]`` blocks.
         """
-        from ltr_bench.metrics import metric_padded
+        from ltr_bench.metrics import metric_rows
 
         layout = layout or _PaddedLayout(data, self.chunk_elements)
         n_f = data.n_features
@@ -206,15 +205,15 @@ class AdaRank(Ranker):
                 f1 = min(n_f, f0 + step)
                 x = data.features[rows, f0:f1]  # [Qc, L, f1 - f0]
                 scores = np.ascontiguousarray(x.transpose(0, 2, 1), dtype=np.float64)
-                values = metric_padded(
+                values = metric_rows(
                     self.metric,
-                    torch.from_numpy(scores.reshape(qc * (f1 - f0), width)),
-                    torch.from_numpy(np.ascontiguousarray(labels[:, f0:f1]).reshape(-1, width)),
-                    torch.from_numpy(np.ascontiguousarray(masks[:, f0:f1]).reshape(-1, width)),
+                    scores.reshape(qc * (f1 - f0), width),
+                    np.ascontiguousarray(labels[:, f0:f1]).reshape(-1, width),
+                    np.ascontiguousarray(masks[:, f0:f1]).reshape(-1, width),
                     relevance_threshold=self.relevance_threshold,
                     no_relevant="zero",
                 )
-                out[f0:f1, queries] = values.numpy().reshape(qc, f1 - f0).T
+                out[f0:f1, queries] = values.reshape(qc, f1 - f0).T
         return out
 
     # ------------------------------------------------------------------ internals
@@ -230,18 +229,18 @@ class AdaRank(Ranker):
 
     def _per_query(self, data: QuerySet, layout: _PaddedLayout, weights: np.ndarray) -> np.ndarray:
         """``[Q]`` metric of ranking by ``features @ weights`` (NaN: no relevant document)."""
-        from ltr_bench.metrics import metric_padded
+        from ltr_bench.metrics import metric_rows
 
         scores = _combined_scores(data.features, weights)
         out = np.full(data.n_queries, np.nan)
         for queries, rows, mask in layout.chunks:
-            out[queries] = metric_padded(
+            out[queries] = metric_rows(
                 self.metric,
-                torch.from_numpy(scores[rows]),
-                torch.from_numpy(data.labels[rows].astype(np.float64)),
-                torch.from_numpy(mask),
+                scores[rows],
+                data.labels[rows].astype(np.float64),
+                mask,
                 relevance_threshold=self.relevance_threshold,
-            ).numpy()
+            )
         return out
 
     def _has_relevant(self, data: QuerySet) -> np.ndarray:
