@@ -440,6 +440,13 @@ def page(m: dict[str, float], imports: dict[str, list[str]], s: dict[str, Any]) 
     lines += [
         f"| model={k}, tracking=none | {', '.join(v) or 'none'} |" for k, v in imports.items()
     ]
+    free = all(not {"lightning", "torch"} & set(imports[k]) for k in ("lambdamart", "adarank"))
+    lines += [
+        "",
+        "| goal | holds |",
+        "| --- | --- |",
+        f"| a LambdaMART or AdaRank run imports neither Lightning nor torch | {'yes' if free else 'no'} |",
+    ]
     return "\n".join(lines)
 
 

@@ -10,12 +10,16 @@ Imports nothing of ltr_bench: every layer may use it.
 
 from __future__ import annotations
 
+import ast
 import functools
+import importlib.util
 import os
 import platform
 import shutil
 import subprocess
+import sys
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 NONE = "none"
@@ -132,6 +136,37 @@ def _gpus_from_nvidia_smi() -> dict[str, Any]:
     }
 
 
+def torch_cuda_version() -> str | None:
+    """The CUDA version the installed torch was built for (``torch.version.cuda``; None: a CPU
+    build or no torch). Read from ``torch/version.py`` where the process has not loaded torch,
+    so a run without torch (LambdaMART, AdaRank) does not import it for this fact."""
+    if "torch" in sys.modules:
+        return sys.modules["torch"].version.cuda
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    try:
+        value = _assigned_literal(folder / "version.py", "cuda")
+    except (OSError, SyntaxError, ValueError):
+        return None
+    return str(value) if value else None
+
+
+def _assigned_literal(path: Path, name: str) -> Any:
+    """The literal a Python file assigns to ``name`` at its top level (None if it does not)."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return ast.literal_eval(value)
+    return None
+
+
 @functools.cache
 def gpu_facts(use_cuda: bool = False) -> dict[str, Any]:
     """GPU model, count, memory (GiB per GPU), driver and torch's CUDA version; "none"/0 without.
@@ -139,16 +174,18 @@ def gpu_facts(use_cuda: bool = False) -> dict[str, Any]:
     ``use_cuda``: the run asked for a CUDA device, so ``torch.cuda`` may be asked; it is
     initialised (device properties) only where ``nvidia-smi`` is missing.
     """
-    import torch
-
     facts: dict[str, Any] = {"gpu_count": 0, "gpu_model": NONE, "gpu_memory_gib": 0}
-    facts["cuda"] = torch.version.cuda or NONE
+    facts["cuda"] = torch_cuda_version() or NONE
     facts["cuda_driver"] = NONE
     smi = _gpus_from_nvidia_smi()
     facts.update(smi)
-    if use_cuda and not smi:
+    if not use_cuda:
+        return facts
+    import torch
+
+    if not smi:
         facts.update(_gpus_from_torch())
-    elif use_cuda and torch.cuda.is_available():
+    elif torch.cuda.is_available():
         # the GPUs this process may use (CUDA_VISIBLE_DEVICES), counted without a CUDA context
         facts["gpu_count"] = torch.cuda.device_count()
     return facts
@@ -177,7 +214,7 @@ def facts(accelerator: str | None = None, threads: int | None = None) -> dict[st
     if threads is None:
         import torch
 
-        threads = torch.get_num_threads()
+        threads = torch.get_num_threads()  # the caller's count where it has one: no import
     out = dict(_static_facts())
     out["threads"] = int(threads)
     out["accelerator"] = str(accelerator or "cpu")

@@ -66,11 +66,11 @@ def tracked_lambdamart_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[se
 
 
 @pytest.mark.parametrize(("model", "tracking"), [("lambdamart", "mlflow"), ("adarank", "none")])
-def test_a_tree_or_boosting_run_imports_no_lightning(
+def test_a_tree_or_boosting_run_imports_neither_lightning_nor_torch(
     tmp_path: Path, model: str, tracking: str, request: pytest.FixtureRequest
 ) -> None:
     """Tracked (MLflow's default store in the run's folder) or not: its fit takes no Lightning
-    logger, so none is built."""
+    logger, so none is built, and its evaluation is NumPy's."""
     if model == "lambdamart":
         loaded, tmp_path = request.getfixturevalue("tracked_lambdamart_run")
     else:
@@ -81,7 +81,7 @@ def test_a_tree_or_boosting_run_imports_no_lightning(
         )
         loaded = _modules_after(run, tmp_path)
     assert "ltr_bench" in loaded
-    assert "lightning" not in loaded
+    assert not loaded & {"lightning", "torch"}  # metrics, seeds and machine facts need no torch
     assert (tmp_path / "run" / "results.json").is_file()
 
 
@@ -126,3 +126,21 @@ def test_a_loaded_scipy_signal_is_left_as_it_is() -> None:
     import_torchmetrics_without_scipy_signal()
     assert sys.modules["scipy.signal"] is scipy.signal and scipy.signal.__file__
     assert {k: v for k, v in sys.modules.items() if k in before} == before
+
+
+def test_a_neural_run_gets_torchs_threads_and_seed_once_its_ranker_loads_torch(
+    tmp_path: Path,
+) -> None:
+    """The job sets torch's thread count and seed after building the ranker, whose module loads
+    torch: a DirectRanker run still runs torch on ``threads`` threads."""
+    run = (
+        "import torch\n"
+        "torch.set_num_threads(2)\n"
+        "from ltr_bench.cli import main\n"
+        "try:\n    main(['dataset.n_train=100', 'dataset.docs_per_query=10', 'model.epochs=1',"
+        " 'threads=1', 'tracking=none', 'hydra.run.dir=run', 'trainer.enable_progress_bar=false'])\n"
+        "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "assert torch.get_num_threads() == 1, torch.get_num_threads()\n"
+    )
+    loaded = _modules_after(run, tmp_path)
+    assert "torch" in loaded and (tmp_path / "run" / "results.json").is_file()

@@ -136,3 +136,30 @@ def test_gpus_are_read_from_nvidia_smi_without_cuda_in_this_process(
         machine.gpu_facts.cache_clear()
     assert f["gpu_count"] == 2 and f["gpu_model"] == "NVIDIA A100-SXM4-40GB"
     assert f["gpu_memory_gib"] == 40.0 and f["cuda_driver"] == "535.104.05" and calls == []
+
+
+def test_torchs_cuda_version_is_read_from_its_file_where_torch_is_not_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run without torch (LambdaMART) records the same ``cuda`` fact as torch itself gives."""
+    import importlib.util
+    import sys
+
+    import torch
+
+    assert machine.torch_cuda_version() == torch.version.cuda  # loaded: torch's own
+    folder = tmp_path / "torch"
+    folder.mkdir()
+    spec = importlib.util.spec_from_loader("torch", loader=None, is_package=True)
+    assert spec is not None and spec.submodule_search_locations is not None
+    spec.submodule_search_locations.append(str(folder))
+    monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec)
+    for text, expected in [
+        ("from typing import Optional\ncuda: Optional[str] = '12.8'\n", "12.8"),
+        ("cuda = None\n", None),
+        ("__version__ = '2.0'\n", None),
+        ("cuda = (\n", None),  # not Python: no fact rather than a failed run
+    ]:
+        (folder / "version.py").write_text(text)
+        assert machine.torch_cuda_version() == expected, text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,26 +54,47 @@ def parallel_jobs() -> int:
     return cores if n < 0 else min(n, cores)  # joblib: -1 = one job per core
 
 
-def configure_threads(cfg: DictConfig) -> int:
-    """Set torch's thread count from ``threads`` and write the number back, so ``${threads}`` in
-    model configs (LightGBM ``n_jobs``) resolves to the same count. ``threads=null`` means all
-    cores, shared among the jobs a parallel launcher runs at once."""
-    import torch
-
+def resolve_threads(cfg: DictConfig) -> int:
+    """Write the job's thread count into ``threads``, so ``${threads}`` in model configs (LightGBM
+    ``n_jobs``) resolves to it. ``threads=null`` means all cores, shared among the jobs a parallel
+    launcher runs at once."""
     n = cfg.get("threads") or max(1, (os.cpu_count() or 1) // parallel_jobs())
-    torch.set_num_threads(int(n))
     with open_dict(cfg):
         cfg.threads = int(n)
     return int(n)
 
 
-def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and torch (LightGBM gets ``seed`` through its model config)."""
+def configure_threads(cfg: DictConfig) -> int:
+    """:func:`resolve_threads`, and set torch's thread count to it."""
     import torch
 
+    n = resolve_threads(cfg)
+    torch.set_num_threads(n)
+    return n
+
+
+def seed_everything(seed: int, *, torch_too: bool = True) -> None:
+    """Seed Python, NumPy and (``torch_too``) torch (LightGBM gets ``seed`` through its model
+    config)."""
     random.seed(seed)
     np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
+    if torch_too:
+        import torch
+
+        torch.manual_seed(seed)
+
+
+def configure_loaded_torch(cfg: DictConfig) -> None:
+    """Torch's thread count (``threads``) and seed (``seed``), where the job has loaded torch.
+
+    A job calls this once its ranker is built: a neural ranker's module loads torch, and gets
+    both before any torch work; a ranker without torch (LambdaMART, AdaRank, ...) never loads it,
+    so its run skips torch's import.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(int(cfg.threads))
+        torch.manual_seed(int(cfg.seed))
 
 
 def seed_for_repeat(seed: int, repeat: int) -> int:

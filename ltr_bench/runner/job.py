@@ -16,7 +16,12 @@ from ltr_bench.runner.checks import (
     check_distributed,
     check_top_level,
 )
-from ltr_bench.runner.context import configure_threads, job_context, seed_everything
+from ltr_bench.runner.context import (
+    configure_loaded_torch,
+    job_context,
+    resolve_threads,
+    seed_everything,
+)
 from ltr_bench.runner.inner_cv import run_inner_cv
 from ltr_bench.runner.outer import run_final
 from ltr_bench.runner.pipeline import build_ranker
@@ -46,11 +51,13 @@ def run(
             "sweeps select on vali (objective.split=vali)"
         )
     ctx = job_context(output_dir)
-    configure_threads(cfg)
+    resolve_threads(cfg)
     dataset = instantiate(cfg.dataset, _convert_="all")
-    # the ranker validates its config (e.g. its loss's kind) before any run is logged
+    # the ranker validates its config (e.g. its loss's kind) before any run is logged; building
+    # it imports its libraries (torch only for a ranker that uses it)
     build_ranker(cfg)
-    seed_everything(int(cfg.seed))
+    seed_everything(int(cfg.seed), torch_too=False)
+    configure_loaded_torch(cfg)
     tracker = Tracker.from_config(cfg.tracking, ctx.cwd)
     tags = common_tags(cfg, ctx)
     loop = run_inner_cv if mode == "inner_cv" else run_final
