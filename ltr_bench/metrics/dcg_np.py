@@ -24,27 +24,39 @@ def position_discounts(width: int) -> np.ndarray:
     return 1.0 / np.log2(np.arange(1, width + 1, dtype=np.float64) + 1.0)
 
 
-def ideal_dcg(labels: np.ndarray, mask: np.ndarray, k: int | None = None) -> np.ndarray:
+def grade_counts(labels: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
+    """``[Q, G]`` how many documents of each query hold each grade, highest grade first, for
+    integer grades in 0..63 (what the sort-free IDCG needs); None for other labels."""
+    if labels.dtype.kind not in "biu" or not labels.size:
+        return None
+    lab = np.where(mask, labels, 0).astype(np.int64)
+    n_grades = int(lab.max()) + 1
+    if int(lab.min()) < 0 or n_grades > 64:
+        return None
+    cell = np.arange(lab.shape[0])[:, None] * n_grades + lab  # (query, grade)
+    counts = np.bincount(cell[mask], minlength=lab.shape[0] * n_grades)
+    return counts.reshape(lab.shape[0], n_grades)[:, ::-1]
+
+
+def ideal_dcg(
+    labels: np.ndarray, mask: np.ndarray, k: int | None = None, counts: np.ndarray | None = None
+) -> np.ndarray:
     """``[Q]`` IDCG@k: the DCG@k of each query's labels sorted in descending order.
 
     Integer grades take the sort-free path of :func:`ltr_bench.metrics.dcg.ideal_dcg`: per-grade
-    counts place each grade on a run of ideal ranks, whose discounts are a difference of discount
-    prefix sums.
+    counts (:func:`grade_counts`, or ``counts`` computed once for several cut-offs) place each
+    grade on a run of ideal ranks, whose discounts are a difference of discount prefix sums.
     """
     width = labels.shape[1]
     kk = width if k is None else min(k, width)
-    if labels.dtype.kind in "biu" and labels.size:
-        lab = np.where(mask, labels, 0).astype(np.int64)
-        n_grades = int(lab.max()) + 1
-        if int(lab.min()) >= 0 and n_grades <= 64:
-            cell = np.arange(lab.shape[0])[:, None] * n_grades + lab  # (query, grade)
-            counts = np.bincount(cell[mask], minlength=lab.shape[0] * n_grades)
-            counts = counts.reshape(lab.shape[0], n_grades)[:, ::-1]  # grades high to low
-            end = counts.cumsum(1)
-            prefix = np.concatenate([np.zeros(1), position_discounts(kk).cumsum(0)])
-            run = prefix[np.minimum(end, kk)] - prefix[np.minimum(end - counts, kk)]
-            grade_gain = gains(np.arange(n_grades - 1, -1, -1, dtype=np.float64))
-            return row_sums(run * grade_gain)
+    counts = grade_counts(labels, mask) if counts is None else counts
+    if counts is not None:
+        end = counts.cumsum(1)
+        prefix = np.concatenate([np.zeros(1), position_discounts(kk).cumsum(0)])
+        run = prefix[np.minimum(end, kk)] - prefix[np.minimum(end - counts, kk)]
+        n_grades = counts.shape[1]
+        grade_gain = gains(np.arange(n_grades - 1, -1, -1, dtype=np.float64))
+        return row_sums(run * grade_gain)
     g = np.where(mask, gains(labels), 0.0)
     g = -np.sort(-g, axis=1)[:, :kk]
     return row_sums(g * position_discounts(g.shape[1]))

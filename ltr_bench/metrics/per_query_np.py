@@ -14,9 +14,6 @@ from ltr_bench.metrics.names import MetricSpec
 from ltr_bench.metrics.ranked_np import RankedRows
 from ltr_bench.metrics.row_sums import row_sums
 
-# Counts per chunk of the pair-accuracy pass (a few int64 temporaries of that size).
-_PAIR_COUNT_ELEMENTS = 1 << 20
-
 _Raw = tuple[np.ndarray, np.ndarray]
 
 
@@ -24,16 +21,17 @@ def _ndcg(r: RankedRows, k: int | None) -> _Raw:
     """NDCG@k (``k=None``: whole query); defined where IDCG > 0."""
     g = gains(r.labels(k))  # padding has label 0, gain 0
     dcg = row_sums(g * position_discounts(g.shape[1]))
-    idcg = ideal_dcg(r.input_labels, r.mask, k)
+    idcg = ideal_dcg(r.input_labels, r.mask, k, r.grade_counts)
     defined = idcg > 0
     return np.minimum(dcg / np.where(defined, idcg, 1.0), 1.0), defined
 
 
 def _average_precision(r: RankedRows, threshold: float) -> _Raw:
-    rel = r.relevant(threshold).astype(np.float64)
+    relevant = r.relevant(threshold)
+    rel = relevant.astype(np.float64)
     pos = np.arange(1, rel.shape[1] + 1, dtype=np.float64)
-    prec_at = rel.cumsum(axis=1) / pos
-    n_rel = rel.sum(axis=1)  # whole numbers: exact in any order
+    prec_at = relevant.cumsum(axis=1, dtype=np.int32) / pos  # whole counts: exact either way
+    n_rel = relevant.sum(axis=1).astype(np.float64)
     defined = n_rel > 0
     return row_sums(prec_at * rel) / np.maximum(n_rel, 1.0), defined
 
@@ -67,34 +65,30 @@ def _err(r: RankedRows, k: int | None, max_grade: float | None) -> _Raw:
     return row_sums(stop * reach / pos), defined
 
 
-def _pair_accuracy(r: RankedRows, max_elements: int = _PAIR_COUNT_ELEMENTS) -> _Raw:
-    """Correctly ordered pairs / pairs with different labels, by counting grades below each rank
-    (see :func:`ltr_bench.metrics.per_query._pair_accuracy`); integer counts, in chunks."""
+def _pair_accuracy(r: RankedRows) -> _Raw:
+    """Correctly ordered pairs / pairs with different labels
+    (:func:`ltr_bench.metrics.per_query._pair_accuracy`), counted grade by grade: the document
+    at rank p heads one correct pair per document ranked after it with a smaller grade. Integer
+    counts, so the result is exact in any order; ``[Q, L]`` arrays only."""
     labels = r.labels()
-    q, width = labels.shape
+    q = labels.shape[0]
     if q == 0:
         return np.zeros(0), np.zeros(0, dtype=bool)
     levels, grade = np.unique(labels, return_inverse=True)
-    grade = grade.reshape(labels.shape)
-    n_levels = len(levels)
-    grade = np.where(r.valid(), grade, n_levels)  # padding -> an extra level, dropped below
-    rows = max(1, max_elements // (width * (n_levels + 1)))
-    correct, total = [], []
-    for start in range(0, q, rows):  # chunks of queries, not one query at a time
-        gc = grade[start : start + rows]
-        onehot = np.eye(n_levels + 1, dtype=np.int64)[gc][..., :n_levels]  # [C, L, G]
-        after = onehot[:, ::-1].cumsum(1)[:, ::-1] - onehot  # counts of each grade ranked below
-        below = after.cumsum(2) - after  # ... with a strictly smaller grade
-        index = np.minimum(gc, n_levels - 1)[..., None]
-        hit = np.take_along_axis(below, index, axis=2)[..., 0]
-        correct.append((hit * (gc < n_levels)).sum(1))
-        counts = onehot.sum(1)
-        n = counts.sum(1)
-        total.append((n * n - (counts * counts).sum(1)) // 2)
-    correct_f = np.concatenate(correct).astype(np.float64)
-    total_f = np.concatenate(total).astype(np.float64)
-    defined = total_f > 0
-    return correct_f / np.maximum(total_f, 1.0), defined
+    grade = np.where(r.valid(), grade.reshape(labels.shape), len(levels))  # padding: no level
+    correct = np.zeros(q, dtype=np.int64)
+    sum_sq = np.zeros(q, dtype=np.int64)
+    smaller_after = np.zeros(grade.shape, dtype=np.int64)  # documents after p with a lower grade
+    for level in range(len(levels)):
+        at = grade == level
+        correct += np.where(at, smaller_after, 0).sum(axis=1)
+        after = at[:, ::-1].cumsum(axis=1)[:, ::-1] - at  # documents of this level after p
+        smaller_after += after
+        sum_sq += at.sum(axis=1) ** 2
+    n = r.n_docs.astype(np.int64)
+    total = ((n * n - sum_sq) // 2).astype(np.float64)
+    defined = total > 0
+    return correct.astype(np.float64) / np.maximum(total, 1.0), defined
 
 
 def raw_metric(spec: MetricSpec, r: RankedRows, threshold: float, max_grade: float | None) -> _Raw:

@@ -7,6 +7,7 @@ import functools
 
 import numpy as np
 
+from ltr_bench.metrics.dcg_np import grade_counts
 from ltr_bench.metrics.row_order import argsort_rows, top_k_rows
 
 
@@ -41,6 +42,12 @@ class RankedRows:
     def raw_labels(self) -> np.ndarray:
         """``[Q, L]`` float64 labels in input order, 0 at padding."""
         return np.where(self.mask, self.input_labels.astype(np.float64), 0.0)
+
+    @functools.cached_property
+    def grade_counts(self) -> np.ndarray | None:
+        """Each query's documents per grade (:func:`~ltr_bench.metrics.dcg_np.grade_counts`),
+        counted once for every IDCG cut-off."""
+        return grade_counts(self.input_labels, self.mask)
 
     def valid(self, k: int | None = None) -> np.ndarray:
         """``[Q, min(k, L)]`` True where the rank holds a real document."""
