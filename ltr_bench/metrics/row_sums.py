@@ -8,8 +8,8 @@ the one its evaluation reports, and results stay what they were when torch compu
 row's terms must be added in the same order. NumPy's pairwise sum uses another order, so this
 module adds them in ATen's (``aten/src/ATen/native/cpu/SumKernel.cpp``, ``cascade_sum``):
 
-* rows of at least ``lanes`` values (the CPU's SIMD width in float64 values) are read as vectors
-  of ``lanes`` values; the vectors go through ``row_sum`` (four interleaved streams, each a
+* rows of at least ``lanes`` values (:data:`LANES`, the kernel's vector width in float64 values)
+  are read as vectors of ``lanes`` values; the vectors go through ``row_sum`` (four interleaved streams, each a
   cascade of partial sums in blocks of 16 or more); the leftover values are added one by one,
   then the ``lanes`` partial sums;
 * shorter rows go through ``row_sum`` value by value.
@@ -22,10 +22,14 @@ The tests compare the result with ``torch.sum`` bit for bit on many lengths.
 from __future__ import annotations
 
 import platform
-from functools import cache
 
 import numpy as np
 
+#: Float64 values per vector in torch's CPU sum kernel: 4 on x86-64 (its AVX2 and default builds
+#: of the kernel both use 32-byte vectors, and AVX-512 CPUs run the AVX2 build: measured), 2 on
+#: ARM (128-bit NEON vectors; not measured here). The tests check :func:`row_sums` against
+#: ``torch.sum`` on the machine they run on.
+LANES = 2 if platform.machine().lower() in ("arm64", "aarch64") else 4
 _ILP = 4  # row_sum's interleaved streams
 _LEVELS = 4  # multi_row_sum's cascade levels
 
@@ -76,12 +80,11 @@ def _row_sum(terms: np.ndarray) -> np.ndarray:
     return total
 
 
-def row_sums(x: np.ndarray, lanes: int | None = None) -> np.ndarray:
+def row_sums(x: np.ndarray, lanes: int = LANES) -> np.ndarray:
     """``x.sum(axis=1)`` of a float64 ``[Q, L]`` array, added as ``torch.sum(dim=1)`` adds on the
-    CPU with ``lanes`` float64 values per vector (default: :func:`simd_lanes`) in one thread."""
+    CPU with ``lanes`` float64 values per vector, each row in one thread."""
     x = np.ascontiguousarray(x, dtype=np.float64)
     q, width = x.shape
-    lanes = simd_lanes() if lanes is None else lanes
     if width >= lanes:
         n_vec = width // lanes
         vectors = _row_sum(x[:, : n_vec * lanes].reshape(q, n_vec, lanes))  # [Q, lanes]
@@ -90,11 +93,3 @@ def row_sums(x: np.ndarray, lanes: int | None = None) -> np.ndarray:
     else:
         total = _row_sum(x)
     return np.zeros(q) + total  # the kernel adds the row's sum to a zeroed output
-
-
-@cache
-def simd_lanes() -> int:
-    """Float64 values per vector in torch's CPU sum kernel: 4 on x86-64 (its AVX2 and default
-    builds of the kernel both use 32-byte vectors, and AVX-512 CPUs run the AVX2 build: measured),
-    2 on ARM's 128-bit NEON vectors. The tests check the result against ``torch.sum``."""
-    return 2 if platform.machine().lower() in ("arm64", "aarch64") else 4
