@@ -416,6 +416,11 @@ def page(m: dict[str, float], imports: dict[str, list[str]], s: dict[str, Any]) 
         ("--cfg job / import hydra", m["ltr-bench --cfg job"] / hydra, "<= 3"),
         ("tiny sweep / tiny run", s["wall_s"] / tiny, "<= 1.5"),
         ("tiny sweep / sweep floor", s["wall_s"] / sweep_floor(s), "(floor 1)"),
+        (
+            "sweep floor / tiny run (the least tiny sweep / tiny run these floors allow)",
+            sweep_floor(s) / tiny,
+            "(floor)",
+        ),
         ("trial 0 asked after launch (s)", s["trial0_asked_s"], "<= ~2"),
         (
             "trial 0 asked after launch / trial 0's floor",
