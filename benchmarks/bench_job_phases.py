@@ -5,8 +5,9 @@ README's sweep on real data (``search=<model>`` on MQ2008, one outer fold, 5-fol
 ``--jobs`` joblib workers), with a worker hook (:func:`hook`, the sweep's
 ``sweep.on_worker_start``, which also applies the default hook's garbage-collector policy) that
 stamps wall and CPU time at each phase's edges: the payload unpacked and logging set up; the
-job's config composed through the worker's cache; Hydra's joblib launcher and its ``run_job``
-(output folder, ``HydraConfig.set_config``, deep copies, the three ``.hydra`` YAML files); the
+job's config composed through the worker's cache; the joblib launcher's ``execute_job`` and
+``run_job`` (:mod:`ltr_bench.launching.job_run`: output folder, ``HydraConfig.set_config``, deep
+copies, the three ``.hydra`` YAML files); the
 task; ``ltr_bench.runner.run`` up to the trial's MLflow run (config checks, data, ranker,
 tracker, tags, the study's sweep run); and after the run. Each worker's first job (its imports
 and caches warming) is left out. The same jobs' time inside their MLflow runs but outside the
@@ -36,8 +37,8 @@ OUT_ENV = "LTR_JOB_PHASES_OUT"  # the folder the workers' stamps go to
 PHASES = [
     ("the payload unpacked, the job's logging set up", "job>", "compose>", 0, 0),
     ("the job's config composed through the worker's cache", "compose>", "<compose", 0, 0),
-    ("Hydra's joblib launcher, up to run_job", "<compose", "run_job>", 0, 0),
-    ("Hydra's run_job, up to the task", "run_job>", "task>", 0, 0),
+    ("the joblib launcher's execute_job, up to run_job", "<compose", "run_job>", 0, 0),
+    ("run_job, up to the task", "run_job>", "task>", 0, 0),
     ("the task, up to ltr_bench.runner.run", "task>", "run>", 0, 0),
     ("ltr_bench.runner.run, up to the trial's MLflow run", "run>", "start_run>", 0, -1),
     ("the MLflow run's end, until run returns", "<end_run", "<run", -1, 0),
@@ -56,10 +57,10 @@ def hook() -> None:
 
     tune_garbage_collection()
     import hydra.core.utils as hydra_utils
-    import hydra_plugins.hydra_joblib_launcher._core as joblib_core
     from hydra.core.hydra_config import HydraConfig
 
     import ltr_bench.launching.composing as composing
+    import ltr_bench.launching.job_run as job_run
     import ltr_bench.launching.processes as processes
     import ltr_bench.runner as runner
     from ltr_bench.tracking.tracker import Tracker
@@ -82,7 +83,7 @@ def hook() -> None:
 
     stamped(composing, "execute_job", "job")
     stamped(composing.CachedLoader, "load_sweep_config", "compose")
-    stamped(joblib_core, "run_job", "run_job")
+    stamped(job_run, "run_job", "run_job")
     stamped(hydra_utils, "_save_config", "save")
     stamped(HydraConfig, "set_config", "set_config")
     stamped(processes, "_run_guarded", "task")

@@ -66,8 +66,8 @@ def test_a_workers_stamps_split_into_each_jobs_phases_its_first_job_left_out(
     assert walls == {
         "the payload unpacked, the job's logging set up": [1.0, 1.0],
         "the job's config composed through the worker's cache": [2.0, 2.0],
-        "Hydra's joblib launcher, up to run_job": [3.0, 3.0],
-        "Hydra's run_job, up to the task": [4.0, 4.0],
+        "the joblib launcher's execute_job, up to run_job": [3.0, 3.0],
+        "run_job, up to the task": [4.0, 4.0],
         "the task, up to ltr_bench.runner.run": [0.5, 0.5],
         "ltr_bench.runner.run, up to the trial's MLflow run": [5.0, 5.0],
         "the MLflow run's end, until run returns": [1.5, 1.5],
@@ -77,7 +77,7 @@ def test_a_workers_stamps_split_into_each_jobs_phases_its_first_job_left_out(
         "a worker idle between its jobs": [2.0],
     }
     cpu = {label: [c for _, c in values] for label, values in phases.items()}
-    assert cpu["Hydra's run_job, up to the task"] == [2.0, 2.0]
+    assert cpu["run_job, up to the task"] == [2.0, 2.0]
     assert cpu["a worker idle between its jobs"] == [1.0]
 
 

@@ -13,8 +13,9 @@ Hydra's compose API returns are composed through the same cache (~10x faster: th
 compose a run config per run, cell and dataset). Within :func:`command_composed_once` (one
 ``ltr-bench`` command), Hydra's second compose of the command's own config starts from its first
 (Hydra composes it once as a multirun to read ``hydra.mode``, then again to run it; a defaults
-tree that skipped a missing ``???`` group serves multiruns only). ``LTR_COMPOSE_CACHE=off``
-turns it off; ``check`` also composes every job and config afresh and fails on any difference."""
+tree that skipped a missing ``???`` group serves multiruns only). A worker runs each job
+through :mod:`ltr_bench.launching.job_run`. ``LTR_COMPOSE_CACHE=off`` turns both off (Hydra
+composes and runs every job); ``check`` also composes every job and config afresh and fails on any difference."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from ltr_bench.launching import hydra_private, job_logging, parsed_yaml
+from ltr_bench.launching import hydra_private, job_logging, job_run, parsed_yaml
 
 CACHE_ENV = "LTR_COMPOSE_CACHE"
 MAX_SHAPES = 32  # shapes a worker keeps (a study has one; study_per sweeps one per study)
@@ -58,7 +59,7 @@ def execute_job(idx: int, overrides: Sequence[str], payload: bytes) -> Any:
     them back costs ~7 ms a job)."""
     hydra_context, config, task_function, singleton_state = pickle.loads(payload)
     job_logging.install()  # the job's logging configured in one pass
-    run = hydra_private.joblib_execute_job()
+    run = job_run.job_runner() if _mode() != "off" else hydra_private.joblib_execute_job()
     cached = through_cache(hydra_context)  # (the sweeper may have sent it cached already)
     if isinstance(getattr(cached, "config_loader", None), CachedLoader):
         instances = singleton_state.get("instances")

@@ -21,6 +21,10 @@ PRIVATE_NAMES = (
     ("joblib._parallel_backends.LokyBackend", "_prepare_worker_env"),
     ("joblib.externals.loky.process_executor", "_MAX_MEMORY_LEAK_SIZE"),
     ("omegaconf._utils", "get_yaml_loader"),
+    ("hydra.core.utils", "_check_hydra_context"),
+    ("hydra.core.utils", "_save_config"),
+    ("hydra.core.utils", "_flush_loggers"),
+    ("hydra._internal.deprecation_warning", "deprecation_warning"),
 )
 
 
@@ -36,6 +40,16 @@ def joblib_execute_job() -> Any:
     from hydra_plugins.hydra_joblib_launcher._core import execute_job
 
     return execute_job
+
+
+def run_job_helpers() -> tuple[Any, Any, Any, Any]:
+    """The helpers Hydra's ``run_job`` calls, for :mod:`ltr_bench.launching.job_run` to call as
+    it does: ``_check_hydra_context``, ``_save_config``, ``_flush_loggers`` and
+    ``deprecation_warning``."""
+    from hydra._internal.deprecation_warning import deprecation_warning
+    from hydra.core.utils import _check_hydra_context, _flush_loggers, _save_config
+
+    return _check_hydra_context, _save_config, _flush_loggers, deprecation_warning
 
 
 def basic_launcher_class() -> type:

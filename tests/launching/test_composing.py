@@ -148,6 +148,7 @@ def _recording(ran: list[Any]) -> Any:
 def test_off_leaves_composing_to_hydra(monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[Any] = []
     monkeypatch.setattr(composing.hydra_private, "joblib_execute_job", lambda: _recording(ran))
+    monkeypatch.setattr(composing.job_run, "job_runner", lambda: _recording(ran))
     monkeypatch.setenv(composing.CACHE_ENV, "off")
     ret = composing.execute_job(0, [], _payload("Hydra's context", {}))
     assert ran[0][2] == "Hydra's context"  # Hydra's own loader
@@ -177,6 +178,7 @@ def test_a_search_path_of_its_own_gets_config_sources_of_its_own(
 def test_a_worker_keeps_the_plugins_its_first_job_found(monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[Any] = []
     monkeypatch.setattr(composing.hydra_private, "joblib_execute_job", lambda: _recording(ran))
+    monkeypatch.setattr(composing.job_run, "job_runner", lambda: _recording(ran))
     warm = object()
     monkeypatch.setattr(composing.hydra_private, "warm_plugins", lambda: warm)
     from hydra.types import HydraContext
