@@ -35,6 +35,17 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, DictC
         yield HydraContext(config_loader=loader, callbacks=Callbacks(master)), master, root / "sw"
 
 
+@pytest.fixture(autouse=True)
+def _hydra_state_kept() -> Iterator[None]:
+    """Hydra's singletons as they were (a job leaves ``HydraConfig`` set: other tests in this
+    process expect it unset)."""
+    from hydra.core.singleton import Singleton
+
+    state = Singleton.get_state()
+    yield
+    Singleton.set_state(state)
+
+
 class Seen:
     """What a task saw: its config, ``HydraConfig``, working folder and environment."""
 
