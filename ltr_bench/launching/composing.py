@@ -15,7 +15,8 @@ compose a run config per run, cell and dataset). Within :func:`command_composed_
 (Hydra composes it once as a multirun to read ``hydra.mode``, then again to run it; a defaults
 tree that skipped a missing ``???`` group serves multiruns only). A worker runs each job
 through :mod:`ltr_bench.launching.job_run`. ``LTR_COMPOSE_CACHE=off`` turns both off (Hydra
-composes and runs every job); ``check`` also composes every job and config afresh and fails on any difference."""
+composes and runs every job); ``check`` also composes every job and config afresh and fails on
+any difference."""
 
 from __future__ import annotations
 
