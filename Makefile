@@ -92,6 +92,9 @@ results-costs:
 	  $(BIN)/python benchmarks/bench_fixed_costs.py
 	$(PAGE) docs/results/job-phases.md --title "A real sweep job's phases outside its run" -- \
 	  $(BIN)/python benchmarks/bench_job_phases.py
+	$(PAGE) docs/results/sweep-timeline.md --title "Where a tiny sweep's time goes" \
+	  --intro "![The tiny sweep's processes over time](sweep-timeline.png)" -- \
+	  $(BIN)/python benchmarks/bench_sweep_timeline.py --plot docs/results/sweep-timeline.png
 	$(PAGE) docs/results/step-loop.md --title "The neural rankers' two step loops" -- \
 	  $(BIN)/python benchmarks/bench_step_loop.py
 	$(PAGE) docs/results/quick-scales.md --title "Every experiment at scale=quick" -- \

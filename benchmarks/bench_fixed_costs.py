@@ -239,13 +239,9 @@ def library_floors(root: Path, trials: int) -> tuple[float, float]:
     return float(optuna_s), float(mlflow_s)
 
 
-def sweep(root: Path, trials: int) -> dict[str, Any]:
-    """The 20-trial tiny sweep run in ``root`` (its MLflow store and sweep folder): wall time,
-    trial 0's ask and first job, fixed cost per job."""
-    import optuna
-    from bench_sweep_budget import worker_time  # a sibling benchmark: the same worker table
-
-    cmd = [
+def sweep_command(root: Path, trials: int) -> list[str]:
+    """The tiny sweep's command (``ltr-bench`` first), its MLflow store and sweep folder in ``root``."""
+    return [
         LTR_BENCH,
         "-m",
         "hydra/sweeper=ltr_optuna",
@@ -260,8 +256,16 @@ def sweep(root: Path, trials: int) -> dict[str, Any]:
         *TINY,
         *QUIET,
     ]
+
+
+def sweep(root: Path, trials: int) -> dict[str, Any]:
+    """The 20-trial tiny sweep run in ``root`` (its MLflow store and sweep folder): wall time,
+    trial 0's ask and first job, fixed cost per job."""
+    import optuna
+    from bench_sweep_budget import worker_time  # a sibling benchmark: the same worker table
+
     started = dt.datetime.now()
-    wall = timed(cmd, root)
+    wall = timed(sweep_command(root, trials), root)
     results = yaml.safe_load((root / "sweep" / "optimization_results.yaml").read_text())
     study = optuna.load_study(study_name=results["study_name"], storage=results["storage"])
     asked = min(t.datetime_start for t in study.trials if t.datetime_start)
