@@ -16,7 +16,9 @@ phases into ``$LTR_TIMELINE_OUT``:
 
 One tiny run in a warm folder (the median of ``--runs``) is measured beside it. Printed: each
 process's spans (start and end after launch, wall and CPU seconds), the CPU all processes used
-against two cores over the sweep, and the chart's file (``--plot``, a PNG Gantt chart).
+against two cores over the sweep, the sweep in three stretches against one tiny run (until every
+worker has imported its libraries, the jobs from then on, what follows the last job), and the
+chart's file (``--plot``, a PNG Gantt chart).
 
     .venv/bin/python benchmarks/bench_sweep_timeline.py [--trials 20] [--runs 3] [--plot FILE]
 """
@@ -326,8 +328,26 @@ def table(spans: list[Span], wall: float, tiny: float) -> str:
         f"| all | {used:.2f} |",
         f"| {CORES} cores over the sweep's wall time | {CORES * wall:.2f} |",
         f"| used | {used / (CORES * wall):.0%} |",
+        "",
+        *milestones(spans, wall, tiny),
     ]
     return "\n".join(lines)
+
+
+def milestones(spans: list[Span], wall: float, tiny: float) -> list[str]:
+    """The sweep in three stretches, each against one tiny run: until every worker has imported
+    its libraries, the jobs from then on, and what follows the last job."""
+    ready = max(s.end for s in spans if s.kind == "imports")
+    last_job = max(s.end for s in spans if s.kind in JOB_KINDS)
+    return [
+        "| stretch | s | tiny runs |",
+        "| --- | ---: | ---: |",
+        f"| launch until every worker has imported its libraries | {ready:.2f} | {ready / tiny:.2f} |",
+        f"| from then until the last job ends | {last_job - ready:.2f} | {(last_job - ready) / tiny:.2f} |",
+        f"| the study's end, the workers released, the exit | {wall - last_job:.2f} | "
+        f"{(wall - last_job) / tiny:.2f} |",
+        f"| the sweep | {wall:.2f} | {wall / tiny:.2f} |",
+    ]
 
 
 COLOURS = {

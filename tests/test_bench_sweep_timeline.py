@@ -100,6 +100,10 @@ def test_the_table_sums_the_jobs_after_the_first_and_the_cpu_against_two_cores(
     assert "| worker 1 | its other 1 jobs (summed; each 1.50 s wall, 1.10 s CPU" in text
     assert "| all | 9.20 |" in text and "| 2 cores over the sweep's wall time | 20.00 |" in text
     assert "| used | 46% |" in text
+    # imports done at 5 s, the last job ends at 8 s, the process at 10 s; one tiny run: 5 s
+    assert "| launch until every worker has imported its libraries | 5.00 | 1.00 |" in text
+    assert "| from then until the last job ends | 3.00 | 0.60 |" in text
+    assert "| the study's end, the workers released, the exit | 2.00 | 0.40 |" in text
 
 
 def test_the_chart_is_a_png(bench: ModuleType, tmp_path: Path) -> None:
