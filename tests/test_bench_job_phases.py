@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.benchmark_modules import import_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        import bench_job_phases
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
-    return bench_job_phases
+    return import_benchmark("bench_job_phases")
 
 
 def _job(start: float, sweep_run: bool) -> list[tuple[float, float, str]]:

@@ -8,18 +8,14 @@ from types import ModuleType
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.benchmark_modules import import_benchmark
+
 LAUNCH = 1000.0  # wall clock of the launch in the stamp files below
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        import bench_sweep_timeline
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
-    return bench_sweep_timeline
+    return import_benchmark("bench_sweep_timeline")
 
 
 def _write(path: Path, stamps: list[tuple[float, float, str]]) -> None:

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.benchmark_modules import import_benchmark
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -151,11 +153,7 @@ def test_table1_timing_splits_a_runs_worker_seconds_into_its_fits_floor_and_the_
     3 s and 2 s timed) and one refit fold (a 3 s run, 2 s timed; its parent protocol run and the
     sweep's run are not counted): 7 s of fitting, a floor of 3.5 s, 5 s of the runs untimed and 8 s
     of the 20 worker-seconds outside runs."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        import table1_timing
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
+    table1_timing = import_benchmark("table1_timing")
     db = _mlflow_store(
         tmp_path / "mlflow.db",
         runs=[
