@@ -181,11 +181,12 @@ def read_stamps(path: Path, launch: float) -> list[tuple[float, float, str]]:
     return out
 
 
-def _at(stamps: list[tuple[float, float, str]], label: str, which: int = 0) -> tuple[float, float]:
+def _at(stamps: list[tuple[float, float, str]], label: str) -> tuple[float, float]:
+    """``(seconds after launch, CPU seconds)`` of the first stamp ``label``."""
     hits = [(t, c) for t, c, name in stamps if name == label]
     if not hits:
         raise SystemExit(f"no stamp '{label}': the sweep did not run as timed")
-    return hits[which]
+    return hits[0]
 
 
 def sweeper_spans(stamps: list[tuple[float, float, str]], wall: float) -> list[Span]:
@@ -196,15 +197,12 @@ def sweeper_spans(stamps: list[tuple[float, float, str]], wall: float) -> list[S
         spans.append(Span("sweeper", what, a[0], b[0], b[1] - a[1], kind))
 
     up = _at(stamps, "workers>")
-    spans.append(
-        Span(
-            "sweeper",
-            "start-up until the workers start (Python, ltr_bench.cli, Hydra's compose, setup)",
-            0.0,
-            up[0],
-            up[1],
-            "start",
-        )
+    launch = (0.0, 0.0)  # the process's CPU counts from its start
+    span(
+        "start-up until the workers start (Python, ltr_bench.cli, Hydra's compose, setup)",
+        launch,
+        up,
+        "start",
     )
     span(
         "the workers started, the sweep's start (Optuna, the search space, multirun.yaml)",
