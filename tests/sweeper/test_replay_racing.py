@@ -124,16 +124,7 @@ def _mlflow_store(
 def test_the_budget_bench_splits_the_workers_time_from_the_trial_runs(tmp_path: Path) -> None:
     """bench_sweep_budget.worker_time on two trial runs of one worker pair: 10 s of span, runs
     of 4 s and 5 s with 3 s and 2 s timed: 4 s of the runs untimed, 11 s between jobs."""
-    spec = importlib.util.spec_from_file_location(
-        "bench_sweep_budget", REPO / "benchmarks" / "bench_sweep_budget.py"
-    )
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        spec.loader.exec_module(bench)
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
+    bench = import_benchmark("bench_sweep_budget")
     db = _mlflow_store(
         tmp_path / "mlflow.db",
         runs=[("a", 0, 4000), ("b", 5000, 10000), ("sweep", 0, 20000)],
