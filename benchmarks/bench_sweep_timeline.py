@@ -12,13 +12,14 @@ phases into ``$LTR_TIMELINE_OUT``:
 - each joblib worker, through its hook (``sweep.on_worker_start=bench_sweep_timeline.worker_hook``,
   which applies the default hook's garbage-collector policy too): its boot (spawned until the
   hook runs), its imports of ``sweep.warm_up`` (until their ``gc.freeze``), each job, the study's
-  end (plots, trials table, MLflow).
+  end (plots, trials table, MLflow); and each job's CPU by part (``sweep_job_parts.py``: Hydra's
+  steps, each MLflow call, the fits, ltr_bench's own steps).
 
 One tiny run in a warm folder (the median of ``--runs``) is measured beside it. Printed: each
 process's spans (start and end after launch, wall and CPU seconds), the CPU all processes used
 against two cores over the sweep, the sweep in three stretches against one tiny run (until every
-worker has imported its libraries, the jobs from then on, what follows the last job), and the
-chart's file (``--plot``, a PNG Gantt chart).
+worker has imported its libraries, the jobs from then on, what follows the last job), a later
+job's CPU by part and by library, and the chart's file (``--plot``, a PNG Gantt chart).
 
     .venv/bin/python benchmarks/bench_sweep_timeline.py [--trials 20] [--runs 3] [--plot FILE]
 """
@@ -39,6 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import sweep_job_parts
 
 OUT_ENV = "LTR_TIMELINE_OUT"  # the folder each process's stamps go to
 CORES = 2
@@ -111,7 +114,14 @@ def worker_hook() -> None:
         freeze()
 
     gc.freeze = freeze_after_imports
-    on_import("ltr_bench.launching.composing", lambda m: stamped(m, "execute_job", "job"))
+    parts = sweep_job_parts.JobParts(stamp)
+
+    def stamp_jobs(composing: Any) -> None:
+        parts.counted_job(composing, "execute_job")
+        stamped(composing, "execute_job", "job")
+
+    on_import("ltr_bench.launching.composing", stamp_jobs)
+    parts.install(on_import)
     on_import("ltr_bench.sweeper.results", lambda m: stamped(m, "finish_stored_study", "end"))
 
 
@@ -435,10 +445,17 @@ def main() -> None:
         if done.returncode != 0:
             raise SystemExit(f"the sweep failed ({done.returncode}):\n{done.stderr[-3000:]}")
         spans = spans_of(stamps, launch, wall)
+        jobs = [j for path in sorted(stamps.glob("*.stamps")) for j in job_parts(path, launch)]
     print(table(spans, wall, tiny))
+    print("\n".join(["", *sweep_job_parts.parts_table(jobs)]))
     if args.plot:
         plot(spans, wall, tiny, args.plot)
         print(f"\nchart: {args.plot.name}")
+
+
+def job_parts(path: Path, launch: float) -> list[dict[str, Any]]:
+    """The jobs' CPU by part in one process's stamp file (none for the sweeper)."""
+    return sweep_job_parts.jobs_of(read_stamps(path, launch))
 
 
 def spans_of(folder: Path, launch: float, wall: float) -> list[Span]:
