@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+STAMP = "parts "  # a job's stamp: this, then its JSON
 OUTSIDE = "Hydra: the joblib launcher's job outside the parts (payload, HydraConfig.set_config)"
 TASK = "ltr_bench: the task outside the parts (config checks, data, tags, the trial's run)"
 # A neural fit (the benchmark's sweep fits DirectRanker): what Lightning runs around the module's
@@ -139,7 +140,7 @@ class JobParts:
             finally:
                 total = self.leave()
                 if self.jobs > 1:
-                    self.stamp("parts " + json.dumps({"job": total, "parts": dict(self.cpu)}))
+                    self.stamp(STAMP + json.dumps({"job": total, "parts": dict(self.cpu)}))
 
         setattr(owner, name, job)
 
@@ -158,7 +159,7 @@ class JobParts:
 
 def jobs_of(stamps: Sequence[tuple[float, float, str]]) -> list[dict[str, Any]]:
     """The ``parts`` stamps of one process: each counted job's CPU and CPU by part."""
-    return [json.loads(label[6:]) for _, _, label in stamps if label.startswith("parts ")]
+    return [json.loads(label[len(STAMP) :]) for _, _, label in stamps if label.startswith(STAMP)]
 
 
 def library(part: str) -> str:
