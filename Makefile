@@ -108,17 +108,22 @@ results-suite:
 	$(PAGE) docs/results/suite-time.md --title "The test suite's time" -- \
 	  $(BIN)/python benchmarks/bench_suite_time.py
 
+# The data root the two pages below name ("absent from $LTR_DATA"): $LTR_DATA, else the
+# checkout's sibling data, so that the pages read the same wherever they are regenerated
+# (tests/experiments/test_committed_results.py compares them with the committed ones).
+PAGE_DATA := LTR_DATA=$${LTR_DATA:-$(abspath ../shared/data/letor)}
+
 # Seconds: the claims ledger judged from the committed results bundles (docs/results/bundles/),
 # training nothing and reading no MLflow store; claims without a bundle read "not yet run".
 results-claims:
-	$(BIN)/ltr-bench experiment=claims experiment.execute=false threads=1 tracking=none \
+	$(PAGE_DATA) $(BIN)/ltr-bench experiment=claims experiment.execute=false threads=1 tracking=none \
 	  ++experiment.results_page=docs/results/claims.md
 
 # Seconds: the MQ2008 leaderboard page (every model, five folds, the papers' budget) judged from
 # the committed results bundles, training nothing and reading no MLflow store; a model whose part
 # has no bundle yet reads "not yet run" with the command that runs it.
 results-leaderboard:
-	$(BIN)/ltr-bench experiment=leaderboard experiment.execute=false threads=1 tracking=none \
+	$(PAGE_DATA) $(BIN)/ltr-bench experiment=leaderboard experiment.execute=false threads=1 tracking=none \
 	  ++experiment.results_page=docs/results/leaderboard-mq2008.md
 
 # Hours per part: the leaderboard's missing parts run (PARTS=[3] for one, default every part),

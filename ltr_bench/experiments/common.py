@@ -29,16 +29,15 @@ from omegaconf import DictConfig, OmegaConf
 from ltr_bench import tracking_keys as keys
 from ltr_bench.confutil import plain
 from ltr_bench.errors import UserError
+from ltr_bench.experiments.run_configs import compose_run_config as compose_run_config
 from ltr_bench.tracking import RunTracker, Tracker, flatten_config
 
 TAG_EXPERIMENT = keys.TAG_EXPERIMENT  # names live in tracking_keys
 TAG_SCALE = keys.TAG_SCALE
 ROLE_EXPERIMENT = keys.ROLE_EXPERIMENT
-# Hash of what decides an experiment's results (invocation_key), on its parent run: the claims
-# ledger re-uses a finished run with the same key instead of running it again.
+# The results key (invocation_inputs, ltr_bench.experiments.results_key) on its parent run: the
+# claims ledger re-uses a finished run with the same key instead of running it again.
 TAG_EXPERIMENT_KEY = keys.TAG_EXPERIMENT_KEY
-# Top-level overrides that say where or how fast a run goes, not what it computes.
-NEUTRAL_OVERRIDES = ("threads", "tracking", "experiment_name", "seed")
 SPEC_META_KEYS = ("scales",)
 
 
@@ -89,28 +88,6 @@ def apply_command_line(spec: DictConfig, overrides: Sequence[str] | None = None)
             force_add=True,
         )
     return spec
-
-
-def compose_run_config(overrides: Sequence[str]) -> DictConfig:
-    """The project's run config composed with ``overrides`` (Hydra's compose API).
-
-    Inside a running ``ltr-bench`` the app's Hydra instance is reused; elsewhere (tests,
-    notebooks) the ``conf/`` tree is initialised for the call. Within an experiment's run the
-    config files are read once (:func:`ltr_bench.launching.composing.configs_read_once`).
-    """
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from ltr_bench.config_tree import config_dir
-    from ltr_bench.launching.composing import composed
-
-    def run() -> DictConfig:
-        return compose(config_name="config", overrides=list(overrides))
-
-    if GlobalHydra.instance().is_initialized():
-        return composed(run)
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        return composed(run)
 
 
 def user_overrides(exclude_keys: Iterable[str] = ()) -> list[str]:
@@ -298,31 +275,30 @@ def format_summary(frame: Any) -> str:
         return frame.to_string(index=False)
 
 
+def invocation_inputs(
+    name: str,
+    scale: str,
+    seed: int,
+    spec: DictConfig,
+    overrides: Sequence[str],
+    memo: dict[Any, Any] | None = None,
+) -> dict[str, Any]:
+    """What decides an invocation's results, as a readable record
+    (:func:`~ltr_bench.experiments.results_key.results_inputs`): the deciding options of the
+    resolved spec (after ``experiment.*`` overrides), the deciding command-line overrides and the
+    sha256 of the files of every dataset it reads (``memo``: fingerprints taken before)."""
+    from ltr_bench.experiments.fingerprints import data_fingerprints, datasets_read
+    from ltr_bench.experiments.results_key import results_inputs
+
+    data = plain(spec)
+    read = data_fingerprints(datasets_read(data, overrides), memo)
+    return results_inputs(name, scale, seed, data, overrides, read)
+
+
 def invocation_key(
     name: str, scale: str, seed: int, spec: DictConfig, overrides: Sequence[str]
 ) -> str:
-    """A short hash of an experiment invocation's results-deciding inputs: name, scale, seed, the
-    resolved spec (after ``experiment.*`` overrides) and the other command-line overrides except
-    :data:`NEUTRAL_OVERRIDES` (threads, tracking, ...). Not covered: the data files and the code
-    version (the parent run's tags record the commit)."""
-    import hashlib
-    import json
+    """The results key of an invocation: the hash of :func:`invocation_inputs`."""
+    from ltr_bench.experiments.results_key import results_key
 
-    other = sorted(
-        o
-        for o in overrides
-        if override_key(o).split(".")[0] not in NEUTRAL_OVERRIDES
-        and not override_key(o).startswith("hydra")
-    )
-    blob = json.dumps(
-        {
-            "experiment": name,
-            "scale": scale,
-            "seed": seed,
-            "overrides": other,
-            "spec": OmegaConf.to_container(spec, resolve=True),
-        },
-        sort_keys=True,
-        default=str,
-    )
-    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+    return results_key(invocation_inputs(name, scale, seed, spec, overrides))

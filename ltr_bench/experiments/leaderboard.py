@@ -68,6 +68,7 @@ from ltr_bench.experiments.ledger import (
 )
 from ltr_bench.experiments.ledger.bundles import write_page as write_bundle_page
 from ltr_bench.experiments.model_variants import model_entries
+from ltr_bench.experiments.results_key import spec_classes
 
 
 def _ledger_run(spec: DictConfig, scale: str) -> tuple[RunSpec, Claim, bool]:
@@ -116,6 +117,22 @@ def _status(inv: Invocation, number: int, scale: str) -> tuple[str, str]:
     return f"{inv.status}: {inv.reason}", f"`{part_command(number, scale)}`"
 
 
+@spec_classes(
+    deciding=["ledger_run"],
+    execution=["parts"],
+    presentation=[
+        "claim",
+        "where",
+        "metrics",
+        "stat_metrics",
+        "baseline",
+        "rope",
+        "test_train_ratio",
+        "alpha",
+        "intro",
+        "names",
+    ],
+)
 def run(exp: ExperimentRun) -> pd.DataFrame:
     """The driver of ``experiment=leaderboard``."""
     from ltr_bench.provenance import command_line, start, write_page

@@ -26,7 +26,12 @@ import pandas as pd
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.data.transforms import binarize_labels
 from ltr_bench.experiments.common import ExperimentRun, compose_run_config, plain
-from ltr_bench.experiments.synthetic_sensitivity import build_source, format_overrides
+from ltr_bench.experiments.results_key import spec_classes
+from ltr_bench.experiments.synthetic_sensitivity import (
+    SOURCE_OPTIONS,
+    build_source,
+    format_overrides,
+)
 from ltr_bench.stats import mean_se
 
 
@@ -92,6 +97,10 @@ def oracle_classes(labels_sorted: np.ndarray, classes: np.ndarray) -> np.ndarray
     return out
 
 
+@spec_classes(
+    deciding=[*SOURCE_OPTIONS, "panels", "peak_distance"],
+    presentation=["x_scale", "plot_x"],  # the synthetic base's plot options, unused here
+)
 def run(exp: ExperimentRun) -> pd.DataFrame:
     """The driver (``_target_`` of the fig3 experiment)."""
     from ltr_bench.runner import fit_and_score

@@ -21,6 +21,7 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from ltr_bench.experiments.common import ExperimentRun, compose_run_config, plain
+from ltr_bench.experiments.results_key import spec_classes
 from ltr_bench.experiments.sources import relevant_ratio
 from ltr_bench.stats import mean_se
 
@@ -70,6 +71,15 @@ def fit_and_score(
     return source.score(cfg, fitted.scores, fitted.test, rng), fitted.time_fit_s
 
 
+#: The options of the synthetic base (conf/_experiment_synthetic.yaml) that decide the runs of
+#: any driver over its data sources.
+SOURCE_OPTIONS = ("data", "models", "model_params", "run_overrides", "repetitions")
+
+
+@spec_classes(
+    deciding=[*SOURCE_OPTIONS, "x", "values", "series"],
+    presentation=["x_label", "x_scale", "plot_x"],
+)
 def run(exp: ExperimentRun) -> pd.DataFrame:
     """The driver (``_target_`` of fig2*/fig5* experiments)."""
     spec = exp.spec

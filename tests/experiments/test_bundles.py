@@ -32,18 +32,21 @@ CLAIM = (
 )
 
 
-def _fig2c_quick() -> tuple[str, dict]:
-    """The invocation key and resolved spec of the ledger's fig2c run at quick scale."""
+def _fig2c_quick() -> tuple[str, dict, dict]:
+    """The results key, resolved spec and deciding inputs of the ledger's fig2c run at quick
+    scale."""
     from omegaconf import OmegaConf
 
-    from ltr_bench.experiments.common import invocation_key
+    from ltr_bench.experiments.common import invocation_inputs
     from ltr_bench.experiments.ledger import RunSpec, run_spec_config
+    from ltr_bench.experiments.results_key import results_key
 
     spec = run_spec_config(RunSpec("fig2c", "fig2c"), "quick", 0, [])
-    return invocation_key("fig2c", "quick", 0, spec, []), OmegaConf.to_container(spec)
+    inputs = invocation_inputs("fig2c", "quick", 0, spec, [])
+    return results_key(inputs), OmegaConf.to_container(spec), inputs
 
 
-def _record(key: str, spec: dict) -> dict:
+def _record(key: str, spec: dict, inputs: dict) -> dict:
     """A bundle's provenance as the ledger writes it (the tables' hashes are added on writing)."""
     return {
         "name": "fig2c",
@@ -51,6 +54,7 @@ def _record(key: str, spec: dict) -> dict:
         "scale": "quick",
         "seed": 0,
         "key": key,
+        "inputs": inputs,
         "command": "ltr-bench experiment=fig2c scale=quick seed=0",
         "overrides": [],
         "forwarded": [],
@@ -59,34 +63,33 @@ def _record(key: str, spec: dict) -> dict:
         "started": "2026-01-01 00:00 UTC",
         "wall_s": 12.0,
         "machine": {"os": "Linux", "cpu_model": "test CPU", "cpus_logical": 2},
-        "data": {"synthetic": "generated"},
         "source": "a test",
     }
 
 
 @pytest.fixture(scope="module")
-def fig2c() -> tuple[str, dict]:
+def fig2c() -> tuple[str, dict, dict]:
     return _fig2c_quick()
 
 
-def _write(tmp_path: Path, fig2c: tuple[str, dict]) -> Path:
-    key, spec = fig2c
+def _write(tmp_path: Path, fig2c: tuple[str, dict, dict]) -> Path:
+    key, spec, inputs = fig2c
     tables = tmp_path / "tables"
     tables.mkdir(exist_ok=True)
     SUMMARY[SUMMARY["series"] == "a"].to_csv(tables / "summary.csv", index=False)
     (tables / "big.csv").write_text("x\n" + "1\n" * (MAX_FILE_BYTES // 2 + 1))
     bundle = write_bundle(
         tmp_path / "bundles",
-        _record(key, spec),
+        _record(key, spec, inputs),
         {"summary.csv": tables / "summary.csv", "big.csv": tables / "big.csv"},
     )
     return bundle.path
 
 
 def test_a_bundle_keeps_small_tables_and_its_provenance(
-    tmp_path: Path, fig2c: tuple[str, dict]
+    tmp_path: Path, fig2c: tuple[str, dict, dict]
 ) -> None:
-    key, _ = fig2c
+    key, _, _ = fig2c
     where = _write(tmp_path, fig2c)
     assert where == folder(tmp_path / "bundles", "quick", "fig2c", key)
     assert where.name == f"fig2c-{key[:12]}"
@@ -106,9 +109,9 @@ def _edit_key(p: Path) -> None:
     (p / PROVENANCE).write_text(json.dumps(record))
 
 
-def _edit_spec(p: Path) -> None:
+def _edit_inputs(p: Path) -> None:
     record = json.loads((p / PROVENANCE).read_text())
-    record["spec"]["repetitions"] = 99
+    record["inputs"]["spec"]["repetitions"] = 99
     (p / PROVENANCE).write_text(json.dumps(record))
 
 
@@ -131,8 +134,8 @@ def _drop_field(p: Path) -> None:
         (lambda p: (p / PROVENANCE).write_text("{not json"), PROVENANCE, "not readable as JSON"),
         (_drop_field, PROVENANCE, r"fields \['git_commit'\] are missing"),
         (_wrong_type, PROVENANCE, r"fields \['files'\] have the wrong type"),
-        (_edit_key, PROVENANCE, "it records invocation fig2c .* not fig2c"),
-        (_edit_spec, PROVENANCE, "its recorded spec gives key"),
+        (_edit_key, PROVENANCE, "it records invocation fig2c .* not the one its folder"),
+        (_edit_inputs, PROVENANCE, "its recorded inputs give key"),
         (
             lambda p: (p / "summary.csv").write_text("sigma\n0.75\n"),
             "summary.csv",
@@ -143,9 +146,9 @@ def _drop_field(p: Path) -> None:
     ],
 )
 def test_a_corrupt_or_mismatched_bundle_is_one_sentence_naming_the_file(
-    tmp_path: Path, fig2c: tuple[str, dict], damage, file: str, message: str
+    tmp_path: Path, fig2c: tuple[str, dict, dict], damage, file: str, message: str
 ) -> None:
-    key, _ = fig2c
+    key, _, _ = fig2c
     where = _write(tmp_path, fig2c)
     damage(where)
     with pytest.raises(UserError, match=message) as err:
@@ -155,22 +158,23 @@ def test_a_corrupt_or_mismatched_bundle_is_one_sentence_naming_the_file(
     assert "delete its folder" in text
 
 
-def test_every_invocation_key_survives_the_bundles_json(tmp_path: Path) -> None:
-    """A committed bundle's recorded spec gives back its key for every run of the full ledger."""
-    from omegaconf import OmegaConf
-
-    from ltr_bench.experiments.common import compose_run_config, invocation_key, scaled_spec
+def test_every_invocation_key_survives_the_bundles_json() -> None:
+    """A committed bundle's recorded inputs give back its key for every run of the full ledger
+    (they are written as JSON and hashed again when read)."""
+    from ltr_bench.experiments.common import compose_run_config, invocation_inputs, scaled_spec
     from ltr_bench.experiments.ledger import validate_ledger
+    from ltr_bench.experiments.results_key import results_key
 
     cfg = compose_run_config(["experiment=claims", "scale=full"])
     spec = scaled_spec(cfg, "full")
     assert spec.bundles_dir == "docs/results/bundles"
     assert scaled_spec(cfg, "quick").bundles_dir is None  # quick runs keep no bundles
     ledger = validate_ledger(spec, "full")
+    memo: dict = {}
     for name, run_spec in ledger.specs.items():
-        key = invocation_key(str(run_spec.name), "full", 0, run_spec, ["threads=1"])
-        back = OmegaConf.create(json.loads(json.dumps(OmegaConf.to_container(run_spec))))
-        assert invocation_key(str(back.name), "full", 0, back, ["threads=1"]) == key, name
+        inputs = invocation_inputs(str(run_spec.name), "full", 0, run_spec, ["threads=1"], memo)
+        back = json.loads(json.dumps(inputs, indent=1, sort_keys=True))
+        assert results_key(back) == results_key(inputs), name
 
 
 def _ledger(workdir: Path, bundles: Path, out: str, *extra: str):
@@ -188,7 +192,7 @@ def _ledger(workdir: Path, bundles: Path, out: str, *extra: str):
 
 
 def test_a_fresh_clone_rejudges_from_a_bundle_without_training(
-    tmp_path: Path, fig2c: tuple[str, dict]
+    tmp_path: Path, fig2c: tuple[str, dict, dict]
 ) -> None:
     """``execute=false`` in a clean store: the verdict comes from the bundle's table."""
     where = _write(tmp_path, fig2c)
@@ -209,19 +213,28 @@ def test_a_fresh_clone_rejudges_from_a_bundle_without_training(
 
 
 def test_without_a_bundle_a_claim_is_not_yet_run_and_a_corrupt_one_stops_the_ledger(
-    tmp_path: Path, fig2c: tuple[str, dict]
+    tmp_path: Path, fig2c: tuple[str, dict, dict]
 ) -> None:
-    key, spec = fig2c
+    from ltr_bench.experiments.results_key import results_key
+
+    key, spec, inputs = fig2c
     bundles = tmp_path / "bundles"
-    # a bundle of another key (another spec): not used, but named in the reason
-    stale = folder(bundles, "quick", "fig2c", "a" * 20)
-    stale.mkdir(parents=True)
+    # a bundle of the same invocation made with other inputs: never used, its difference named
+    other = json.loads(json.dumps(inputs))
+    other["spec"]["repetitions"] = 7
+    (tmp_path / "t").mkdir()
+    SUMMARY.to_csv(tmp_path / "t" / "summary.csv", index=False)
+    stale = write_bundle(
+        bundles,
+        _record(results_key(other), spec, other),
+        {"summary.csv": tmp_path / "t" / "summary.csv"},
+    ).path
     res = _ledger(tmp_path, bundles, "none", "experiment.execute=false")
     assert res.returncode == 0, res.stderr[-2000:]
     verdict = pd.read_csv(tmp_path / "none" / "claims.csv").set_index("id").loc["noise", "verdict"]
     assert verdict.startswith(
         "not yet run: no tracked run or bundle yet and experiment.execute=false (bundle "
-        f"{stale.name} is of another key"
+        f"{stale.name} is stale: made with `repetitions=7` then, `repetitions=2` now"
     )
     shutil.rmtree(stale)
     where = _write(tmp_path, fig2c)
@@ -234,7 +247,10 @@ def test_without_a_bundle_a_claim_is_not_yet_run_and_a_corrupt_one_stops_the_led
 
 @pytest.mark.heavy
 def test_a_ledger_invocation_writes_its_bundle_and_a_clean_store_reuses_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli_in_process: None, fig2c: tuple[str, dict]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cli_in_process: None,
+    fig2c: tuple[str, dict, dict],
 ) -> None:
     """The tiny fig2c run at quick scale: bundle written (tables, provenance, claims.md); the
     tracked run exported as a bundle by a ledger that trains nothing; re-judged from that bundle
@@ -257,7 +273,7 @@ def test_a_ledger_invocation_writes_its_bundle_and_a_clean_store_reuses_it(
     )
     first = pd.read_csv(tmp_path / "first" / "claims.csv").set_index("id").loc["noise"]
     (where,) = (bundles / "quick").iterdir()
-    key, _ = fig2c
+    key, _, _ = fig2c
     assert where.name == f"fig2c-{key[:12]}"
     files = sorted(p for p in where.rglob("*") if p.is_file())
     assert {p.name for p in files} == {"claims.md", PROVENANCE, "results.csv", "summary.csv"}
@@ -296,21 +312,24 @@ def test_data_fingerprints_are_the_files_sha256_and_differences_are_named(
     tmp_path: Path, letor_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ltr_bench.data.cache import sha256_file
-    from ltr_bench.experiments.ledger.bundles import data_differences, data_fingerprints
+    from ltr_bench.experiments.fingerprints import DataSelection, data_fingerprints
+    from ltr_bench.experiments.results_key import differences
 
     shutil.copytree(letor_dir, tmp_path / "MQ2008")
     monkeypatch.setenv("LTR_DATA", str(tmp_path))
     monkeypatch.setenv("LTR_CACHE", str(tmp_path / "cache"))
-    prints = data_fingerprints(["mq2008", "mq2007"])
-    files = prints["mq2008"]["sha256"]
-    assert prints["mq2008"]["folder"] == "MQ2008" and len(files) == 15
+    prints = data_fingerprints([DataSelection("mq2008"), DataSelection("mq2007")])
+    files = prints["mq2008"]
+    assert len(files) == 15
     assert files["Fold3/vali.txt"] == sha256_file(tmp_path / "MQ2008" / "Fold3" / "vali.txt")
-    assert "absent" in prints["mq2007"]  # MQ2007 is not in this data root
-    assert set(data_fingerprints([])) == {"synthetic"}  # generated: its parameters are the key
-    recorded = json.loads(json.dumps(prints))
-    assert data_differences(recorded, prints) == []
-    recorded["mq2008"]["sha256"]["Fold1/train.txt"] = "0" * 64
-    assert data_differences(recorded, prints) == ["MQ2008/Fold1/train.txt"]
+    assert prints["mq2007"] is None  # MQ2007 is not in this data root
+    assert data_fingerprints([]) == {}  # generated data: its parameters are in the key
+    recorded = {"data": json.loads(json.dumps(prints))}
+    assert differences(recorded, {"data": prints}) == []
+    recorded["data"]["mq2008"]["Fold1/train.txt"] = "0" * 64
+    assert differences(recorded, {"data": prints}) == [
+        "dataset mq2008: files Fold1/train.txt differ (sha256)"
+    ]
 
 
 COMMITTED = Path(__file__).resolve().parents[2] / "docs" / "results" / "bundles"
@@ -340,3 +359,39 @@ def test_every_file_a_committed_bundle_hashes_is_verified(
     with pytest.raises(UserError, match="the table differs from its sha256") as err:
         read_bundle(tmp_path, scale, record["name"], record["key"])
     assert str(err.value).startswith(f"results bundle {where / name}: ")
+
+
+def test_rekey_keeps_a_bundle_whose_deciding_inputs_are_equal_and_refuses_a_stale_one(
+    tmp_path: Path, fig2c: tuple[str, dict, dict]
+) -> None:
+    """A bundle written under an older key (format 1: no inputs; an execution option that did
+    not exist then) is re-keyed in place of running it again; one whose deciding inputs differ
+    is left as it is, the difference named."""
+    from ltr_bench.experiments.ledger.rekey import rekey
+
+    key, spec, _ = fig2c
+    bundles = tmp_path / "bundles"
+    old = dict(spec, in_process=True)
+    for name, recorded in (("fig2c", old), ("fig2c_stale", {**spec, "repetitions": 9})):
+        where = bundles / "quick" / f"{name}-{'0' * 12}"
+        where.mkdir(parents=True)
+        SUMMARY.to_csv(where / "summary.csv", index=False)
+        record = _record("0" * 20, recorded, {})
+        del record["inputs"]
+        from ltr_bench.data.cache import sha256_file
+
+        record.update(
+            name="fig2c",
+            format=1,
+            data={"synthetic": "generated"},
+            files={"summary.csv": {"bytes": 1, "sha256": sha256_file(where / "summary.csv")}},
+        )
+        (where / PROVENANCE).write_text(json.dumps(record))
+    lines = rekey(bundles, "quick")
+    assert any(
+        "stale, left as it is: `repetitions=9` then, `repetitions=2` now" in ln for ln in lines
+    )
+    assert any("in_process (execution)" in ln and f"fig2c-{key[:12]}" in ln for ln in lines)
+    bundle = read_bundle(bundles, "quick", "fig2c", key)
+    assert bundle is not None and bundle.record["previous_keys"] == ["0" * 20]
+    assert (bundles / "quick" / f"fig2c_stale-{'0' * 12}").is_dir()  # untouched

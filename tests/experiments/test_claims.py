@@ -685,37 +685,6 @@ def test_the_ledger_runs_each_experiment_once_and_reuses_tracked_runs(
     assert len(_experiment_runs(db, "paper_figures_quick", "fig2c")) == 1
 
 
-def test_the_invocation_key_ignores_where_and_how_fast_but_not_what() -> None:
-    from omegaconf import OmegaConf
-
-    from ltr_bench.experiments.common import invocation_key
-
-    spec = OmegaConf.create({"name": "fig2c", "values": [0.0, 0.75]})
-    key = invocation_key("fig2c", "quick", 0, spec, [])
-    assert key == invocation_key(
-        "fig2c",
-        "quick",
-        0,
-        spec,
-        [
-            "threads=1",
-            "tracking.tracking_uri=sqlite:///x.db",
-            "tracking=none",
-            "experiment_name=x",
-            "seed=0",
-        ],
-    )
-    others = [
-        invocation_key("fig2c", "full", 0, spec, []),
-        invocation_key("fig2c", "quick", 1, spec, []),
-        invocation_key("fig2c", "quick", 0, spec, ["model.epochs=3"]),
-        invocation_key(
-            "fig2c", "quick", 0, OmegaConf.create({"name": "fig2c", "values": [0.75]}), []
-        ),
-    ]
-    assert key not in others and len(set(others)) == 4
-
-
 def test_provenance_says_when_a_run_started_how_long_it_took_and_its_commit() -> None:
     from types import SimpleNamespace
 

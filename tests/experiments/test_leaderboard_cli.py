@@ -21,13 +21,15 @@ def _write_bundles(root: Path, tables: Path) -> dict[int, list[str]]:
     """A fake bundle per part of the leaderboard's run but MISSING; returns each part's labels."""
     from omegaconf import OmegaConf
 
-    from ltr_bench.experiments.common import compose_run_config, invocation_key, scaled_spec
+    from ltr_bench.experiments.common import compose_run_config, invocation_inputs, scaled_spec
     from ltr_bench.experiments.ledger import parse_ledger, run_spec_config
     from ltr_bench.experiments.ledger.bundles import write_bundle
     from ltr_bench.experiments.model_variants import model_entries
+    from ltr_bench.experiments.results_key import results_key
 
     runs, _ = parse_ledger(scaled_spec(compose_run_config(["experiment=claims"]), "full"))
     labels: dict[int, list[str]] = {}
+    memo: dict = {}
     for k, piece in enumerate(runs["leaderboard_mq2008"].pieces(), 1):
         spec = run_spec_config(piece, "full", 0, ["threads=1"])
         labels[k] = list(model_entries(spec))
@@ -37,12 +39,14 @@ def _write_bundles(root: Path, tables: Path) -> dict[int, list[str]]:
         fake_rows(levels, seed=k).to_csv(tables / f"refits{k}.csv", index=False)
         # parts 1 and 2 are Table 1's own invocations: their bundles carry Table 1's run name
         name = f"table1_mq2008_folds.part{k}" if k <= 2 else piece.name
+        inputs = invocation_inputs("table1", "full", 0, spec, ["threads=1"], memo)
         record = {
             "name": name,
             "experiment": "table1",
             "scale": "full",
             "seed": 0,
-            "key": invocation_key("table1", "full", 0, spec, ["threads=1"]),
+            "key": results_key(inputs),
+            "inputs": inputs,
             "command": f"ltr-bench experiment=table1 part {k}",
             "overrides": list(piece.overrides),
             "forwarded": ["threads=1"],
@@ -51,7 +55,6 @@ def _write_bundles(root: Path, tables: Path) -> dict[int, list[str]]:
             "started": "2026-01-01 00:00 UTC",
             "wall_s": 600.0 * k,
             "machine": {"os": "Linux", "cpu_model": "test CPU", "cpus_logical": 2},
-            "data": {},
             "source": "a test",
         }
         write_bundle(root, record, {"refits.csv": tables / f"refits{k}.csv"})

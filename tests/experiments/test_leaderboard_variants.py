@@ -70,21 +70,21 @@ def test_run_sweeps_passes_each_rows_overrides_and_writes_its_label(
 ) -> None:
     """Table 1's driver with the sweeps, refits and report replaced by recorders: what each
     sweep is asked to run, where, and the rows refits.csv gets."""
-    from ltr_bench.experiments import letor_tables
+    from ltr_bench.experiments import table1_sweeps
     from ltr_bench.experiments.common import ExperimentRun
     from ltr_bench.tracking.tracker import NullTracker
 
     calls: list[list[str]] = []
     monkeypatch.setattr(
-        letor_tables, "_cli", lambda args, log, in_process=False: calls.append(list(args))
+        table1_sweeps, "_cli", lambda args, log, in_process=False: calls.append(list(args))
     )
-    monkeypatch.setattr(letor_tables, "_refit", lambda *a, **k: None)
+    monkeypatch.setattr(table1_sweeps, "_refit", lambda *a, **k: None)
 
     def rows(sweep_dir: Path, base: dict[str, Any], subdir: str = "refit") -> list[dict]:
         return [{**base, "fold": "GEN/Fold1", "test/ndcg@10": 0.5, "test/map": 0.4}]
 
-    monkeypatch.setattr(letor_tables, "_refit_rows", rows)
-    monkeypatch.setattr(letor_tables, "plot_cells", lambda *a, **k: None)
+    monkeypatch.setattr(table1_sweeps, "_refit_rows", rows)
+    monkeypatch.setattr(table1_sweeps, "plot_cells", lambda *a, **k: None)
     spec = OmegaConf.create(
         {
             "name": "table1",
@@ -101,7 +101,7 @@ def test_run_sweeps_passes_each_rows_overrides_and_writes_its_label(
         }
     )
     exp = ExperimentRun(OmegaConf.create({}), spec, tmp_path, NullTracker(), "run")
-    letor_tables.run_sweeps(exp)
+    table1_sweeps.run_sweeps(exp)
     plain, variant = calls
     assert "model=ranknet" in plain and "search=ranknet" in plain
     assert not any(a.startswith(("model.name=", "search_space.")) for a in plain)

@@ -83,8 +83,14 @@ from ltr_bench.experiments.ledger.verdicts import (
     judge,
     verdict_kind,
 )
+from ltr_bench.experiments.results_key import spec_classes
 
 
+@spec_classes(
+    deciding=["runs"],
+    # the parts' anchors reach the key through `runs`; the claims are judged from the tables
+    presentation=["claims", "only", "judge", "table1_parts", "holdout_parts", "leaderboard_parts"],
+)
 def run(exp: ExperimentRun) -> pd.DataFrame:
     """The driver of ``experiment=claims``."""
     from datetime import datetime

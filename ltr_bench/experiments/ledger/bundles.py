@@ -6,16 +6,19 @@ A bundle is the folder ``<bundles_dir>/<scale>/<invocation>-<key[:12]>/`` (``bun
 - the invocation's CSV tables (the top-level ``*.csv`` its experiment wrote, each under
   :data:`MAX_FILE_BYTES`; never models, data or figures),
 - ``provenance.json``: the invocation (name, experiment, scale, seed, overrides, the resolved
-  spec and its invocation key), the command, the git commit, when it started and its wall time,
-  the machine, the data files' sha256 (the data cache's :func:`~ltr_bench.data.cache.file_sha256`)
-  and each table's size and sha256,
+  spec), its results key and ``inputs``, the readable record the key hashes (the deciding
+  options, overrides and the sha256 of every data file: :mod:`~ltr_bench.experiments.results_key`),
+  the command, the git commit, when it started and its wall time, the machine and each table's
+  size and sha256,
 - ``claims.md``: the verdicts of the claims that read the invocation, as a generated page.
 
-The ledger looks for a bundle with the invocation's key before anything else (before the MLflow
-store, before running), so a fresh clone re-judges every claim from the committed bundles without
-training. A bundle is verified before use: a folder whose ``provenance.json`` is unreadable, whose
-recorded key does not match its folder or its recorded spec, whose table differs from its sha256
-or which holds a file of another kind stops the ledger with one sentence naming the file.
+The ledger looks for a bundle made with the invocation's inputs before anything else (before the
+MLflow store, before running), so a fresh clone re-judges every claim from the committed bundles
+without training; a bundle of the same invocation made with other inputs is stale, never used,
+and the ledger names the inputs that differ. A bundle is verified before use: a folder whose
+``provenance.json`` is unreadable, whose recorded key does not match its folder or its recorded
+inputs, whose table differs from its sha256 or which holds a file of another kind stops the ledger
+with one sentence naming the file.
 """
 
 from __future__ import annotations
@@ -28,12 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
 from ltr_bench.errors import UserError
-from ltr_bench.experiments.common import invocation_key
+from ltr_bench.experiments.results_key import differences, results_key
 
-FORMAT = 1
+FORMAT = 2
 PROVENANCE = "provenance.json"
 PAGE = "claims.md"
 #: A bundle stays small: no file over 1 MB, and only tables and text.
@@ -46,6 +47,7 @@ REQUIRED = (
     "scale",
     "seed",
     "key",
+    "inputs",
     "command",
     "overrides",
     "forwarded",
@@ -54,9 +56,9 @@ REQUIRED = (
     "started",
     "wall_s",
     "machine",
-    "data",
     "files",
 )
+REKEY = "python -m ltr_bench.experiments.ledger.rekey"
 
 
 @dataclass(frozen=True)
@@ -97,13 +99,6 @@ def folder(root: Path, scale: str, name: str, key: str) -> Path:
     return root / scale / f"{name}-{key[:12]}"
 
 
-def others(root: Path, scale: str, name: str, key: str) -> list[Path]:
-    """Bundles of the same invocation name under other keys (its spec, seed or overrides were
-    different when they were written)."""
-    mine = folder(root, scale, name, key)
-    return sorted(p for p in (root / scale).glob(f"{name}-*") if p.is_dir() and p != mine)
-
-
 def _fail(path: Path, problem: str) -> UserError:
     return UserError(
         f"results bundle {path}: {problem}; restore the bundle from git "
@@ -111,12 +106,10 @@ def _fail(path: Path, problem: str) -> UserError:
     )
 
 
-def read_bundle(root: Path, scale: str, name: str, key: str) -> Bundle | None:
-    """The verified bundle of this invocation, None when there is none; a bundle that is
-    corrupt or does not match its key raises :class:`UserError` naming the file."""
-    where = folder(root, scale, name, key)
-    if not where.is_dir():
-        return None
+def load_record(where: Path) -> dict[str, Any]:
+    """The checked ``provenance.json`` of the bundle folder ``where``: every field there, of its
+    type, its key the hash of its recorded inputs and its folder named after both; else a
+    :class:`UserError` naming the file."""
     prov = where / PROVENANCE
     try:
         record = json.loads(prov.read_text(encoding="utf-8"))
@@ -126,14 +119,16 @@ def read_bundle(root: Path, scale: str, name: str, key: str) -> Bundle | None:
         raise _fail(prov, f"not readable as JSON ({exc})") from None
     if not isinstance(record, dict) or any(k not in record for k in REQUIRED):
         missing = [k for k in REQUIRED if not isinstance(record, dict) or k not in record]
+        if isinstance(record, dict) and record.get("format") == 1:
+            raise _fail(prov, f"format 1 predates the results key; re-key it with `{REKEY}`")
         raise _fail(prov, f"fields {missing} are missing")
     types: dict[str, type | tuple[type, ...]] = {
         "files": dict,
         "spec": dict,
+        "inputs": dict,
         "forwarded": list,
         "overrides": list,
         "machine": dict,
-        "data": dict,
         "seed": int,
         "wall_s": (int, float),
     }
@@ -144,25 +139,63 @@ def read_bundle(root: Path, scale: str, name: str, key: str) -> Bundle | None:
         raise _fail(prov, f"fields {wrong} have the wrong type")
     if record["format"] != FORMAT:
         raise _fail(prov, f"format {record['format']} is not this ledger's format {FORMAT}")
-    if (record["name"], record["scale"], record["key"]) != (name, scale, key):
+    name, scale, key = str(record["name"]), str(record["scale"]), str(record["key"])
+    if (where.name, where.parent.name) != (f"{name}-{key[:12]}", scale):
         raise _fail(
             prov,
-            f"it records invocation {record['name']} (scale={record['scale']}, key "
-            f"{record['key']}), not {name} (scale={scale}, key {key}) as its folder says",
+            f"it records invocation {name} (scale={scale}, key {key}), not the one its folder "
+            f"{where.parent.name}/{where.name} names",
         )
-    spec = OmegaConf.create(record["spec"])
-    assert isinstance(spec, DictConfig)
-    recomputed = invocation_key(
-        str(spec.get("name")),
-        str(record["scale"]),
-        int(record["seed"]),
-        spec,
-        [str(o) for o in record["forwarded"]],
-    )
+    recomputed = results_key(record["inputs"])
     if recomputed != key:
-        raise _fail(prov, f"its recorded spec gives key {recomputed}, not the recorded {key}")
+        raise _fail(prov, f"its recorded inputs give key {recomputed}, not the recorded {key}")
+    return record
+
+
+def read_bundle(root: Path, scale: str, name: str, key: str) -> Bundle | None:
+    """The verified bundle of this invocation and key, None when there is none; a bundle that is
+    corrupt or does not match its key raises :class:`UserError` naming the file."""
+    where = folder(root, scale, name, key)
+    if not where.is_dir():
+        return None
+    record = load_record(where)
     _check_files(where, record)
     return Bundle(where, record)
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What the bundles of a scale hold for an invocation: the bundle made with the same inputs
+    (verified), else why each bundle of the invocation's name is stale."""
+
+    bundle: Bundle | None
+    stale: tuple[str, ...] = ()
+
+
+def find_bundle(root: Path, scale: str, name: str, inputs: dict[str, Any]) -> Lookup:
+    """The bundle of ``root/scale`` made with ``inputs`` (of this invocation's name first, else
+    of another name: a part two runs share), compared input by input, so that a dataset absent
+    here is matched by the rest; else the differences of the bundles of this name. A stale bundle
+    is never used."""
+    base = root / scale
+    found = (
+        sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
+        if (base.is_dir())
+        else []
+    )
+    records = [(p, load_record(p)) for p in found]
+    same = [(p, r) for p, r in records if not differences(r["inputs"], inputs)]
+    same.sort(key=lambda pr: pr[1]["name"] != name)
+    if same:
+        where, record = same[0]
+        _check_files(where, record)
+        return Lookup(Bundle(where, record))
+    stale = tuple(
+        f"bundle {p.name} is stale: made with " + "; ".join(differences(r["inputs"], inputs))
+        for p, r in records
+        if r["name"] == name
+    )
+    return Lookup(None, stale)
 
 
 def _check_files(where: Path, record: dict[str, Any]) -> None:
@@ -197,50 +230,6 @@ def machine_facts() -> dict[str, Any]:
         "memory_gib": round(memory / 2**30, 1) if memory else 0,
         "versions": machine.package_versions(),
     }
-
-
-def data_fingerprints(datasets: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    """Per dataset the sha256 of each file it reads (relative to its folder), through the data
-    cache's memo; a dataset that is absent here or not made of files says so."""
-    from hydra.utils import instantiate
-
-    from ltr_bench.data.cache import file_sha256, resolve_cache_dir
-    from ltr_bench.experiments.common import compose_run_config
-
-    if not datasets:
-        return {"synthetic": "generated from the spec's parameters and the seed (in the key)"}
-    out: dict[str, Any] = {}
-    for ds in datasets:
-        cfg = compose_run_config([f"dataset={ds}"])
-        try:
-            data = instantiate(cfg.dataset, _convert_="all")
-        except Exception as exc:  # noqa: BLE001 - Hydra wraps the data layer's UserError
-            out[ds] = {"absent": type(exc).__name__}
-            continue
-        base = getattr(data, "path", None)
-        if base is None:
-            out[ds] = {"describe": data.describe()}
-            continue
-        cache = resolve_cache_dir(getattr(data, "cache_dir", None))
-        files = sorted(Path(base).glob("Fold*/*.txt"))
-        out[ds] = {
-            "folder": Path(base).name,
-            "sha256": {p.relative_to(base).as_posix(): file_sha256(p, cache) for p in files},
-        }
-    return out
-
-
-def data_differences(recorded: dict[str, Any], here: dict[str, Any]) -> list[str]:
-    """Files whose sha256 here differs from the bundle's (datasets absent here are skipped)."""
-    out = []
-    for ds, facts in recorded.items():
-        mine = here.get(ds) or {}
-        if "sha256" not in facts or "sha256" not in mine:
-            continue
-        for name, digest in facts["sha256"].items():
-            if mine["sha256"].get(name) != digest:
-                out.append(f"{facts.get('folder', ds)}/{name}")
-    return out
 
 
 def write_bundle(
@@ -286,9 +275,12 @@ def write_page(bundle: Bundle, body: str) -> Path:
     machine = f"{m.get('cpus_logical')} cores, {m.get('cpu_model')}, {m.get('os')}" + (
         f" ({m['note']})" if m.get("note") else ""
     )
-    data = ", ".join(
-        f"{ds} ({len(f['sha256'])} files, sha256 in provenance.json)" if "sha256" in f else ds
-        for ds, f in r["data"].items()
+    data = (
+        ", ".join(
+            f"{ds} ({len(f)} files, sha256 in provenance.json)" if isinstance(f, dict) else ds
+            for ds, f in r["inputs"]["data"].items()
+        )
+        or "generated from the spec's parameters and the seed"
     )
     rows = [
         ("command", f"`{machine_paths_out(str(r['command']))}`"),

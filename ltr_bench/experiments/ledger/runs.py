@@ -21,17 +21,9 @@ from ltr_bench.experiments.common import (
     TAG_SCALE,
     ExperimentRun,
     compose_run_config,
-    invocation_key,
+    invocation_inputs,
 )
-from ltr_bench.experiments.ledger.bundles import (
-    data_differences,
-    data_fingerprints,
-    folder,
-    machine_facts,
-    others,
-    read_bundle,
-    write_bundle,
-)
+from ltr_bench.experiments.ledger.bundles import find_bundle, folder, machine_facts, write_bundle
 from ltr_bench.experiments.ledger.spec import Claim, Ledger, RunSpec
 from ltr_bench.experiments.ledger.tables import Invocation, Tables, combine
 from ltr_bench.provenance import Provenance, command_line, start
@@ -163,18 +155,23 @@ def _invocations(
 ) -> tuple[list[Invocation], dict[str, list[Invocation]]]:
     """Each distinct invocation the claims need (a run in parts: one per part), and per run
     name the invocations it is made of."""
+    from ltr_bench.experiments.results_key import results_key
+
     by_key: dict[str, Invocation] = {}
     pieces_of: dict[str, list[Invocation]] = {}
+    memo: dict[Any, Any] = {}  # each dataset fingerprinted once
     for claim in claims:
         if claim.not_testable or claim.run is None or claim.run in pieces_of:
             continue
         invs = []
         for piece in ledger.runs[claim.run].pieces():
             spec = ledger.specs[piece.name]
-            key = invocation_key(str(spec.name), scale, seed, spec, forwarded)
+            inputs = invocation_inputs(str(spec.name), scale, seed, spec, forwarded, memo)
+            key = results_key(inputs)
             invs.append(
                 by_key.setdefault(
-                    key, Invocation(piece, key, str(spec.get("mlflow_experiment") or ""))
+                    key,
+                    Invocation(piece, key, str(spec.get("mlflow_experiment") or ""), inputs),
                 )
             )
         pieces_of[claim.run] = invs
@@ -229,9 +226,8 @@ def prepare(
     todo, pieces_of = _invocations(ledger, claims, scale, seed, forwarded)
     if bundles is not None:
         for inv in todo:
-            inv.bundle = read_bundle(bundles, scale, inv.run.name, inv.key) or _same_key(
-                bundles, scale, inv.key
-            )
+            found = find_bundle(bundles, scale, inv.run.name, inv.inputs)
+            inv.bundle, inv.stale = found.bundle, list(found.stale)
     ctx = Context(exp, ledger, scale, seed, forwarded, run_missing, bundles, work)
     for i, inv in enumerate(todo, 1):
         _obtain(ctx, inv, f"[{i}/{len(todo)}] {inv.run.command(scale)}")
@@ -241,21 +237,14 @@ def prepare(
     }
 
 
-def _same_key(root: Path, scale: str, key: str) -> Any:
-    """The bundle of this invocation written under another run's name (a part two runs share,
-    e.g. the leaderboard's and Table 1's): the key says what was computed, not the name."""
-    for where in sorted((root / scale).glob(f"*-{key[:12]}")):
-        if where.is_dir():
-            return read_bundle(root, scale, where.name[: -len(key[:12]) - 1], key)
-    return None
-
-
 def _obtain(ctx: Context, inv: Invocation, head: str) -> None:
     """Give ``inv`` its tables: from its bundle, a tracked run or a new run (else a reason)."""
     if inv.bundle is not None:
         _from_bundle(inv, head)
         return
-    missing = absent_datasets(inv.run.datasets)
+    missing = absent_datasets(inv.run.datasets) or [
+        f"dataset {ds} absent here" for ds, digests in inv.inputs["data"].items() if digests is None
+    ]
     if missing:
         inv.status, inv.reason = "absent", "; ".join(missing)
         print(f"{head}: not testable here ({inv.reason})", flush=True)
@@ -277,12 +266,8 @@ def _obtain(ctx: Context, inv: Invocation, head: str) -> None:
     if not ctx.run_missing:
         inv.status = "not run"
         inv.reason = "no tracked run or bundle yet and experiment.execute=false"
-        stale = others(ctx.bundles, ctx.scale, inv.run.name, inv.key) if ctx.bundles else []
-        if stale:
-            inv.reason += (
-                f" (bundle {stale[-1].name} is of another key: the run's spec, seed or "
-                "overrides differ)"
-            )
+        if inv.stale:
+            inv.reason += f" ({'; '.join(inv.stale)})"
         print(f"{head}: {inv.reason}", flush=True)
         return
     out = ctx.run_dir(inv)
@@ -307,16 +292,9 @@ def _from_bundle(inv: Invocation, head: str) -> None:
     bundle = inv.bundle
     inv.status, inv.provenance = "bundle", bundle.summary()
     inv.tables = Tables(bundle.path)
-    print(f"{head}: re-using results {inv.provenance}", flush=True)
-    if absent_datasets(inv.run.datasets):
-        return  # judged from the bundle: the data is not needed here
-    changed = data_differences(bundle.record["data"], data_fingerprints(inv.run.datasets))
-    if changed:
-        print(
-            f"{head}: note: the bundle was measured on other data files than these "
-            f"({', '.join(changed[:3])}{' ...' if len(changed) > 3 else ''} differ)",
-            flush=True,
-        )
+    unchecked = [ds for ds, digests in inv.inputs["data"].items() if digests is None]
+    note = f" (data files not checked: {', '.join(unchecked)} absent here)" if unchecked else ""
+    print(f"{head}: re-using results {inv.provenance}{note}", flush=True)
 
 
 def _command(run: RunSpec, scale: str, seed: int, forwarded: list[str]) -> str:
@@ -363,6 +341,7 @@ def _bundle(ctx: Context, inv: Invocation, spec: DictConfig, measured: dict[str,
         "scale": ctx.scale,
         "seed": ctx.seed,
         "key": inv.key,
+        "inputs": inv.inputs,
         "command": _command(inv.run, ctx.scale, ctx.seed, ctx.forwarded),
         "overrides": list(inv.run.overrides),
         "forwarded": list(ctx.forwarded),
@@ -371,7 +350,6 @@ def _bundle(ctx: Context, inv: Invocation, spec: DictConfig, measured: dict[str,
         "mlflow_run": inv.run_id,
         "mlflow_experiment": inv.mlflow_experiment,
         "machine": machine,
-        "data": data_fingerprints(inv.run.datasets),
         "claims": list(inv.claims),
         **measured,
     }

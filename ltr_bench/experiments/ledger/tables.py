@@ -23,6 +23,7 @@ class Invocation:
     run: RunSpec
     key: str = ""
     mlflow_experiment: str = ""
+    inputs: dict[str, Any] = field(default_factory=dict)  # what the key hashes, readable
     status: str = "pending"  # absent | bundle | reused | ran | failed | not run
     reason: str = ""
     run_id: str | None = None
@@ -32,6 +33,7 @@ class Invocation:
     parts: list[Invocation] = field(default_factory=list)  # a run in parts: one per part
     bundle: Any = None  # its results bundle (bundles.Bundle), read or written by this ledger
     bundle_written: bool = False
+    stale: list[str] = field(default_factory=list)  # bundles of its name made with other inputs
 
 
 class Tables(Mapping):
