@@ -4,11 +4,15 @@ The set: every model on MQ2008 Fold1, a 4-trial DirectRanker sweep on that fold 
 and `ltr-bench-predict` on Fold1's test file with the DirectRanker run's model. The snapshot keeps
 every number those commands report (metrics at full float precision, the sweep's trial values and
 chosen parameters, a SHA-256 of the prediction files) and drops what differs from run to run
-(times, run ids, paths; NaN equals NaN). Two snapshots are compared with `--compare A B`: identical means the
-code under test computed the same numbers bit for bit.
+(times, run ids, paths).
 
-    python benchmarks/behaviour_snapshot.py --out before.json
-    python benchmarks/behaviour_snapshot.py --out after.json
+Two snapshots are the same when every number agrees to an absolute 1e-9 (NaN equals NaN) and
+everything else (names, hashes, counts) is equal. The committed snapshot,
+`benchmarks/behaviour_snapshot.json`, is what the working tree must compute; a deliberate change
+of numbers re-baselines it in the commit that makes the change, and says why.
+
+    python benchmarks/behaviour_snapshot.py --check                  # the tree vs the committed one
+    python benchmarks/behaviour_snapshot.py --out benchmarks/behaviour_snapshot.json  # re-baseline
     python benchmarks/behaviour_snapshot.py --compare before.json after.json
 """
 
@@ -25,6 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import yaml
+
 MODELS = [
     "direct_ranker",
     "ranknet",
@@ -35,8 +41,13 @@ MODELS = [
     "adarank",
     "sortnet",
     "ranksvm",
+    "attention_ranker",
+    "dasalc",
 ]
 BIN = Path(sys.executable).parent
+COMMITTED = Path(__file__).with_suffix(".json")
+#: numbers of two snapshots are the same when they differ by at most this much (absolute)
+TOLERANCE = 1e-9
 
 
 def _run(args: list[str], cwd: Path) -> str:
@@ -91,8 +102,8 @@ def snapshot(work: Path, data_root: Path) -> dict:
         ],
         work,
     )
-    opt = (sweep_dir / "optimization_results.yaml").read_text().replace(str(work), "<work>")
-    out["sweep"] = {"optimization_results.yaml": opt}
+    opt = (sweep_dir / "optimization_results.yaml").read_text()
+    out["sweep"] = {"optimization_results": _sweep_summary(opt)}
     refit_dir = work / "refit"
     _run([str(BIN / "ltr-bench"), f"refit_best={sweep_dir}", f"hydra.run.dir={refit_dir}"], work)
     out["refit"] = _numbers(json.loads((refit_dir / "results.json").read_text()))
@@ -112,8 +123,25 @@ def snapshot(work: Path, data_root: Path) -> dict:
     return out
 
 
-def _is_nan(x: object) -> bool:
-    return isinstance(x, float) and math.isnan(x)
+def _sweep_summary(text: str) -> dict:
+    """The sweep's optimization_results.yaml without the study's names and paths (they hold the
+    data root and the scratch folder)."""
+    summary = yaml.safe_load(text)
+    for key in ("study_name", "storage", "artifacts_dir"):
+        summary.pop(key, None)
+    return summary
+
+
+def _load(path: Path) -> dict:
+    snap = json.loads(path.read_text())
+    sweep = snap.get("sweep", {})
+    if "optimization_results.yaml" in sweep:  # older snapshots kept the summary as YAML text
+        sweep["optimization_results"] = _sweep_summary(sweep.pop("optimization_results.yaml"))
+    return snap
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def _scratch(text: str) -> str:
@@ -122,11 +150,14 @@ def _scratch(text: str) -> str:
 
 
 def compare(a: Path, b: Path) -> int:
-    """Print where two snapshots differ; exit status 0 when they are identical."""
-    left, right = json.loads(a.read_text()), json.loads(b.read_text())
+    """Print where two snapshots differ; exit status 0 when they are the same (numbers to an
+    absolute :data:`TOLERANCE`, NaN equal to NaN, all else equal)."""
+    left, right = _load(a), _load(b)
     diffs: list[str] = []
+    largest, n_inexact = 0.0, 0
 
     def walk(x: object, y: object, where: str) -> None:
+        nonlocal largest, n_inexact
         if isinstance(x, dict) and isinstance(y, dict):
             for key in sorted(set(x) | set(y)):
                 walk(x.get(key), y.get(key), f"{where}/{key}")
@@ -136,13 +167,24 @@ def compare(a: Path, b: Path) -> int:
         elif isinstance(x, str) and isinstance(y, str):
             if _scratch(x) != _scratch(y):
                 diffs.append(f"{where}: {x!r} != {y!r}")
-        elif x != y and not (_is_nan(x) and _is_nan(y)):
+        elif _is_number(x) and _is_number(y):
+            if x == y or (math.isnan(x) and math.isnan(y)):
+                return
+            gap = abs(x - y)
+            if not gap <= TOLERANCE:  # also NaN against a number
+                diffs.append(f"{where}: {x!r} != {y!r}")
+                return
+            largest, n_inexact = max(largest, gap), n_inexact + 1
+        elif x != y:
             diffs.append(f"{where}: {x!r} != {y!r}")
 
     walk(left, right, "")
     for line in diffs:
         print(line)
-    print("identical" if not diffs else f"{len(diffs)} differences")
+    print(
+        f"{n_inexact} numbers differ within {TOLERANCE:g}, the largest by {largest:.3g}; "
+        + ("the same" if not diffs else f"{len(diffs)} differences")
+    )
     return 0 if not diffs else 1
 
 
@@ -150,6 +192,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, help="write the snapshot here")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
+    parser.add_argument(
+        "--check",
+        nargs="?",
+        const=COMMITTED,
+        type=Path,
+        metavar="SNAPSHOT",
+        help=f"take a snapshot and compare it with SNAPSHOT (default {COMMITTED.name})",
+    )
     parser.add_argument(
         "--data",
         type=Path,
@@ -159,15 +209,16 @@ def main() -> int:
     args = parser.parse_args()
     if args.compare:
         return compare(*args.compare)
-    if not args.out:
-        parser.error("give --out or --compare")
+    if not args.out and not args.check:
+        parser.error("give --out, --check or --compare")
     with tempfile.TemporaryDirectory() as tmp:
         env_threads = {"OMP_NUM_THREADS": "1"}
         os.environ.update(env_threads)
         result = snapshot(Path(tmp), args.data.resolve())
-    args.out.write_text(json.dumps(result, indent=1, sort_keys=True))
-    print(f"snapshot: {args.out}")
-    return 0
+        out = args.out or Path(tmp) / "snapshot.json"
+        out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+        print(f"snapshot: {out}")
+        return compare(args.check, out) if args.check else 0
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@ against per-query Python loops. Target: >= 10x faster than a per-query loop.
 
 Three loop baselines, all measured in the same run, so the ratio is not flattered by the choice:
   * python: plain Python per query (sorted() and math.log2), the usual hand-written evaluation;
-  * torch : this package's own ndcg_padded called once per query (what batching over queries buys);
+  * padded: this package's own metric_padded called once per query (what batching over queries
+    buys);
   * numpy : a tuned NumPy per query (stable argsort, dot products) -- the strongest loop.
 
 Run: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_metrics.py [--queries N]
@@ -20,10 +21,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import numpy as np
-import torch
 
 from ltr_bench.data.queryset import QuerySet
-from ltr_bench.metrics import evaluate, ndcg_at_k, ndcg_padded
+from ltr_bench.metrics import evaluate, metric_padded, ndcg_at_k
 
 
 def make_data(n_queries: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -53,13 +53,13 @@ def ndcg_loop_python(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray
     return sum(values) / len(values)
 
 
-def ndcg_loop_torch(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, k: int) -> float:
+def ndcg_loop_padded(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray, k: int) -> float:
     """Baseline: the package's padded NDCG, called on one query at a time."""
-    s_t, l_t = torch.from_numpy(scores), torch.from_numpy(labels.astype(np.int64))
     values = []
     for q in range(len(offsets) - 1):
-        s, lab = s_t[offsets[q] : offsets[q + 1]][None], l_t[offsets[q] : offsets[q + 1]][None]
-        v = ndcg_padded(s, lab, torch.ones_like(s, dtype=torch.bool), k).item()
+        lo, hi = offsets[q], offsets[q + 1]
+        s, lab = scores[lo:hi][None], labels[lo:hi][None]
+        v = metric_padded(f"ndcg@{k}", s, lab, np.ones(s.shape, dtype=bool)).item()
         if not math.isnan(v):
             values.append(v)
     return sum(values) / len(values)
@@ -97,7 +97,6 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    torch.set_num_threads(1)
 
     scores, labels, qid = make_data(args.queries)  # float64 scores, exactly float32 values
     scores32 = scores.astype(np.float32)  # what neural rankers give; same ranking and ties
@@ -106,12 +105,12 @@ def main() -> None:
     l_pad, mask = data.pad()
     print(
         f"data: {args.queries} queries, {len(labels)} documents, "
-        f"max length {mask.shape[1]}, threads={torch.get_num_threads()}"
+        f"max length {mask.shape[1]}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}"
     )
 
     loops = {
         "python": best_of(lambda: ndcg_loop_python(scores, labels, offsets, 10), args.repeats),
-        "torch": best_of(lambda: ndcg_loop_torch(scores, labels, offsets, 10), 1),
+        "padded": best_of(lambda: ndcg_loop_padded(scores, labels, offsets, 10), 1),
         "numpy": best_of(lambda: ndcg_loop(scores, labels, offsets, 10), args.repeats),
     }
     v_ref = loops["numpy"][1]
@@ -122,11 +121,12 @@ def main() -> None:
 
     flat = {}
     for label, s in (("float64", scores), ("float32", scores32)):
-        s_t, l_t, m_t = (torch.from_numpy(a) for a in (data.pad(s)[0], l_pad, mask))
+        s_pad = data.pad(s)[0]
         t_flat, v_flat = best_of(lambda s=s: ndcg_at_k(s, labels, qid, k=10), args.repeats)
         t_eval, res = best_of(lambda s=s: evaluate(s, data, ["ndcg@10"]), args.repeats)
         t_pad, v_pad = best_of(
-            lambda t=(s_t, l_t, m_t): torch.nanmean(ndcg_padded(*t, 10)).item(), args.repeats
+            lambda s_pad=s_pad: float(np.nanmean(metric_padded("ndcg@10", s_pad, l_pad, mask))),
+            args.repeats,
         )
         t_all, _ = best_of(lambda s=s: evaluate(s, data), args.repeats)
         for v in (v_flat, res.means["ndcg@10"], v_pad):
@@ -135,7 +135,7 @@ def main() -> None:
         print(f"{label} scores:")
         print(f"  ndcg_at_k (flat, incl. grouping) : {t_flat * 1e3:8.1f} ms")
         print(f"  evaluate(QuerySet, ['ndcg@10'])  : {t_eval * 1e3:8.1f} ms")
-        print(f"  ndcg_padded (pre-padded tensors) : {t_pad * 1e3:8.1f} ms")
+        print(f"  metric_padded (pre-padded arrays): {t_pad * 1e3:8.1f} ms")
         print(f"  evaluate, 6 default metrics      : {t_all * 1e3:8.1f} ms")
     for label, t_flat in flat.items():
         for name, (t, _) in loops.items():

@@ -27,7 +27,7 @@ from ltr_bench.listwise_losses import (
     sinkhorn,
 )
 from ltr_bench.losses import lambdarank_loss, loss_info, resolve_loss
-from ltr_bench.metrics import ndcg_padded
+from ltr_bench.metrics import metric_padded
 
 # One batch with every case the conventions cover: label and score ties, padding (garbage
 # scores and labels), a query without a relevant document, a one-document query.
@@ -226,11 +226,11 @@ def test_low_temperatures_give_the_true_ndcg() -> None:
     queries = [([0.3, -1.2, 0.5, 2.0, 0.7], [2, 0, 1, 0, 1]), ([-0.5, 0.1, 1.1], [1, 0, 2])]
     s, y, m = batch(queries, width=6)
     for k in (None, 3):
-        true = ndcg_padded(s, y, m, k).mean().item()
+        true = metric_padded("ndcg" if k is None else f"ndcg@{k}", s, y, m).mean()
         neural = neural_ndcg_loss(s, y, m, temperature=1e-3, k=k).item()
         assert 1.0 - neural == pytest.approx(true, abs=1e-9)
     approx = approx_ndcg_loss(s, y, m, temperature=1e-3).item()
-    assert 1.0 - approx == pytest.approx(ndcg_padded(s, y, m).mean().item(), abs=1e-9)
+    assert 1.0 - approx == pytest.approx(metric_padded("ndcg", s, y, m).mean(), abs=1e-9)
 
 
 def test_neural_sort_rows_and_sinkhorn_columns_sum_to_one() -> None:

@@ -22,9 +22,7 @@ from ltr_bench import metrics as M
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.metrics.flat import _evaluate_blocks
-from ltr_bench.metrics.order import stable_argsort
-from ltr_bench.metrics.per_query import _pair_accuracy
-from ltr_bench.metrics.ranked import Ranked
+from ltr_bench.metrics.ranked import Ranked, ranking_keys
 
 ALL_METRICS = [
     "ndcg@1",
@@ -182,12 +180,9 @@ def test_hand_computed_single_query(name):
 def test_hand_computed_perfect_two_document_query():
     # scores [2, 1], labels [1, 0]: the relevant document is on top.
     s, l = torch.tensor([[2.0, 1.0]]), torch.tensor([[1, 0]])
-    out = M.evaluate_padded(
-        s,
-        l,
-        torch.ones_like(s, dtype=torch.bool),
-        ["ndcg", "map", "p@2", "mrr", "wta", "err", "pair_acc"],
-    )
+    m = torch.ones_like(s, dtype=torch.bool)
+    names = ["ndcg", "map", "p@2", "mrr", "wta", "err", "pair_acc"]
+    out = {name: M.metric_padded(name, s, l, m) for name in names}
     # ERR with g_max = 1: R = (2^1 - 1) / 2^1 = 1/2 at rank 1 -> 1/2
     want = {
         "ndcg": 1.0,
@@ -212,8 +207,8 @@ def test_hand_computed_map_threshold_two():
 def test_ties_broken_by_document_order():
     # All scores tie: the ranking is the input order. Labels [0, 1]: relevant doc at rank 2.
     s, m = torch.zeros(1, 2), torch.ones(1, 2, dtype=torch.bool)
-    assert M.ndcg_padded(s, torch.tensor([[0, 1]]), m).item() == pytest.approx(1 / LOG3)
-    assert M.ndcg_padded(s, torch.tensor([[1, 0]]), m).item() == pytest.approx(1.0)
+    assert M.metric_padded("ndcg", s, torch.tensor([[0, 1]]), m).item() == pytest.approx(1 / LOG3)
+    assert M.metric_padded("ndcg", s, torch.tensor([[1, 0]]), m).item() == pytest.approx(1.0)
     assert M.metric_padded("mrr", s, torch.tensor([[0, 1]]), m).item() == 0.5
     assert M.metric_padded("pair_acc", s, torch.tensor([[0, 1]]), m).item() == 0.0
     # Flat API: the same pair of documents given in the opposite order.
@@ -240,7 +235,8 @@ def test_building_blocks_give_ndcg_and_lambdarank_swap_delta(queries):
     dcg = (torch.where(m, M.gains(l), 0.0) * M.discounts(ranks)).sum(1)
     idcg = M.ideal_dcg(l, m)
     ok = idcg > 0
-    assert torch.allclose((dcg / idcg)[ok], M.ndcg_padded(s, l, m)[ok])
+    # the losses' torch building blocks give the NumPy metric's NDCG
+    assert torch.allclose((dcg / idcg)[ok], torch.from_numpy(M.metric_padded("ndcg", s, l, m))[ok])
     # LambdaRank: |delta NDCG| of swapping docs i and j = |g_i - g_j| |d(r_i) - d(r_j)| / IDCG
     g, d = M.gains(l), M.discounts(ranks)
     for q in torch.nonzero(ok & (m.sum(1) >= 4)).flatten()[:10].tolist():
@@ -476,9 +472,6 @@ def test_small_chunks_give_identical_results(queries):
         np.testing.assert_allclose(big[0][name], small[0][name], rtol=1e-12)
         np.testing.assert_array_equal(big[1][name], small[1][name])
     np.testing.assert_array_equal(big[2], small[2])
-    r = Ranked(*to_padded(queries))
-    full, tiny = _pair_accuracy(r), _pair_accuracy(r, max_elements=1)
-    assert torch.equal(full[1], tiny[1]) and torch.allclose(full[0], tiny[0])
 
 
 # ====================================================================== odd padding / scores
@@ -489,7 +482,7 @@ def test_interleaved_mask_and_infinite_scores():
     m = torch.tensor([[False, True, False, True, True]])
     # real docs in order: (-inf, 1), (5, 0), (-inf, 2) -> ranked labels 0, 1, 2
     want = ref_metric("ndcg", [-math.inf, 5.0, -math.inf], [1, 0, 2])
-    assert M.ndcg_padded(s, l, m).item() == pytest.approx(want, abs=1e-12)
+    assert M.metric_padded("ndcg", s, l, m).item() == pytest.approx(want, abs=1e-12)
     assert M.ranks_padded(s, m)[0, [1, 3, 4]].tolist() == [2, 1, 3]
     assert M.metric_padded("p@2", s, l, m).item() == pytest.approx(0.5)
 
@@ -498,9 +491,10 @@ def test_float32_and_integer_inputs():
     s = torch.tensor([[1, 3, 2]], dtype=torch.int32)
     l = torch.tensor([[0, 1, 2]], dtype=torch.int32)
     m = torch.ones(1, 3, dtype=torch.bool)
-    a = M.ndcg_padded(s, l, m, 2)
-    b = M.ndcg_padded(s.float(), l.float(), m, 2)
-    assert a.dtype == torch.float64 and a.item() == pytest.approx(b.item())
+    a = M.metric_padded("ndcg@2", s, l, m)
+    b = M.metric_padded("ndcg@2", s.float(), l.float(), m)
+    c = M.metric_padded("ndcg@2", s.bfloat16(), l, m)  # bfloat16 has no NumPy type: widened
+    assert a.dtype == np.float64 and a.item() == pytest.approx(b.item()) == c.item()
 
 
 # ====================================================================== bad input
@@ -536,20 +530,22 @@ def test_bad_inputs_raise_user_error(queries):
     with pytest.raises(UserError, match="positive"):
         M.ndcg_at_k([1.0, 2.0], [0, 1], [1, 1], k=0)
     with pytest.raises(ValueError, match="same"):
-        M.ndcg_padded(torch.zeros(2, 3), torch.zeros(2, 4), torch.ones(2, 3, dtype=torch.bool))
+        M.metric_padded("ndcg", np.zeros((2, 3)), np.zeros((2, 4)), np.ones((2, 3), dtype=bool))
 
 
 # ====================================================================== sorting paths
-def test_numpy_two_pass_argsort_equals_torch_stable_sort():
+def test_metrics_rank_as_the_losses_sort_order():
+    """The NumPy ranking of the metrics and torch's :func:`sort_order` of the losses agree: ties
+    by column, NaN and -inf scores last among real documents, padding anywhere in a row last."""
     rng = np.random.default_rng(5)
-    x = rng.integers(-3, 4, (300, 37)).astype(float)
-    x[rng.random(x.shape) < 0.05] = math.inf
-    x[rng.random(x.shape) < 0.05] = -math.inf
-    keys = torch.from_numpy(x)
-    want = torch.sort(keys, dim=1, stable=True).indices
-    assert torch.equal(stable_argsort(keys), want)
-    one = torch.tensor([[2.0], [1.0]])
-    assert stable_argsort(one).tolist() == [[0], [0]]
+    for dtype in (np.float32, np.float64):
+        x = (rng.integers(-3, 4, (300, 37)) * 0.5).astype(dtype)
+        for value, share in ((math.inf, 0.05), (-math.inf, 0.05), (-0.0, 0.05), (math.nan, 0.03)):
+            x[rng.random(x.shape) < share] = value  # -0.0 ties with +0.0
+        mask = rng.random(x.shape) < 0.8
+        ranked = Ranked(ranking_keys(x, mask), np.zeros(x.shape, int), mask)
+        want = M.sort_order(torch.from_numpy(x), torch.from_numpy(mask)).numpy()
+        assert np.array_equal(ranked.order, want)
 
 
 def test_sort_order_accepts_grad_half_and_int_masks():
@@ -584,21 +580,9 @@ def test_ideal_dcg_integer_and_float_paths_agree(queries):
 
 def test_zero_width_batch():
     e = torch.zeros(3, 0)
-    out = M.evaluate_padded(e, e.long(), e.bool(), ALL_METRICS, no_relevant="zero")
-    assert all(v.tolist() == [0.0, 0.0, 0.0] for v in out.values())
-
-
-def test_float32_composite_argsort_equals_torch_stable_sort():
-    rng = np.random.default_rng(6)
-    x = (rng.integers(-4, 5, (300, 41)) * 0.25).astype(np.float32)
-    x[rng.random(x.shape) < 0.05] = np.inf
-    x[rng.random(x.shape) < 0.05] = -np.inf
-    x[rng.random(x.shape) < 0.05] = -0.0  # ties with +0.0
-    x[:, 3] = np.float32(1e-45)  # subnormal
-    keys = torch.from_numpy(x)
-    want = torch.sort(keys, dim=1, stable=True).indices
-    assert torch.equal(stable_argsort(keys), want)
-    assert stable_argsort(torch.tensor([[-0.0, 0.0, -0.0]])).tolist() == [[0, 1, 2]]
+    for name in ALL_METRICS:
+        got = M.metric_padded(name, e, e.long(), e.bool(), no_relevant="zero")
+        assert got.tolist() == [0.0] * 3
 
 
 def test_float32_and_float64_scores_give_the_same_metrics(queries):

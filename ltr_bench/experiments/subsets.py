@@ -3,15 +3,14 @@
 Draw ``n_subsets`` random subsets of ``min_size``..``max_size`` test documents (each without
 repetition), rank each subset by the model's scores and compute NDCG@k (gain ``2^label - 1``);
 the value of one trained model is the mean over the subsets. All subsets are evaluated at once
-as one padded ``[n_subsets, max_size]`` batch through :func:`ltr_bench.metrics.ndcg_padded`.
+as one padded ``[n_subsets, max_size]`` batch through :func:`ltr_bench.metrics.metric_padded`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
-from ltr_bench.metrics import ndcg_padded
+from ltr_bench.metrics import metric_padded
 
 
 def draw_subsets(
@@ -48,7 +47,6 @@ def subset_ndcg(
     """NDCG@k of each random subset (``[n_subsets]``; NaN for a subset without a relevant
     document, i.e. all labels 0)."""
     index, mask = draw_subsets(len(scores), n_subsets, min_size, max_size, rng)
-    s = torch.as_tensor(np.asarray(scores, dtype=np.float64)[index])
-    y = torch.as_tensor(np.asarray(labels, dtype=np.float64)[index])
-    m = torch.as_tensor(mask)
-    return ndcg_padded(s, y, m, k=k).numpy()
+    s = np.asarray(scores, dtype=np.float64)[index]
+    y = np.asarray(labels, dtype=np.float64)[index]
+    return metric_padded(f"ndcg@{k}", s, y, mask)

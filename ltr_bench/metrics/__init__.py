@@ -1,27 +1,23 @@
-"""Ranking metrics: NDCG@k, MAP, P@k, MRR, WTA, ERR@k and pairwise accuracy.
+"""Ranking metrics: NDCG@k, MAP, P@k, MRR, WTA, ERR@k and pair accuracy, in NumPy.
 
-Two layers, each a module of this package (import them from here, the public API):
+One implementation per metric (:mod:`~ltr_bench.metrics.per_query`, on a batch ranked once by
+:mod:`~ltr_bench.metrics.ranked`), vectorised over queries, importing no torch (a LambdaMART or
+AdaRank run needs none). Two ways in, each a module of this package (import them from here):
 
-* **Padded torch functions** (:mod:`~ltr_bench.metrics.padded`: ``ndcg_padded``, ``metric_padded``,
-  ``evaluate_padded``) take ``scores[Q, L]``, ``labels[Q, L]`` and a boolean ``mask[Q, L]`` on any
-  device and return one value per query, with no Python loop over queries. Rankers use them for
-  training-time validation; LambdaRank reuses the building blocks :func:`gains`,
-  :func:`discounts`, :func:`ranks_padded` and :func:`ideal_dcg`.
-* **Flat NumPy API** (:mod:`~ltr_bench.metrics.flat`: ``ndcg_at_k``, ``average_precision``,
-  ``evaluate``; ``metric_rows``, the twin of ``metric_padded``) for flat arrays: labels in query blocks delimited by ``offsets`` (anything shaped
+* **Flat API** (:mod:`~ltr_bench.metrics.flat`: ``ndcg_at_k``, ``average_precision``,
+  ``evaluate``) for flat arrays: labels in query blocks delimited by ``offsets`` (anything shaped
   like :class:`QueryBlocks`, such as the data layer's ``QuerySet``), or a ``qid`` per document.
   Queries are padded in chunks of bounded size by :mod:`ltr_bench.data.padding`, so memory stays
-  bounded for any number of queries. It imports no torch (a LambdaMART or AdaRank run needs
-  none), and gives the same bits as the torch functions on the CPU.
+  bounded for any number of queries.
+* **Padded API** (:mod:`~ltr_bench.metrics.padded`: ``metric_padded``) for ``scores[Q, L]``,
+  ``labels[Q, L]`` and a boolean ``mask[Q, L]``, NumPy arrays or torch tensors on any device:
+  one value per query. Neural rankers validate with it, AdaRank scores its weak rankers with it.
 
-Below them: :mod:`~ltr_bench.metrics.names` (metric names), :mod:`~ltr_bench.metrics.policy` (the
-``no_relevant`` policy), :mod:`~ltr_bench.metrics.order` (the stable ranking sort, on
-:mod:`~ltr_bench.metrics.row_order`'s NumPy sorts), :mod:`~ltr_bench.metrics.dcg` (gains,
-discounts, IDCG), :mod:`~ltr_bench.metrics.ranked` (a batch in ranked order) and
-:mod:`~ltr_bench.metrics.per_query` (each metric's per-query values); their NumPy twins
-:mod:`~ltr_bench.metrics.dcg_np`, :mod:`~ltr_bench.metrics.ranked_np` and
-:mod:`~ltr_bench.metrics.per_query_np` work step for step alike, adding a row's terms in torch's
-order (:mod:`~ltr_bench.metrics.row_sums`).
+The losses' torch building blocks live here too, imported on first use: :func:`gains`,
+:func:`discounts` and :func:`ideal_dcg` (:mod:`~ltr_bench.metrics.dcg`), :func:`sort_order` and
+:func:`ranks_padded` (:mod:`~ltr_bench.metrics.order`), on tensors on the loss's device. They
+compute no metric. Below all: :mod:`~ltr_bench.metrics.names` (metric names)
+and :mod:`~ltr_bench.metrics.policy` (the ``no_relevant`` policy).
 
 Metrics know arrays and tensors only: no dataset type, no model, no logging.
 
@@ -44,7 +40,7 @@ Conventions (the same everywhere, and logged with every run through :attr:`EvalR
   document pairs of a query with different labels that the ranking puts in the right order.
 * Queries where a metric is undefined -- above all queries without any relevant document -- follow
   the explicit ``no_relevant`` policy: ``"drop"`` (the papers' choice: excluded from the mean;
-  padded functions return NaN for them), ``"zero"`` or ``"one"``.
+  :func:`metric_padded` returns NaN for them), ``"zero"`` or ``"one"``.
 """
 
 from __future__ import annotations
@@ -58,33 +54,23 @@ from ltr_bench.metrics.flat import (
     QueryBlocks,
     average_precision,
     evaluate,
-    metric_rows,
     ndcg_at_k,
 )
 from ltr_bench.metrics.names import DEFAULT_METRICS, MetricSpec, parse_metric
+from ltr_bench.metrics.padded import metric_padded
 from ltr_bench.metrics.policy import NO_RELEVANT_POLICIES, NoRelevantPolicy
 
 if TYPE_CHECKING:
     from ltr_bench.metrics.dcg import discounts, gains, ideal_dcg
     from ltr_bench.metrics.order import ranks_padded, sort_order
-    from ltr_bench.metrics.padded import (
-        evaluate_padded,
-        mean_over_queries,
-        metric_padded,
-        ndcg_padded,
-    )
 
-#: The torch functions, imported on first use (the flat API needs no torch).
+#: The losses' torch building blocks, imported on first use (the metrics need no torch).
 _TORCH_MODULES = {
     "discounts": "dcg",
     "gains": "dcg",
     "ideal_dcg": "dcg",
     "ranks_padded": "order",
     "sort_order": "order",
-    "evaluate_padded": "padded",
-    "mean_over_queries": "padded",
-    "metric_padded": "padded",
-    "ndcg_padded": "padded",
 }
 
 __all__ = [
@@ -96,19 +82,15 @@ __all__ = [
     "QueryBlocks",
     "MetricSpec",
     "parse_metric",
-    "gains",
-    "discounts",
-    "sort_order",
-    "ranks_padded",
-    "ideal_dcg",
-    "ndcg_padded",
-    "metric_padded",
-    "evaluate_padded",
-    "mean_over_queries",
     "ndcg_at_k",
     "average_precision",
     "evaluate",
-    "metric_rows",
+    "metric_padded",
+    "gains",
+    "discounts",
+    "ideal_dcg",
+    "sort_order",
+    "ranks_padded",
 ]
 
 __getattr__ = lazy_getattr(__name__, globals(), _TORCH_MODULES)

@@ -1,6 +1,8 @@
-"""DCG building blocks: gains ``2^r - 1``, discounts ``1 / log2(rank + 1)`` and the ideal DCG.
+"""DCG building blocks in torch: gains ``2^r - 1``, discounts ``1 / log2(rank + 1)``, ideal DCG.
 
-Shared by NDCG, ERR and LambdaRank's |delta NDCG| weights.
+For the losses (LambdaRank's |delta NDCG| weights, the listwise NDCG surrogates, DirectRanker's
+gain weights), with autograd on any device; the metrics themselves are NumPy's
+(:mod:`ltr_bench.metrics.per_query`).
 """
 
 from __future__ import annotations

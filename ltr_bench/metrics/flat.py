@@ -15,10 +15,11 @@ import numpy as np
 
 from ltr_bench.data.padding import evaluation_chunks, pad_values
 from ltr_bench.errors import UserError
-from ltr_bench.metrics.names import DEFAULT_METRICS, MetricSpec, parse_metric, ranking_depth
-from ltr_bench.metrics.per_query_np import raw_metric
+from ltr_bench.metrics.names import DEFAULT_METRICS, MetricSpec, parse_metric
+from ltr_bench.metrics.padded import as_numpy
+from ltr_bench.metrics.per_query import raw_metric
 from ltr_bench.metrics.policy import NoRelevantPolicy, policy_value
-from ltr_bench.metrics.ranked_np import RankedRows
+from ltr_bench.metrics.ranked import Ranked
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,14 +52,6 @@ class EvalResult:
         return pd.DataFrame(self.per_query, index=pd.Index(self.qids, name="qid"))
 
 
-def _as_numpy(values: Any) -> np.ndarray:
-    """An array of ``values``; a torch tensor (on any device) is detached and copied to the CPU,
-    without this module importing torch."""
-    if hasattr(values, "detach") and hasattr(values, "cpu"):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values)
-
-
 def _check_inputs(scores: np.ndarray, labels: np.ndarray) -> None:
     if scores.ndim != 1 or scores.shape != labels.shape:
         raise UserError(
@@ -75,7 +68,7 @@ def _check_inputs(scores: np.ndarray, labels: np.ndarray) -> None:
 
 def _compact_labels(labels: np.ndarray) -> np.ndarray:
     """Integer-valued labels as the narrowest integer type that holds them (fewer bytes in every
-    padded pass; integers also allow the sort-free IDCG), other labels as float64."""
+    padded pass), other labels as float64."""
     if labels.dtype.kind in "biu" or np.array_equal(labels, np.round(labels)):
         top = int(labels.max()) if labels.size else 0
         return labels.astype(
@@ -102,53 +95,17 @@ def _evaluate_blocks(
     n_relevant = np.r_[0, np.cumsum(labels >= threshold)]
     keep = n_relevant[offsets[1:]] > n_relevant[offsets[:-1]]  # query has a relevant document
     # Ranking keys -score (float32 scores, what neural rankers give, stay float32: exact, and a
-    # faster sort); scores were checked free of NaN. Padding gets +inf, so it ranks last.
+    # faster sort); scores were checked free of NaN. Padding gets NaN, which sorts last.
     keys = -(scores if scores.dtype == np.float32 else scores.astype(np.float64, copy=False))
     labels = _compact_labels(labels)
-    depth = ranking_depth(specs)
     for queries in evaluation_chunks(np.diff(offsets), max_elements):
-        (k_pad, l_pad), mask = pad_values([keys, labels], offsets, queries, fills=(np.inf, 0))
-        r = RankedRows(k_pad, l_pad, mask, depth=depth)
+        (k_pad, l_pad), mask = pad_values([keys, labels], offsets, queries, fills=(np.nan, 0))
+        r = Ranked(k_pad, l_pad, mask)
         for spec in specs:
             v, d = raw_metric(spec, r, threshold, max_grade)
             values[spec.name][queries] = v
             defined[spec.name][queries] = d
     return values, defined, keep
-
-
-def metric_rows(
-    name: str,
-    scores: np.ndarray,
-    labels: np.ndarray,
-    mask: np.ndarray,
-    *,
-    relevance_threshold: float = 1,
-    no_relevant: NoRelevantPolicy = "drop",
-    max_grade: float | None = None,
-) -> np.ndarray:
-    """One metric by name on padded NumPy rows: ``[Q]`` values, the same bits as
-    :func:`~ltr_bench.metrics.padded.metric_padded` on the CPU, without torch.
-
-    ``scores``, ``labels`` and the boolean ``mask`` are ``[Q, L]``; NaN scores rank like -inf.
-    Queries without a document with ``label >= relevance_threshold``, and queries where the
-    metric is undefined, get the ``no_relevant`` value (NaN for "drop").
-    """
-    spec = parse_metric(name)
-    mask = np.asarray(mask, dtype=bool)
-    if mask.shape[1] == 0:  # no documents at all: one padded column keeps shapes valid
-        scores, labels, mask = (np.pad(a, ((0, 0), (0, 1))) for a in (scores, labels, mask))
-    if scores.dtype not in (np.float32, np.float64):  # integers: an exact upcast
-        scores = scores.astype(np.float64)
-    perm, first = None, mask
-    if mask.shape[1] > 1 and (mask[:, 1:] & ~mask[:, :-1]).any():  # put real documents first
-        perm = np.argsort(~mask, axis=1, kind="stable")
-        scores, first = (np.take_along_axis(a, perm, axis=1) for a in (scores, mask))
-    keys = -scores
-    keys[~first | np.isnan(scores)] = np.inf
-    r = RankedRows(keys, labels, mask, perm=perm)
-    values, defined = raw_metric(spec, r, relevance_threshold, max_grade)
-    keep = r.has_relevant(relevance_threshold)
-    return np.where(defined & keep, values, policy_value(no_relevant))
 
 
 class QueryBlocks(Protocol):
@@ -193,7 +150,7 @@ def evaluate(
     """
     specs = [parse_metric(n) for n in names]
     fill = policy_value(no_relevant)
-    scores = _as_numpy(scores).reshape(-1)
+    scores = as_numpy(scores).reshape(-1)
     labels = np.asarray(data.labels)
     _check_inputs(scores, labels)
     data_max = float(labels.max()) if labels.size else 0.0
@@ -229,9 +186,9 @@ def _nanmean(values: np.ndarray) -> float:
 
 def _group_by_qid(scores: Any, labels: Any, qid: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Flat arrays regrouped into contiguous query blocks (stable: document order is kept)."""
-    scores = _as_numpy(scores).reshape(-1)
-    labels = _as_numpy(labels).reshape(-1)
-    qid = _as_numpy(qid).reshape(-1)
+    scores = as_numpy(scores).reshape(-1)
+    labels = as_numpy(labels).reshape(-1)
+    qid = as_numpy(qid).reshape(-1)
     if len(qid) != len(labels):
         raise UserError(f"qid has {len(qid)} entries but labels have {len(labels)}")
     _check_inputs(scores, labels)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ltr_bench.errors import UserError
@@ -41,10 +40,3 @@ def parse_metric(name: str) -> MetricSpec:
     if not ok or kind is None or (k is not None and int(k) < 1):
         raise UserError(f"unknown metric {name!r}; valid metrics are {_VALID_NAMES}")
     return MetricSpec(name=text, kind=kind, k=int(k) if k is not None else None)
-
-
-def ranking_depth(specs: Sequence[MetricSpec]) -> int | None:
-    """How many top ranks the metrics need: the largest cut-off when every metric has one
-    (ndcg@k, p@k, err@k; wta looks at rank 1), else None (a full ranking)."""
-    depths = [1 if s.kind == "wta" else s.k if s.kind in _WITH_K else None for s in specs]
-    return None if not depths or None in depths else max(depths)  # type: ignore[type-var]

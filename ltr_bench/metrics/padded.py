@@ -1,89 +1,60 @@
-"""The padded torch API: metrics of ``scores[Q, L]``, ``labels[Q, L]`` and ``mask[Q, L]``.
+"""Metrics of padded ``scores[Q, L]``, ``labels[Q, L]`` and ``mask[Q, L]``: one value per query.
 
-One value per query, on any device, with no Python loop over queries. Rankers use it for
-training-time validation (:func:`metric_padded`).
+NumPy arrays or torch tensors on any device (copied to the host once per call, without this module
+importing torch). Rankers use :func:`metric_padded` for training-time validation and AdaRank for
+its weak rankers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
-import torch
-from torch import Tensor
+import numpy as np
 
-from ltr_bench.metrics.names import DEFAULT_METRICS, parse_metric
-from ltr_bench.metrics.per_query import ndcg_values, raw_metric
+from ltr_bench.metrics.names import parse_metric
+from ltr_bench.metrics.per_query import raw_metric
 from ltr_bench.metrics.policy import NoRelevantPolicy, policy_value
-from ltr_bench.metrics.ranked import Ranked
+from ltr_bench.metrics.ranked import Ranked, ranking_keys
 
 
-def _apply_policy(values: Tensor, defined: Tensor, no_relevant: str) -> Tensor:
-    """``values`` where ``defined``, else the ``no_relevant`` value."""
-    return torch.where(defined, values, policy_value(no_relevant))
-
-
-def ndcg_padded(
-    scores: Tensor,
-    labels: Tensor,
-    mask: Tensor,
-    k: int | None = None,
-    *,
-    no_relevant: NoRelevantPolicy = "drop",
-) -> Tensor:
-    """``[Q]`` NDCG@k per query (``k=None``: whole query). Queries with IDCG = 0 (no label > 0)
-    get the ``no_relevant`` value (NaN for "drop")."""
-    return _apply_policy(*ndcg_values(Ranked(scores, labels, mask), k), no_relevant)
-
-
-def evaluate_padded(
-    scores: Tensor,
-    labels: Tensor,
-    mask: Tensor,
-    names: Sequence[str] = DEFAULT_METRICS,
-    *,
-    relevance_threshold: float = 1,
-    no_relevant: NoRelevantPolicy = "drop",
-    max_grade: float | None = None,
-) -> dict[str, Tensor]:
-    """Several metrics by name on one padded batch (sorted once): ``{name: [Q] tensor}``.
-
-    Queries without a document with ``label >= relevance_threshold``, and queries where a metric
-    is undefined, get the ``no_relevant`` value (NaN for "drop"; average with
-    :func:`mean_over_queries`).
-    """
-    specs = [parse_metric(n) for n in names]
-    fill = policy_value(no_relevant)
-    r = Ranked(scores, labels, mask)
-    keep = r.has_relevant(relevance_threshold)
-    out = {}
-    for spec in specs:
-        values, defined = raw_metric(spec, r, relevance_threshold, max_grade)
-        out[spec.name] = torch.where(defined & keep, values, fill)
-    return out
+def as_numpy(values: Any) -> np.ndarray:
+    """An array of ``values``; a torch tensor (on any device) is detached and copied to the host
+    (half-precision floats, bfloat16 among them, widened to float32, exactly)."""
+    if hasattr(values, "detach") and hasattr(values, "cpu"):
+        values = values.detach().cpu()
+        if values.is_floating_point() and values.element_size() < 4:
+            values = values.float()
+        values = values.numpy()
+    return np.asarray(values)
 
 
 def metric_padded(
     name: str,
-    scores: Tensor,
-    labels: Tensor,
-    mask: Tensor,
+    scores: Any,
+    labels: Any,
+    mask: Any,
     *,
     relevance_threshold: float = 1,
     no_relevant: NoRelevantPolicy = "drop",
     max_grade: float | None = None,
-) -> Tensor:
-    """One metric by name (e.g. a ranker's validation metric "ndcg@10"): ``[Q]`` values."""
-    return evaluate_padded(
-        scores,
-        labels,
-        mask,
-        (name,),
-        relevance_threshold=relevance_threshold,
-        no_relevant=no_relevant,
-        max_grade=max_grade,
-    )[parse_metric(name).name]
+) -> np.ndarray:
+    """One metric by name (e.g. a ranker's validation metric "ndcg@10"): ``[Q]`` float64 values.
 
-
-def mean_over_queries(values: Tensor) -> Tensor:
-    """Mean over the kept queries (NaN entries are dropped queries); NaN if none is kept."""
-    return torch.nanmean(values)
+    ``scores``, ``labels`` and the boolean ``mask`` are ``[Q, L]``; NaN scores rank like -inf.
+    Queries without a document with ``label >= relevance_threshold``, and queries where the
+    metric is undefined, get the ``no_relevant`` value (NaN for "drop").
+    """
+    spec = parse_metric(name)
+    fill = policy_value(no_relevant)
+    scores, labels = as_numpy(scores), as_numpy(labels)
+    mask = as_numpy(mask).astype(bool)
+    if scores.shape != labels.shape or scores.shape != mask.shape or scores.ndim != 2:
+        raise ValueError(
+            f"scores {scores.shape}, labels {labels.shape} and mask {mask.shape} must be the "
+            "same [Q, L] shape"
+        )
+    if mask.shape[1] == 0:  # no documents at all: one padded column keeps shapes valid
+        scores, labels, mask = (np.pad(a, ((0, 0), (0, 1))) for a in (scores, labels, mask))
+    r = Ranked(ranking_keys(scores, mask), labels, mask)
+    values, defined = raw_metric(spec, r, relevance_threshold, max_grade)
+    return np.where(defined & r.has_relevant(relevance_threshold), values, fill)

@@ -6,104 +6,91 @@ The ``no_relevant`` policy for queries where a metric is undefined is applied by
 
 from __future__ import annotations
 
-import torch
-import torch.nn.functional as F
-from torch import Tensor
+import numpy as np
 
-from ltr_bench.metrics.dcg import gains, ideal_dcg, position_discounts
 from ltr_bench.metrics.names import MetricSpec
-from ltr_bench.metrics.ranked import Ranked
+from ltr_bench.metrics.ranked import Ranked, gains, position_discounts
 
-# Counts per chunk of the pair-accuracy pass (a few int64 temporaries of that size).
-_PAIR_COUNT_ELEMENTS = 1 << 20
-
-# Each raw metric returns (values[Q], defined[Q]); policies are applied afterwards.
-_Raw = tuple[Tensor, Tensor]
+_Raw = tuple[np.ndarray, np.ndarray]
 
 
-def ndcg_values(r: Ranked, k: int | None) -> _Raw:
+def _ndcg(r: Ranked, k: int | None) -> _Raw:
     """NDCG@k (``k=None``: whole query); defined where IDCG > 0."""
     g = gains(r.labels(k))  # padding has label 0, gain 0
-    dcg = (g * position_discounts(g.shape[1], g.device, g.dtype)).sum(dim=1)
-    idcg = ideal_dcg(r.input_labels, r.mask, k)
+    disc = position_discounts(g.shape[1])
+    dcg = (g * disc).sum(axis=1)
+    idcg = (r.ideal_gains[:, : g.shape[1]] * disc).sum(axis=1)
     defined = idcg > 0
-    # clamp: the two sums are accumulated in different orders (last-bit rounding only)
-    return (dcg / torch.where(defined, idcg, 1.0)).clamp(max=1.0), defined
+    # min: DCG and IDCG of an ideal ranking may round apart in the last bit
+    return np.minimum(dcg / np.where(defined, idcg, 1.0), 1.0), defined
 
 
 def _average_precision(r: Ranked, threshold: float) -> _Raw:
-    rel = r.relevant(threshold).to(r.dtype)
-    pos = torch.arange(1, rel.shape[1] + 1, device=rel.device, dtype=rel.dtype)
-    prec_at = rel.cumsum(dim=1) / pos
-    n_rel = rel.sum(dim=1)
+    relevant = r.relevant(threshold)
+    pos = np.arange(1, relevant.shape[1] + 1, dtype=np.float64)
+    prec_at = relevant.cumsum(axis=1, dtype=np.int64) / pos
+    n_rel = relevant.sum(axis=1).astype(np.float64)
     defined = n_rel > 0
-    return (prec_at * rel).sum(dim=1) / n_rel.clamp(min=1), defined
+    return (prec_at * relevant).sum(axis=1) / np.maximum(n_rel, 1.0), defined
 
 
 def _precision(r: Ranked, k: int, threshold: float) -> _Raw:
-    hits = r.relevant(threshold, k).sum(dim=1).to(r.dtype)
+    hits = r.relevant(threshold, k).sum(axis=1).astype(np.float64)
     return hits / k, r.has_relevant(threshold)
 
 
 def _reciprocal_rank(r: Ranked, threshold: float) -> _Raw:
     rel = r.relevant(threshold)
-    defined = rel.any(dim=1)
-    first = rel.to(torch.uint8).argmax(dim=1)  # index of the first maximum
-    rr = 1.0 / (first.to(r.dtype) + 1.0)
-    return torch.where(defined, rr, 0.0), defined
+    defined = np.asarray(rel.any(axis=1))
+    first = rel.argmax(axis=1) if rel.shape[1] else np.zeros(rel.shape[0], dtype=np.int64)
+    return np.where(defined, 1.0 / (first + 1.0), 0.0), defined
 
 
 def _wta(r: Ranked, threshold: float) -> _Raw:
-    return r.relevant(threshold, 1)[:, 0].to(r.dtype), r.has_relevant(threshold)
+    return r.relevant(threshold, 1)[:, 0].astype(np.float64), r.has_relevant(threshold)
 
 
 def _err(r: Ranked, k: int | None, max_grade: float | None) -> _Raw:
     if max_grade is None:
-        max_grade = float(r.raw_labels.max()) if r.raw_labels.numel() else 0.0
+        max_grade = float(r.raw_labels.max()) if r.raw_labels.size else 0.0
     stop = gains(r.labels(k)) / (2.0**max_grade)
     # P(user reaches rank i) = prod_{j < i} (1 - R_j): an exclusive cumulative product.
-    reach = torch.cumprod(1.0 - stop, dim=1)
-    reach = torch.cat([torch.ones_like(reach[:, :1]), reach[:, :-1]], dim=1)
-    pos = torch.arange(1, stop.shape[1] + 1, device=stop.device, dtype=stop.dtype)
-    defined = ((r.input_labels > 0) & r.mask).any(dim=1)
-    return (stop * reach / pos).sum(dim=1), defined
+    reach = np.cumprod(1.0 - stop, axis=1)
+    reach = np.concatenate([np.ones_like(reach[:, :1]), reach[:, :-1]], axis=1)
+    pos = np.arange(1, stop.shape[1] + 1, dtype=np.float64)
+    defined = ((r.input_labels > 0) & r.mask).any(axis=1)
+    return (stop * reach / pos).sum(axis=1), defined
 
 
-def _pair_accuracy(r: Ranked, max_elements: int = _PAIR_COUNT_ELEMENTS) -> _Raw:
-    """Correctly ordered pairs / pairs with different labels, by counting grades below each rank.
-
-    For the document at rank p, the correctly ordered pairs it heads are the documents ranked after
-    it with a smaller label. With ``G`` distinct labels this needs ``[Q, L, G]`` counts instead of
-    the ``[Q, L, L]`` pair matrix; rows are processed in chunks of at most ``max_elements``
-    counts (a few int64 temporaries of that size) to bound memory.
-    """
+def _pair_accuracy(r: Ranked) -> _Raw:
+    """Correctly ordered pairs / pairs with different labels, counted grade by grade: the
+    document at rank p heads one correct pair per document ranked after it with a smaller grade.
+    One pass per distinct grade over ``[Q, L]`` arrays (no ``[Q, L, L]`` pair matrix)."""
     labels = r.labels()
-    q, width = labels.shape
+    q = labels.shape[0]
     if q == 0:
-        return labels.new_zeros(0), torch.zeros(0, dtype=torch.bool, device=labels.device)
-    levels, grade = torch.unique(labels, return_inverse=True)
-    n_levels = len(levels)
-    grade = torch.where(r.valid(), grade, n_levels)  # padding -> an extra level, dropped below
-    rows = max(1, max_elements // (width * (n_levels + 1)))
-    correct, total = [], []
-    for start in range(0, q, rows):  # chunks of queries, not one query at a time
-        gc = grade[start : start + rows]
-        onehot = F.one_hot(gc, n_levels + 1)[..., :n_levels]  # [C, L, G]
-        after = onehot.flip(1).cumsum(1).flip(1) - onehot  # counts of each grade ranked below
-        below = after.cumsum(2) - after  # ... with a strictly smaller grade
-        hit = below.gather(2, gc.clamp(max=n_levels - 1).unsqueeze(2)).squeeze(2)
-        correct.append((hit * (gc < n_levels)).sum(1))
-        counts = onehot.sum(1)
-        n = counts.sum(1)
-        total.append((n * n - (counts * counts).sum(1)) // 2)
-    correct_t, total_t = torch.cat(correct).to(r.dtype), torch.cat(total).to(r.dtype)
-    defined = total_t > 0
-    return correct_t / total_t.clamp(min=1), defined
+        return np.zeros(0), np.zeros(0, dtype=bool)
+    levels, grade = np.unique(labels, return_inverse=True)
+    grade = np.where(r.valid(), grade.reshape(labels.shape), len(levels))  # padding: no level
+    correct = np.zeros(q, dtype=np.int64)
+    sum_sq = np.zeros(q, dtype=np.int64)
+    smaller_after = np.zeros(grade.shape, dtype=np.int64)  # documents after p with a lower grade
+    for level in range(len(levels)):
+        at = grade == level
+        correct += np.where(at, smaller_after, 0).sum(axis=1)
+        after = at[:, ::-1].cumsum(axis=1)[:, ::-1] - at  # documents of this level after p
+        smaller_after += after
+        sum_sq += at.sum(axis=1) ** 2
+    n = r.n_docs.astype(np.int64)
+    total = ((n * n - sum_sq) // 2).astype(np.float64)
+    defined = total > 0
+    return correct / np.maximum(total, 1.0), defined
 
 
 def raw_metric(spec: MetricSpec, r: Ranked, threshold: float, max_grade: float | None) -> _Raw:
+    """``(values[Q], defined[Q])`` of the metric ``spec`` on a ranked batch."""
     if spec.kind == "ndcg":
-        return ndcg_values(r, spec.k)
+        return _ndcg(r, spec.k)
     if spec.kind == "map":
         return _average_precision(r, threshold)
     if spec.kind == "p":

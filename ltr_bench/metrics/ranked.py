@@ -4,83 +4,71 @@ from __future__ import annotations
 
 import functools
 
-import torch
-import torch.nn.functional as F
-from torch import Tensor
+import numpy as np
 
-from ltr_bench.metrics.order import float_dtype, order_of_keys, ranking_keys
+
+def ranking_keys(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``[Q, L]`` keys whose stable ascending sort is the ranking: ``-score`` for real documents
+    (a NaN score ranks like -inf), NaN at padding (NumPy sorts NaN last, after real -inf scores,
+    wherever the padding sits in the row)."""
+    if scores.dtype not in (np.float32, np.float64):  # integers, float16: an exact upcast
+        scores = scores.astype(np.float64)
+    keys = -scores
+    keys[np.isnan(keys)] = np.inf
+    keys[~mask] = np.nan
+    return keys
+
+
+def gains(labels: np.ndarray) -> np.ndarray:
+    """NDCG gain ``2^r - 1`` of relevance labels (any shape), as float64."""
+    return np.exp2(labels.astype(np.float64, copy=False)) - 1.0
+
+
+def position_discounts(width: int) -> np.ndarray:
+    """``[width]`` discounts ``1 / log2(rank + 1)`` of ranks ``1..width``."""
+    return 1.0 / np.log2(np.arange(1, width + 1, dtype=np.float64) + 1.0)
 
 
 class Ranked:
-    """A padded batch in ranked order, shared by all metrics of one evaluation.
+    """Padded ``[Q, L]`` rows in ranked order, sorted once; shared by an evaluation's metrics.
 
-    Sorts once; ranked labels are gathered lazily (only the top k for @k metrics). Real documents
-    always precede padding in ranked order, so "valid at rank i" is ``i < n_docs``. With
-    ``depth``, only the top ``depth`` ranks are ordered (enough for metrics cut off at or above
-    it, see :func:`~ltr_bench.metrics.names.ranking_depth`).
+    Built from :func:`ranking_keys` (or keys padded with NaN, as the flat evaluation pads them).
+    Score ties are broken by column order (a stable sort); real documents always precede padding
+    in ranked order, so "valid at rank i" is ``i < n_docs``.
     """
 
-    def __init__(
-        self, scores: Tensor, labels: Tensor, mask: Tensor, depth: int | None = None
-    ) -> None:
-        if scores.shape != labels.shape or scores.shape != mask.shape or scores.dim() != 2:
-            raise ValueError(
-                f"scores {tuple(scores.shape)}, labels {tuple(labels.shape)} and mask "
-                f"{tuple(mask.shape)} must be the same [Q, L] shape"
-            )
-        mask = mask.to(torch.bool)
-        if scores.shape[1] == 0:  # no documents at all: one padded column keeps shapes valid
-            scores, labels, mask = (F.pad(t, (0, 1)) for t in (scores, labels, mask))
-        keys, perm = ranking_keys(scores, mask)
-        self._setup(keys, perm, labels, mask, depth)
-
-    @classmethod
-    def from_keys(
-        cls, keys: Tensor, labels: Tensor, mask: Tensor, depth: int | None = None
-    ) -> Ranked:
-        """From ranking keys (``-score``, ``+inf`` at padding) of rows whose real documents come
-        first, as the flat evaluation pads them: no score copy, no key pass."""
-        ranked = cls.__new__(cls)
-        ranked._setup(keys, None, labels, mask, depth)
-        return ranked
-
-    def _setup(
-        self, keys: Tensor, perm: Tensor | None, labels: Tensor, mask: Tensor, depth: int | None
-    ) -> None:
-        self.input_labels = labels  # as given: integer labels allow a sort-free IDCG
-        self.mask = mask
-        self.dtype = float_dtype(keys.device)
+    def __init__(self, keys: np.ndarray, labels: np.ndarray, mask: np.ndarray) -> None:
+        self.input_labels = labels
+        self.mask = mask.astype(bool, copy=False)
         self.width = mask.shape[1]
-        self.n_docs = mask.sum(dim=1)
-        self.depth = None if depth is None or depth >= self.width else int(depth)
-        self.order = order_of_keys(keys, perm, self.depth)  # [Q, L or depth] ranked columns
-        self._full: Tensor | None = None
+        self.n_docs = self.mask.sum(axis=1)
+        self.order = np.argsort(keys, axis=1, kind="stable")  # [Q, L] ranked columns
 
     @functools.cached_property
-    def raw_labels(self) -> Tensor:
-        """``[Q, L]`` float labels in input order, 0 at padding."""
-        return self.input_labels.to(self.dtype).masked_fill(~self.mask, 0.0)
+    def raw_labels(self) -> np.ndarray:
+        """``[Q, L]`` float64 labels in input order, 0 at padding."""
+        return np.where(self.mask, self.input_labels.astype(np.float64), 0.0)
 
-    def valid(self, k: int | None = None) -> Tensor:
+    @functools.cached_property
+    def _ranked_labels(self) -> np.ndarray:
+        return np.take_along_axis(self.raw_labels, self.order, axis=1)
+
+    def valid(self, k: int | None = None) -> np.ndarray:
         """``[Q, min(k, L)]`` True where the rank holds a real document."""
         k = self.width if k is None else min(k, self.width)
-        return torch.arange(k, device=self.mask.device) < self.n_docs.unsqueeze(1)
+        return np.arange(k) < self.n_docs[:, None]
 
-    def labels(self, k: int | None = None) -> Tensor:
-        """``[Q, min(k, L)]`` float labels of the top-k ranks, 0 at padding."""
-        if self.depth is not None and (k is None or k > self.depth):
-            raise ValueError(
-                f"ranked to depth {self.depth} only, but ranks up to {k or self.width} were asked"
-            )
-        if self._full is None and k is not None and k < self.width:
-            top = self.input_labels.gather(1, self.order[:, :k]).to(self.dtype)
-            return top.masked_fill(~self.valid(k), 0.0)
-        if self._full is None:
-            self._full = self.raw_labels.gather(1, self.order)
-        return self._full[:, :k]
+    def labels(self, k: int | None = None) -> np.ndarray:
+        """``[Q, min(k, L)]`` float64 labels of the top-k ranks, 0 at padding."""
+        return self._ranked_labels[:, :k]
 
-    def relevant(self, threshold: float, k: int | None = None) -> Tensor:
+    @functools.cached_property
+    def ideal_gains(self) -> np.ndarray:
+        """``[Q, L]`` each query's gains in descending order (the ideal ranking), 0 at padding."""
+        return -np.sort(-gains(self.raw_labels), axis=1)
+
+    def relevant(self, threshold: float, k: int | None = None) -> np.ndarray:
         return (self.labels(k) >= threshold) & self.valid(k)
 
-    def has_relevant(self, threshold: float) -> Tensor:
-        return ((self.input_labels >= threshold) & self.mask).any(dim=1)
+    def has_relevant(self, threshold: float) -> np.ndarray:
+        return ((self.input_labels >= threshold) & self.mask).any(axis=1)

@@ -8,8 +8,9 @@ query-weighted performance ``sum_q P_t(q) E(h_k, q)``, gives it the weight
 
 Speed-up (RankNet revisited, Appendix A): a weak ranker's ranking of a query never changes, so the
 matrix ``E(h_k, q)`` for all features and queries is computed once, vectorised on padded
-``[queries x features, docs]`` blocks with :func:`ltr_bench.metrics.metric_rows` (NumPy). A round then
-costs one matrix-vector product for the selection plus one vectorised evaluation of ``f_t``.
+``[queries x features, docs]`` blocks with :func:`ltr_bench.metrics.metric_padded` (NumPy). A
+round then costs one matrix-vector product for the selection plus one vectorised evaluation of
+``f_t``.
 
 Degeneracies of plain AdaRank and how they are handled:
 
@@ -191,7 +192,7 @@ class AdaRank(Ranker):
 
         Computed once (Appendix A) on padded ``[queries x features, docs]`` blocks.
         """
-        from ltr_bench.metrics import metric_rows
+        from ltr_bench.metrics import metric_padded
 
         layout = layout or _PaddedLayout(data, self.chunk_elements)
         n_f = data.n_features
@@ -205,7 +206,7 @@ class AdaRank(Ranker):
                 f1 = min(n_f, f0 + step)
                 x = data.features[rows, f0:f1]  # [Qc, L, f1 - f0]
                 scores = np.ascontiguousarray(x.transpose(0, 2, 1), dtype=np.float64)
-                values = metric_rows(
+                values = metric_padded(
                     self.metric,
                     scores.reshape(qc * (f1 - f0), width),
                     np.ascontiguousarray(labels[:, f0:f1]).reshape(-1, width),
@@ -229,12 +230,12 @@ class AdaRank(Ranker):
 
     def _per_query(self, data: QuerySet, layout: _PaddedLayout, weights: np.ndarray) -> np.ndarray:
         """``[Q]`` metric of ranking by ``features @ weights`` (NaN: no relevant document)."""
-        from ltr_bench.metrics import metric_rows
+        from ltr_bench.metrics import metric_padded
 
         scores = _combined_scores(data.features, weights)
         out = np.full(data.n_queries, np.nan)
         for queries, rows, mask in layout.chunks:
-            out[queries] = metric_rows(
+            out[queries] = metric_padded(
                 self.metric,
                 scores[rows],
                 data.labels[rows].astype(np.float64),

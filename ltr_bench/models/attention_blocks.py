@@ -25,7 +25,6 @@ from torch import Tensor, nn
 from ltr_bench.data.batching import ListBatch, QueryBatches
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
-from ltr_bench.metrics import metric_padded
 from ltr_bench.models.device import place, scoring_device
 from ltr_bench.models.listnet import ListNet, ListwiseModule
 from ltr_bench.models.networks import make_activation
@@ -130,7 +129,7 @@ class ContextListModule(ListwiseModule):
         with torch.autocast(self.device.type, enabled=False):
             scores = self.scorer(x.float(), batch.mask)
         labels = self.data("vali_y")[batch.rows]
-        self._vali_values.append(metric_padded(self.vali_metric, scores, labels, batch.mask))
+        self._vali_values.append((scores.detach(), labels, batch.mask))
 
 
 # ====================================================================== the ranker

@@ -14,10 +14,6 @@ complete validation metric (Lightning does not shard iterables that are not Data
 
 from __future__ import annotations
 
-import ltr_bench.lightning_import  # noqa: F401 - before Lightning: torchmetrics without scipy.signal
-
-# isort: split
-
 import math
 import time
 from abc import abstractmethod
@@ -104,7 +100,7 @@ class RankingModule(L.LightningModule):
         self._epoch_lr = math.nan
         self._epoch_start = time.perf_counter()
         self._train_seconds = math.nan
-        self._vali_values: list[Tensor] = []
+        self._vali_values: list[tuple[Tensor, Tensor, Tensor]] = []  # (scores, labels, mask)
         self._vali_batches: QueryBatches | None = None
         self._last_vali = math.nan
         self._epoch_steps = False  # True: one Lightning batch is an epoch's steps (step_loop)
@@ -239,14 +235,16 @@ class RankingModule(L.LightningModule):
         with torch.autocast(self.device.type, enabled=False):
             scores = self.scorer(x.reshape(-1, x.shape[-1])).reshape(batch.rows.shape)
         labels = self.data("vali_y")[batch.rows]
-        self._vali_values.append(metric_padded(self.vali_metric, scores, labels, batch.mask))
+        self._vali_values.append((scores.detach(), labels, batch.mask))
 
     def on_validation_epoch_end(self) -> None:
         if not self._vali_values:
             return
-        values = torch.cat(self._vali_values)
-        kept = values[~torch.isnan(values)]
-        mean = float(kept.mean()) if kept.numel() else math.nan
+        # the metric is NumPy's: the epoch's batches go to the host here, not at every batch
+        values = np.concatenate([metric_padded(self.vali_metric, *b) for b in self._vali_values])
+        self._vali_values = []
+        kept = values[~np.isnan(values)]
+        mean = float(kept.mean()) if kept.size else math.nan
         self._last_vali = mean
         # Every rank evaluated the whole validation set, so the sync averages equal values.
         self.log(self.vali_key, mean, on_epoch=True, sync_dist=True, batch_size=1)
