@@ -1,9 +1,9 @@
 """An ``ltr-bench`` command run inside the calling process, for experiments made of small parts.
 
-A new ``ltr-bench`` process pays its imports (torch, Lightning, MLflow: most of 10 s on a 2-core
-machine) before any work, and at an experiment's quick scale each of Table 1's sweeps is mostly
-that. :func:`run_command` runs the command's entry point in this process instead, its printed
-output into a log file, and puts back what a command changes in its process: Hydra's global state
+A new ``ltr-bench`` process pays its imports (torch, Lightning, MLflow: seconds) before any
+work, and at an experiment's quick scale each of Table 1's sweeps is mostly that.
+:func:`run_command` runs the command's entry point in this process instead, its printed output
+into a log file, and puts back what a command changes in its process: Hydra's global state
 (the running app's), the logging configuration, the working directory, the environment,
 ``sys.argv``, the SIGINT/SIGTERM handlers and torch's thread count. The entry point is registered
 by :mod:`ltr_bench.cli` (which no other module imports). Only for commands cheap to repeat: a

@@ -11,7 +11,10 @@ configs from it. A user's own config folder joins it through Hydra's ``--config-
 
 from __future__ import annotations
 
+import copy
+import functools
 from pathlib import Path
+from typing import Any
 
 from ltr_bench.errors import UserError
 
@@ -34,3 +37,29 @@ def config_dir() -> str:
             "reinstall it with `pip install ltr_bench` or `pip install -e .` in a checkout"
         )
     return str(root)
+
+
+def default_node(key: str, overrides: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The config node ``key`` as the ``conf/`` tree composes it by default (with ``overrides``),
+    as plain data: what a ranker built in Python without that option takes, so that no default
+    is written twice (``default_node("optimizer", ("model=sortnet",))``). Composed once per
+    process and arguments."""
+    return copy.deepcopy(_composed_node(key, tuple(overrides)))
+
+
+@functools.cache
+def _composed_node(key: str, overrides: tuple[str, ...]) -> dict[str, Any]:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    def node() -> dict[str, Any]:
+        cfg = compose(config_name="config", overrides=list(overrides))
+        value = OmegaConf.to_container(OmegaConf.select(cfg, key), resolve=True)
+        assert isinstance(value, dict), key
+        return {str(k): v for k, v in value.items()}
+
+    if GlobalHydra.instance().is_initialized():
+        return node()
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        return node()

@@ -3,6 +3,8 @@ sentence naming its key; optimizers, activations and losses all go through it.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from omegaconf import OmegaConf
@@ -61,7 +63,12 @@ def test_optimizer_values_are_checked_by_torch_where_the_option_is_parsed() -> N
     param = torch.nn.Parameter(torch.ones(2))
     opt = option.build([param])
     assert type(opt) is torch.optim.Adam and opt.defaults["lr"] == 0.01
-    assert parse_optimizer(None).params == {"lr": 4e-3}  # the adam option's own values
+    # without an option, a ranker takes the conf/ tree's, never a copy in code
+    conf = Path(__file__).resolve().parents[1] / "conf"
+    adam = OmegaConf.load(conf / "optimizer" / "adam.yaml")
+    assert parse_optimizer(None).params == {"lr": adam.lr, "weight_decay": adam.weight_decay}
+    sortnet = OmegaConf.load(conf / "model" / "sortnet.yaml")
+    assert parse_optimizer(None, defaults=("model=sortnet",)).params["lr"] == sortnet.optimizer.lr
 
 
 def test_activations_and_losses_use_the_same_parser() -> None:

@@ -58,7 +58,7 @@ WRONG_ARROWS = [
     ),
     (
         "protocols.py",
-        "import yaml",  # the refit planning, which now lives in the sweeper
+        "import yaml",  # reading a sweep's files (refit planning) belongs to ltr_bench.refit_plan
         "protocols-split-data",
         "ltr_bench.protocols -> yaml",
     ),

@@ -164,9 +164,9 @@ class CacheWarning(UserWarning):
 def array_checksum(arr: np.ndarray) -> dict[str, Any]:
     """Shape, dtype and CRC-32 of an array's bytes (C order): what an entry's meta records.
 
-    CRC-32 (zlib, ~1.8 GB/s) rather than a cryptographic hash: it guards against corruption
-    (a zeroed, truncated or reordered array), not against an attacker, and keeps the verified
-    reload of a GB of features well under a second.
+    CRC-32 (zlib) rather than a cryptographic hash: it guards against corruption (a zeroed,
+    truncated or reordered array), not against an attacker, and keeps the verified reload of a
+    large feature matrix cheap next to reading it.
     """
     a = np.ascontiguousarray(arr)
     crc = 0

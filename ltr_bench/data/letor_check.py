@@ -108,7 +108,7 @@ def _chunk_problem(
     lines: list[bytes], first_line: int, n_features: int | None
 ) -> tuple[int, str] | None:
     """First problem inside one chunk of lines (parser + vectorised checks, then per line)."""
-    from sklearn.datasets import load_svmlight_file  # 1 s to import: only when a file is checked
+    from sklearn.datasets import load_svmlight_file  # a heavy import: only when a file is checked
 
     try:
         X, y, qid = load_svmlight_file(

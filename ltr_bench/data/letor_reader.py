@@ -1,11 +1,11 @@
 """Reading LETOR text in linear time: pandas' C CSV parser over blocks, scikit-learn for odd blocks.
 
-Why (measured on MSLR-shaped files, ``benchmarks/bench_letor.py``): scikit-learn's
+Why (``benchmarks/bench_letor.py`` compares them on MSLR-shaped files): scikit-learn's
 ``load_svmlight_file(query_id=True)`` grows its query-id array with ``np.append`` per line, so it
-is quadratic in the number of lines (400k lines: 191 s); without query ids it is linear but slow
-(~26 MB/s: a Python ``float()`` per value). pyarrow's CSV reader and a ``np.fromstring`` pass were
-measured too and were slower here than pandas' C parser (which converts correctly rounded, like
-Python's ``float``); LightGBM's loader only yields binned features, not the values.
+is quadratic in the number of lines; without query ids it is linear but slow (a Python ``float()``
+per value). pyarrow's CSV reader and a ``np.fromstring`` pass are not faster than pandas' C parser
+(which converts correctly rounded, like Python's ``float``); LightGBM's loader only yields binned
+features, not the values.
 
 A file is read in blocks of about :data:`BLOCK_BYTES`, cut at line ends. A *regular* block -- every
 line ``<label> qid:<q> <i>:<v> ...`` with single spaces, the same number of fields on every line,

@@ -32,7 +32,7 @@ class BipolarSigmoid(nn.Module):
 
 
 class FastDropout(nn.Module):
-    """Inverted dropout with masks from random bytes: ~3x faster than ``nn.Dropout`` on CPU.
+    """Inverted dropout with masks from random bytes: cheaper than ``nn.Dropout`` on CPU.
 
     ``nn.Dropout`` draws one random number per element; here one 64-bit draw yields 8 mask bytes,
     and an element is kept when its byte is ``>= round(256 p)``. The drop rate is therefore ``p``
@@ -201,14 +201,13 @@ OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
     "adamw": torch.optim.AdamW,
     "sgd": torch.optim.SGD,
 }
-DEFAULT_OPTIMIZER: dict[str, Any] = {"name": "adam", "lr": 4e-3}  # as conf/optimizer/adam.yaml
 
 
-def parse_optimizer(
-    value: Any, key: str = "optimizer", default: Mapping[str, Any] = DEFAULT_OPTIMIZER
-) -> Option:
+def parse_optimizer(value: Any, key: str = "optimizer", defaults: tuple[str, ...] = ()) -> Option:
     """The optimizer group's option (a registry name -- adam, adamw, sgd -- or a node ``{name,
-    _target_, lr, ...}``), parsed and checked once, where a ranker reads its config.
+    _target_, lr, ...}``), parsed and checked once, where a ranker reads its config. Without one
+    (a ranker built in Python), the node the ``conf/`` tree composes with the overrides
+    ``defaults`` (e.g. ``("model=sortnet",)``): defaults live in ``conf/`` only.
 
     :func:`~ltr_bench.confutil.parse_option` checks the keys (``optimizer.lr='abc'``); torch
     checks its own values (``lr >= 0``, ``betas`` in [0, 1), ...) in the optimizer's constructor,
@@ -216,9 +215,11 @@ def parse_optimizer(
     naming the key (``optimizer.lr=-1 is refused by adam ...``) before any data is read or run
     tracked, not an error inside ``fit``. :meth:`Option.build` then never fails on a value.
     """
-    option = parse_option(
-        value if value is not None else dict(default), key, OPTIMIZERS, "optimizer"
-    )
+    if value is None:
+        from ltr_bench.config_tree import default_node
+
+        value = default_node("optimizer", defaults)
+    option = parse_option(value, key, OPTIMIZERS, "optimizer")
     try:
         option.build([torch.nn.Parameter(torch.zeros(1))])
     except (TypeError, ValueError) as err:

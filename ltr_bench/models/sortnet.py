@@ -38,10 +38,7 @@ from ltr_bench.models.base import Ranker
 from ltr_bench.models.cmpnn import CmpNN
 from ltr_bench.models.networks import parse_optimizer
 
-__all__ = ["SortNet", "CmpNN", "DEFAULT_OPTIMIZER", "CMPNN_FILE"]
-
-# The comparator's optimiser when none is given (conf/model/sortnet.yaml: optimizer=adam, lr 0.003).
-DEFAULT_OPTIMIZER: dict[str, Any] = {"name": "adam", "lr": 3e-3, "weight_decay": 0.0}
+__all__ = ["SortNet", "CmpNN", "CMPNN_FILE"]
 
 
 class SortNet(Ranker):
@@ -95,7 +92,8 @@ class SortNet(Ranker):
     ) -> None:
         super().__init__(seed=seed, name=name)
         # checked here, once: a one-sentence error now, not after loading data
-        self.optimizer = parse_optimizer(optimizer, default=DEFAULT_OPTIMIZER)
+        # none given: conf/model/sortnet.yaml's optimizer
+        self.optimizer = parse_optimizer(optimizer, defaults=("model=sortnet",))
         for key, value in (
             ("max_iter", max_iter),
             ("epochs_per_iter", epochs_per_iter),

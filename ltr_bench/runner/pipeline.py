@@ -44,7 +44,7 @@ _HYDRA_KEYS = ("_target_", "_recursive_", "_convert_")
 def instantiate_resolved(spec: dict[str, Any]) -> Any:
     """``instantiate(spec, _convert_="all")`` of a resolved spec that does not recurse (each model
     config says ``_recursive_: false``): its ``_target_`` called with the other keys, as Hydra
-    calls it, without Hydra's OmegaConf round trip (~25 ms, paid on every CV fold). Any other
+    calls it, without Hydra's OmegaConf round trip (paid again on every CV fold). Any other
     spec, and any error, goes through Hydra's ``instantiate``, so errors read as they always do."""
     from hydra.utils import get_object, instantiate
 

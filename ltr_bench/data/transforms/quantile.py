@@ -23,7 +23,7 @@ from ltr_bench.errors import UserError
 _BOUNDS_THRESHOLD = 1e-7  # scikit-learn's QuantileTransformer constant
 _CLIP = float(ndtri(1 - (_BOUNDS_THRESHOLD - np.spacing(1))))  # ~5.1993, sklearn's output clip
 # Below this many values a column is searched without its lookup table, which costs more to
-# build (~1 ms a column) than it saves on them.
+# build than it saves on them.
 TABLE_MIN_ROWS = 4096
 
 
@@ -251,7 +251,7 @@ def knots_from_order_stats(n_rows: int, values: np.ndarray, n_quantiles: int) ->
     values = np.asarray(values, dtype=np.float64)
     references = np.linspace(0.0, 1.0, n_quantiles)
     q = np.empty((n_quantiles, values.shape[1]), dtype=np.float64)
-    step = max(1, (1 << 24) // max(1, n_rows))  # stand-in columns of at most ~128 MB at a time
+    step = max(1, (1 << 24) // max(1, n_rows))  # at most 2**24 values of stand-in columns at a time
     for j in range(0, values.shape[1], step):
         # the stand-in columns are sorted
         q[:, j : j + step] = percentiles_of_sorted(values[fill, j : j + step], references)
@@ -298,7 +298,7 @@ class _ColumnMap:
         self._table_tried = False
 
     def has_table(self) -> bool:
-        """Whether this column searches through a lookup table (built on first ask, ~1 ms)."""
+        """Whether this column searches through a lookup table (built on first ask)."""
         if not self._table_tried:
             self._table_tried = True
             self._build_table()
