@@ -13,14 +13,15 @@ faster or slower machine alike:
 - a tiny default run (DirectRanker, 1 epoch, MLflow on, 400 synthetic training documents in
   queries of 20) in a folder whose MLflow store exists, and the same run first in a new folder;
 - LambdaMART and AdaRank runs: which heavy packages they import;
-- a 20-trial sweep of the tiny job (5 inner folds, 2 joblib workers, no pruner), the median of
+- a 20-trial sweep of the tiny job (5 inner folds, 2 workers of the ``ltr_pool`` launcher, no
+  pruner), the median of
   ``--sweeps`` (each figure of the sweep is that of the run with the median wall time): its wall
   time against one tiny run, when trial 0 is asked and when the first job runs, and the fixed cost
   per job (the workers' time not spent in the runs' timed read, fit and evaluation, per job,
   from the MLflow store as ``bench_sweep_budget.py`` measures it), and its floor under Hydra's
   launcher (the first job's start, then each job's fitting and its per-job floor, two at a
   time). The per-job floor is what any job costs: a worker's job with a no-op task (the payload,
-  Hydra's singleton state, composing the config through the worker's cache, ``run_job``), Optuna
+  Hydra's singleton state, Hydra composing the config, ``run_job``), Optuna
   asking and telling its trial in a SQLite study, and MLflow logging its run in a SQLite store.
   Trial 0's floor is a fresh process that imports Hydra and Optuna, composes the config once,
   creates a SQLite study and asks a trial, and nothing else.
@@ -124,8 +125,8 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import setup_globals
 from hydra.types import HydraContext, RunMode
 from hydra._internal.callbacks import Callbacks
-import cloudpickle  # what loky pickles a job with
-from ltr_bench.launching import composing, parsed_yaml
+import cloudpickle  # what the ltr_pool launcher pickles a job's payload with
+from ltr_bench.launching import worker
 setup_globals()
 with initialize_config_module(version_base="1.3", config_module="ltr_bench.conf"):
     loader = GlobalHydra.instance().config_loader()
@@ -133,37 +134,30 @@ with initialize_config_module(version_base="1.3", config_module="ltr_bench.conf"
         "config", [*TINY, *QUIET, "hydra.sweep.dir=hydra-floor"], RunMode.MULTIRUN
     )
     context = HydraContext(config_loader=loader, callbacks=Callbacks(master))
-    composing._install()
-    cached = composing.CachedLoader(loader)
     payload = cloudpickle.dumps((context, master, lambda c: 0.0, Singleton.get_state()))
-    plain, through_cache, jobs = [], [], []
+    composed, jobs = [], []
     for i in range(12):
         overrides = [f"optimizer.lr=0.00{i % 9 + 1}"]
         t0 = time.perf_counter()
-        with parsed_yaml.bypassed():  # Hydra's own: every file parsed afresh
-            loader.load_sweep_config(master, overrides)
+        loader.load_sweep_config(master, overrides)
         t1 = time.perf_counter()
-        cached.load_sweep_config(master, overrides)
-        t2 = time.perf_counter()
-        # what a joblib worker does per job: unpickle the job's payload, then the launcher's job
-        # function (singleton state, composing through the worker's cache, run_job of a no-op)
-        composing.execute_job(i, overrides, payload)
-        plain.append(t1 - t0)
-        through_cache.append(t2 - t1)
-        jobs.append(time.perf_counter() - t2)
-print("HYDRA", *(statistics.median(x[2:]) for x in (plain, through_cache, jobs)))
+        # what a worker does per job: unpickle the job's payload, then the launcher's job
+        # function (singleton state, Hydra composing the config, run_job of a no-op)
+        worker.run(i, overrides, payload)
+        composed.append(t1 - t0)
+        jobs.append(time.perf_counter() - t1)
+print("HYDRA", *(statistics.median(x[2:]) for x in (composed, jobs)))
 """
 
 
-def hydra_floor(root: Path) -> tuple[float, float, float]:
+def hydra_floor(root: Path) -> tuple[float, float]:
     """Seconds per job in a warm process (medians): composing its config from conf/ with Hydra,
-    composing it through the worker's cache, and what a joblib worker does per job with a no-op
-    task (the payload unpickled, Hydra's singleton state set, the config composed through the
-    cache, ``run_job``: the output folder, three YAML files, logging): the floor of a job's
-    fixed cost."""
+    and what a worker does per job with a no-op task (the payload unpickled, Hydra's singleton
+    state set, the config composed by Hydra, ``run_job``: the output folder, three YAML files,
+    logging): the floor of a job's fixed cost."""
     code = f"TINY = {TINY!r}\nQUIET = {QUIET!r}\n{HYDRA_JOB}"
-    plain, cached, job = python_output(code, root).split("HYDRA")[-1].split()
-    return float(plain), float(cached), float(job)
+    composed, job = python_output(code, root).split("HYDRA")[-1].split()
+    return float(composed), float(job)
 
 
 # What the sweeper cannot skip before it asks trial 0: Python, Hydra and Optuna imported under
@@ -247,7 +241,7 @@ def sweep_command(root: Path, trials: int) -> list[str]:
         "hydra/sweeper=ltr_optuna",
         f"hydra.sweeper.n_trials={trials}",
         "optimizer.lr=interval(0.0005,0.01)",
-        "hydra/launcher=joblib",
+        "hydra/launcher=ltr_pool",
         "hydra.launcher.n_jobs=2",
         "hydra.sweeper.n_jobs=2",
         "protocol.inner_cv=5",
@@ -358,7 +352,7 @@ def main() -> None:
         runs = [sweep(_fresh(root, f"sweep{i}"), args.trials) for i in range(args.sweeps)]
         s = sorted(runs, key=lambda run: run["wall_s"])[len(runs) // 2]  # a sweep is noisy
         s["of"], s["walls"] = len(runs), ", ".join(f"{run['wall_s']:.2f}" for run in runs)
-        s["compose_s"], s["cached_compose_s"], s["hydra_job_s"] = hydra_floor(root)
+        s["compose_s"], s["hydra_job_s"] = hydra_floor(root)
         s["optuna_trial_s"], s["mlflow_run_s"] = library_floors(root, args.trials)
         s["job_floor_s"] = s["hydra_job_s"] + s["optuna_trial_s"] + s["mlflow_run_s"]
         s["trial0_floor_s"] = trial0_floor(root, args.repeat)
@@ -382,7 +376,7 @@ def page(m: dict[str, float], imports: dict[str, list[str]], s: dict[str, Any]) 
     lines = ["| what | seconds |", "| --- | ---: |"]
     lines += [f"| {k} | {v:.2f} |" for k, v in m.items()]
     lines += [
-        f"| {s['trials']}-trial tiny sweep (5 inner folds, 2 joblib workers; median of "
+        f"| {s['trials']}-trial tiny sweep (5 inner folds, 2 ltr_pool workers; median of "
         f"{s['of']}: {s['walls']}) | {s['wall_s']:.2f} |",
         f"| sweep: trial 0 asked, after launch | {s['trial0_asked_s']:.2f} |",
         f"| sweep: first job's run started, after launch | {s['first_job_s']:.2f} |",
@@ -391,7 +385,6 @@ def page(m: dict[str, float], imports: dict[str, list[str]], s: dict[str, Any]) 
         f"| - of which in the job's MLflow run, outside its timed read, fit and evaluation | {s['untimed_per_job_s']:.2f} |",
         f"| - of which between runs (Hydra composing and setting up the job, the sweeper's tell and ask) | {s['between_per_job_s']:.2f} |",
         f"| Hydra: composing one job's config from the files | {s['compose_s']:.3f} |",
-        f"| composing one job's config through the worker's cache | {s['cached_compose_s']:.3f} |",
         f"| a worker's job with a no-op task (payload, Hydra's singleton state, composing, run_job) | {s['hydra_job_s']:.3f} |",
         f"| Optuna: asking and telling one trial (TPE, SQLite study) | {s['optuna_trial_s']:.3f} |",
         f"| MLflow: one trial's run (tags, params, metrics, end; SQLite store) | {s['mlflow_run_s']:.3f} |",

@@ -2,13 +2,12 @@
 
 The fixed-costs page measures the per-job cost on a tiny synthetic sweep; this one runs the
 README's sweep on real data (``search=<model>`` on MQ2008, one outer fold, 5-fold inner CV,
-``--jobs`` joblib workers), with a worker hook (:func:`hook`, the sweep's
+``--jobs`` workers of the ``ltr_pool`` launcher), with a worker hook (:func:`hook`, the sweep's
 ``sweep.on_worker_start``, which also applies the default hook's garbage-collector policy) that
-stamps wall and CPU time at each phase's edges: the payload unpacked and logging set up; the
-job's config composed through the worker's cache; the joblib launcher's ``execute_job`` and
-``run_job`` (:mod:`ltr_bench.launching.job_run`: output folder, ``HydraConfig.set_config``, deep
-copies, the three ``.hydra`` YAML files); the
-task; ``ltr_bench.runner.run`` up to the trial's MLflow run (config checks, data, ranker,
+stamps wall and CPU time at each phase's edges: the payload unpacked and Hydra's singleton state
+set; the job's config composed by Hydra from the config files; the launcher's job
+(:func:`ltr_bench.launching.worker.run`) up to Hydra's ``run_job`` (output folder,
+``HydraConfig.set_config``, deep copies, the three ``.hydra`` YAML files); the task; ``ltr_bench.runner.run`` up to the trial's MLflow run (config checks, data, ranker,
 tracker, tags, the study's sweep run); and after the run. Each worker's first job (its imports
 and caches warming) is left out. The same jobs' time inside their MLflow runs but outside the
 timed read, fit and evaluation comes from the sweep's MLflow store.
@@ -35,9 +34,9 @@ GOAL_PER_JOB_S = 0.15  # a job's fixed cost at most (the goal on docs/results/fi
 OUT_ENV = "LTR_JOB_PHASES_OUT"  # the folder the workers' stamps go to
 # (label, from mark, to mark, which occurrence of each: first or last), in a job's order
 PHASES = [
-    ("the payload unpacked, the job's logging set up", "job>", "compose>", 0, 0),
-    ("the job's config composed through the worker's cache", "compose>", "<compose", 0, 0),
-    ("the joblib launcher's execute_job, up to run_job", "<compose", "run_job>", 0, 0),
+    ("the payload unpacked, Hydra's singleton state set", "job>", "compose>", 0, 0),
+    ("the job's config composed by Hydra from the config files", "compose>", "<compose", 0, 0),
+    ("the launcher's job, up to run_job", "<compose", "run_job>", 0, 0),
     ("run_job, up to the task", "run_job>", "task>", 0, 0),
     ("the task, up to ltr_bench.runner.run", "task>", "run>", 0, 0),
     ("ltr_bench.runner.run, up to the trial's MLflow run", "run>", "start_run>", 0, -1),
@@ -57,11 +56,11 @@ def hook() -> None:
 
     tune_garbage_collection()
     import hydra.core.utils as hydra_utils
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra.core.hydra_config import HydraConfig
 
-    import ltr_bench.launching.composing as composing
-    import ltr_bench.launching.job_run as job_run
     import ltr_bench.launching.processes as processes
+    import ltr_bench.launching.worker as worker
     import ltr_bench.runner as runner
     from ltr_bench.tracking.tracker import Tracker
 
@@ -81,9 +80,9 @@ def hook() -> None:
 
         setattr(owner, name, wrapper)
 
-    stamped(composing, "execute_job", "job")
-    stamped(composing.CachedLoader, "load_sweep_config", "compose")
-    stamped(job_run, "run_job", "run_job")
+    stamped(worker, "run", "job")  # (each job's call finds worker.run by its name)
+    stamped(ConfigLoaderImpl, "load_sweep_config", "compose")
+    stamped(hydra_utils, "run_job", "run_job")
     stamped(hydra_utils, "_save_config", "save")
     stamped(HydraConfig, "set_config", "set_config")
     stamped(processes, "_run_guarded", "task")
@@ -167,7 +166,7 @@ def main() -> None:
         "protocol=letor_folds",
         f"dataset.fold={args.fold}",
         f"hydra.sweeper.n_trials={args.trials}",
-        "hydra/launcher=joblib",
+        "hydra/launcher=ltr_pool",
         f"hydra.launcher.n_jobs={args.jobs}",
         f"hydra.sweeper.n_jobs={args.jobs}",
         "trainer.enable_progress_bar=false",

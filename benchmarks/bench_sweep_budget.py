@@ -2,7 +2,7 @@
 time, and the shared preprocessing cache.
 
 Part ``pruning`` -- the README's MQ2008 DirectRanker sweep (``search=direct_ranker
-protocol=letor_folds``, a study per outer fold, ``--jobs`` joblib workers) once per variant, each
+protocol=letor_folds``, a study per outer fold, ``--jobs`` workers of the ``ltr_pool`` launcher) once per variant, each
 in a fresh folder with the same sampler seed, then ``refit_best=<sweep> seed=<seeds>``. Prints per
 variant: sweep wall time (search + re-evaluation, from the sweep's log), trials completed /
 pruned, inner folds fitted by the search and the re-evaluation, re-evaluations dropped, and the
@@ -135,7 +135,7 @@ def run_sweep(workdir: Path, spec: str, args: argparse.Namespace) -> dict[str, A
         cmd = [*shared, *top_k, f"hydra.sweep.dir={sweep_dir}"]
     else:
         cmd += [
-            "hydra/launcher=joblib",
+            "hydra/launcher=ltr_pool",
             f"hydra.launcher.n_jobs={args.jobs}",
             f"hydra.sweeper.n_jobs={batch or args.jobs}",
             f"hydra.sweep.dir={sweep_dir}",
@@ -265,7 +265,7 @@ def bench_pruning(args: argparse.Namespace, root: Path) -> list[dict[str, Any]]:
     base = next((r for r in rows if r["variant"] == args.base), rows[0])
     print(
         f"\nMQ2008 DirectRanker sweep: folds {args.folds}, {args.trials} trials per study, "
-        f"{args.jobs} joblib workers, re-evaluation top_k={args.top_k if args.top_k is not None else 'config'}, "
+        f"{args.jobs} ltr_pool workers, re-evaluation top_k={args.top_k if args.top_k is not None else 'config'}, "
         f"refit seeds {args.seeds} (test metrics: mean over seeds and folds); base {base['variant']}"
     )
     print(
@@ -348,11 +348,11 @@ def bench_table1(args: argparse.Namespace, root: Path) -> None:
         "experiment.datasets=[mq2008]",
         "experiment.run_variants=[letor_folds]",
         f"experiment.n_jobs={args.jobs}",
-        # quick: Table 1's smoke size, its sweeps' trials in flight in joblib workers too
+        # quick: Table 1's smoke size, its sweeps' trials in flight in ltr_pool workers too
         *(
             [
                 "scale=quick",
-                "experiment.launcher_overrides=['hydra/launcher=joblib',"
+                "experiment.launcher_overrides=['hydra/launcher=ltr_pool',"
                 "'hydra.launcher.n_jobs=${experiment.n_jobs}',"
                 "'hydra.sweeper.n_jobs=${experiment.n_jobs}']",
             ]

@@ -2,11 +2,11 @@
 
 Runs ``--pairs`` pairs of the same MQ2008 DirectRanker sweep (``search=direct_ranker``: TPE,
 successive halving over the inner folds, the raced re-evaluation; one outer fold, ``--jobs``
-joblib workers, the same sampler seed), each sweep in a fresh folder, once per mode:
+workers of the ``ltr_pool`` launcher, the same sampler seed), each sweep in a fresh folder, once per mode:
 
 - ``batch``: batches of ``--jobs`` trials (``hydra.sweeper.asynchronous=false``, the behaviour
   before trials ran in flight);
-- ``async``: trials in flight (the default with ``hydra/launcher=joblib``);
+- ``async``: trials in flight (the default with ``hydra/launcher=ltr_pool``);
 - ``reproducible``: ``hydra.sweeper.reproducible=true``.
 
 Prints per mode: in how many pairs both sweeps chose the same trial parameters, in how many every
@@ -62,7 +62,7 @@ def run_sweep(folder: Path, mode: str, args: argparse.Namespace) -> dict[str, An
         f"hydra.sweeper.reevaluate.top_k={args.top_k}",
         f"hydra.sweeper.sampler.seed={args.sampler_seed}",
         *([f"hydra.sweeper.sampler.n_startup_trials={args.startup}"] if args.startup else []),
-        "hydra/launcher=joblib",
+        "hydra/launcher=ltr_pool",
         f"hydra.launcher.n_jobs={args.jobs}",
         f"hydra.sweeper.n_jobs={args.jobs}",
         f"hydra.sweep.dir={folder / 'sweep'}",

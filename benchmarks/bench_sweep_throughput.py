@@ -8,7 +8,7 @@ directory, with ``threads=1`` per process:
 2. two workers: two processes started together with the same command against one SQLite study
    (``hydra.sweeper.storage=sqlite:///...``), ``--trials`` trials in total -- the multi-machine
    recipe of the README on one machine;
-3. joblib: one process whose trials run two at a time in ``hydra/launcher=joblib`` workers.
+3. in flight: one process keeping two trials in flight in ``hydra/launcher=ltr_pool`` workers.
 
 For each: wall time from launch to the last exit, trials per minute end to end (including
 process start-up) and in the steady state (from the study's trial timestamps, once every worker
@@ -22,7 +22,7 @@ bare torch loop, the same validation and scoring. Target: under 2 s per trial. T
 split with each trial's results.json (``time_total_s``: the runner; ``time_fit_s``: Lightning's
 fit) into sweeper + Hydra, runner + MLflow, and Lightning's share.
 
-    .venv/bin/python benchmarks/bench_sweep_throughput.py [--trials 40] [--no-joblib]
+    .venv/bin/python benchmarks/bench_sweep_throughput.py [--trials 40] [--no-pool]
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def steady_rate(trials: list[Any]) -> float:
     return 60 * len(later) / seconds if seconds > 0 else math.nan
 
 
-def sweep(workdir: Path, n_workers: int, trials: int, joblib: bool = False) -> dict[str, Any]:
+def sweep(workdir: Path, n_workers: int, trials: int, pool: bool = False) -> dict[str, Any]:
     """One sweep configuration; returns wall time, rates and the trials."""
     storage = f"sqlite:///{workdir / 'study.db'}"
     common = [
@@ -139,8 +139,8 @@ def sweep(workdir: Path, n_workers: int, trials: int, joblib: bool = False) -> d
         f"hydra.sweeper.storage={storage}",
         "hydra.sweeper.study_name=bench",
     ]
-    if joblib:
-        common += ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "hydra.sweeper.n_jobs=2"]
+    if pool:
+        common += ["hydra/launcher=ltr_pool", "hydra.launcher.n_jobs=2", "hydra.sweeper.n_jobs=2"]
     commands = [[*common, f"hydra.sweep.dir={workdir / f'w{i}'}"] for i in range(n_workers)]
     wall = run_workers(workdir, commands)
     done = load_trials(storage)
@@ -238,7 +238,7 @@ def baseline(repeats: int = 7) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=40, help="trials per sweep (all workers)")
-    parser.add_argument("--no-joblib", action="store_true", help="skip the joblib-launcher sweep")
+    parser.add_argument("--no-pool", action="store_true", help="skip the ltr_pool-launcher sweep")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     print(
@@ -257,13 +257,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_sweep_") as tmp:
         root = Path(tmp)
         configs = [("1 worker", 1, False), ("2 workers (2 processes, 1 study)", 2, False)]
-        if not args.no_joblib:
-            configs.append(("joblib launcher, n_jobs=2", 1, True))
+        if not args.no_pool:
+            configs.append(("ltr_pool launcher, n_jobs=2", 1, True))
         out: dict[str, dict[str, Any]] = {}
-        for name, n, joblib in configs:
+        for name, n, pool in configs:
             workdir = root / f"s{len(out)}"
             workdir.mkdir()
-            out[name] = sweep(workdir, n, args.trials, joblib)
+            out[name] = sweep(workdir, n, args.trials, pool)
             r = out[name]
             print(
                 f"{name:34s} wall {r['wall']:6.1f} s  {r['rate_total']:6.1f} trials/min end to "

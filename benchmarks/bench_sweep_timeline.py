@@ -1,7 +1,7 @@
 """Where the tiny sweep's wall time goes, process by process: a timeline with each span's CPU.
 
 The fixed-costs page (``bench_fixed_costs.py``) sets the 20-trial tiny sweep (5 inner folds, 2
-joblib workers, no pruner) against one tiny run; this page shows how the sweep spends its time.
+workers of the ``ltr_pool`` launcher, no pruner) against one tiny run; this page shows how the sweep spends its time.
 The sweep runs once, each of its processes stamping wall-clock and CPU time at the edges of its
 phases into ``$LTR_TIMELINE_OUT``:
 
@@ -9,7 +9,7 @@ phases into ``$LTR_TIMELINE_OUT``:
   with stamps around the sweeper's functions as their modules load): start-up until the workers
   are started (Python, ``ltr_bench.cli``, Hydra's compose, the sweeper's setup), the study opened,
   each trial told, the study's end handed to a worker and waited for, the workers released;
-- each joblib worker, through its hook (``sweep.on_worker_start=bench_sweep_timeline.worker_hook``,
+- each worker, through its hook (``sweep.on_worker_start=bench_sweep_timeline.worker_hook``,
   which applies the default hook's garbage-collector policy too): its boot (spawned until the
   hook runs), its imports of ``sweep.warm_up`` (until their ``gc.freeze``), each job, the study's
   end (plots, trials table, MLflow); and each job's CPU by part (``sweep_job_parts.py``: Hydra's
@@ -108,7 +108,7 @@ def worker_hook() -> None:
     tune_garbage_collection()  # the default hook's policy
     freeze = gc.freeze
 
-    def freeze_after_imports() -> None:  # the warm-up's last call (ltr_bench.launching.pools)
+    def freeze_after_imports() -> None:  # the warm-up's last call (ltr_bench.launching.worker)
         gc.freeze = freeze
         stamp("<imports")
         freeze()
@@ -116,11 +116,11 @@ def worker_hook() -> None:
     gc.freeze = freeze_after_imports
     parts = sweep_job_parts.JobParts(stamp)
 
-    def stamp_jobs(composing: Any) -> None:
-        parts.counted_job(composing, "execute_job")
-        stamped(composing, "execute_job", "job")
+    def stamp_jobs(worker: Any) -> None:  # (each job's call finds worker.run by its name)
+        parts.counted_job(worker, "run")
+        stamped(worker, "run", "job")
 
-    on_import("ltr_bench.launching.composing", stamp_jobs)
+    on_import("ltr_bench.launching.worker", stamp_jobs)
     parts.install(on_import)
     on_import("ltr_bench.sweeper.results", lambda m: stamped(m, "finish_stored_study", "end"))
 
@@ -156,14 +156,14 @@ def run_as_sweeper(args: list[str]) -> None:
     on_import("ltr_bench.sweeper.state", lambda m: stamped(m, "open_study_state", "study"))
     on_import("ltr_bench.sweeper.search.loop", lambda m: stamped(m, "tell_outcome", "tell"))
     on_import("ltr_bench.sweeper.results", _stamp_the_wait)
-    atexit.register(stamp, "exit")  # before ltr_bench.process_exit's handler ends the process
+    atexit.register(stamp, "exit")
     sys.argv = ["ltr-bench", *args]
     cli.console_main()
 
 
 def _stamp_pools(pools: Any) -> None:
-    stamped(pools.Jobs, "warm_up", "workers")
-    stamped(pools, "release_workers", "release")
+    stamped(pools.Jobs, "__init__", "workers")  # the launcher's workers started
+    stamped(pools.Jobs, "release", "release")
 
 
 @dataclass
@@ -253,7 +253,7 @@ def worker_spans(name: str, stamps: list[tuple[float, float, str]], started: flo
     spans.append(
         Span(
             name,
-            "boot: spawned until its hook (Python, loky, Hydra)",
+            "boot: spawned until its hook (Python, Hydra)",
             started,
             boot[0],
             boot[1],

@@ -15,7 +15,7 @@ In order, each step printed as it ends:
    machine's CPU, and the GPU/CPU ratio; LambdaMART's trees per second with LightGBM's GPU device
    where the installed build has one;
 4. whole fits on a fold of MQ2008's size on both, with the part of the fit that is not epochs;
-5. a sweep of 8 trials in 2 joblib workers with ``tracking.system_metrics=true``, on the GPU,
+5. a sweep of 8 trials in 2 ltr_pool workers with ``tracking.system_metrics=true``, on the GPU,
    checking that every trial run carries GPU utilisation and memory (CPU metrics without a GPU);
 6. the page ``docs/results/gpu-check.md``, written through :mod:`ltr_bench.provenance` (its
    machine row names the GPU). A run without CUDA says so on the page, and never replaces a page

@@ -152,7 +152,7 @@ def sweep_table(out: dict[str, Any]) -> str:
         return f"The sweep failed (exit code {sweep.get('returncode')})."
     device = "the GPU" if "cuda" in out["devices"] else "the CPU"
     return (
-        f"`ltr-bench -m` with {size['trials']} trials in {size['workers']} joblib workers on "
+        f"`ltr-bench -m` with {size['trials']} trials in {size['workers']} ltr_pool workers on "
         f"{device}, `tracking.system_metrics=true` sampled every second: "
         f"{sweep['wall_s']:.0f} s.\n\n| | |\n| --- | --- |\n"
         f"| trial runs | {sweep['trial_runs']} |\n"

@@ -204,14 +204,14 @@ def sweep_data(n_train: int, epochs: int) -> list[str]:
 def sweep_with_system_metrics(
     accelerator: str, trials: int, workers: int, data: list[str], interval_s: float = 1.0
 ) -> dict[str, Any]:
-    """``ltr-bench -m`` with ``workers`` joblib workers and ``trials`` trials on ``accelerator``,
+    """``ltr-bench -m`` with ``workers`` ltr_pool workers and ``trials`` trials on ``accelerator``,
     ``tracking.system_metrics=true``; then which system metrics each trial run carries."""
     cwd = Path(tempfile.mkdtemp(prefix="gpu_check_sweep_"))
     trainer = "gpu" if accelerator != "cpu" else "cpu"
     cmd = [sys.executable, "-m", "ltr_bench.cli", "-m", "hydra/sweeper=ltr_optuna"]
     cmd += [f"hydra.sweeper.n_trials={trials}", "optimizer.lr=interval(0.0005,0.01)"]
     cmd += [*data, f"trainer={trainer}", "trainer.enable_progress_bar=false"]
-    cmd += ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={workers}"]
+    cmd += ["hydra/launcher=ltr_pool", f"hydra.launcher.n_jobs={workers}"]
     cmd += [f"hydra.sweeper.n_jobs={workers}", "tracking.system_metrics=true"]
     cmd += [f"tracking.system_metrics_interval_s={interval_s}", "hydra.sweep.dir=sweep"]
     cmd += ["hydra.job_logging.root.level=WARNING", "hydra.hydra_logging.root.level=WARNING"]

@@ -17,8 +17,8 @@ Prints kills survived, trials lost (target 0) and duplicated (target 0), and exi
 fails. ``python benchmarks/soak_sweep.py [--kills 5] [--trials 12] [--workers 2] [--seed 0]``;
 about 5-10 minutes on two busy cores (each restart pays the start-up of torch and MLflow).
 
-``--jobs N`` (N > 1) runs each worker's trials ``N`` at a time in joblib workers
-(``hydra/launcher=joblib``: trials in flight, the next started as one ends); a killed worker's
+``--jobs N`` (N > 1) runs each worker's trials ``N`` at a time in the launcher's workers
+(``hydra/launcher=ltr_pool``: trials in flight, the next started as one ends); a killed worker's
 jobs are then stopped by the orphan guard, and its restart resumes.
 """
 
@@ -59,7 +59,7 @@ DATA = [
 def sweep_command(work: Path, worker: int, n_trials: int, jobs: int = 1) -> list[str]:
     parallel = (
         [
-            "hydra/launcher=joblib",
+            "hydra/launcher=ltr_pool",
             f"hydra.launcher.n_jobs={jobs}",
             f"hydra.sweeper.n_jobs={jobs}",
             "hydra.sweeper.orphan_grace_period=5",
@@ -130,7 +130,9 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=12)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--jobs", type=int, default=1, help="trials in flight per worker (joblib)")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="trials in flight per worker (ltr_pool)"
+    )
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
     rng = random.Random(args.seed)

@@ -22,7 +22,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 STAMP = "parts "  # a job's stamp: this, then its JSON
-OUTSIDE = "Hydra: the joblib launcher's job outside the parts (payload, HydraConfig.set_config)"
+OUTSIDE = (
+    "Hydra: the launcher's job outside the parts (payload, singletons, HydraConfig.set_config)"
+)
 TASK = "ltr_bench: the task outside the parts (config checks, data, tags, the trial's run)"
 # A neural fit (the benchmark's sweep fits DirectRanker): what Lightning runs around the module's
 # own work, and that work
@@ -45,13 +47,13 @@ TRACKER_CALLS = (
 # (module, class or None, function, part); the part's words before ':' name its library
 PARTS: list[tuple[str, str | None, str, str]] = [
     (
-        "ltr_bench.launching.composing",
-        "CachedLoader",
+        "hydra._internal.config_loader_impl",
+        "ConfigLoaderImpl",
         "load_sweep_config",
-        "Hydra: the job's config composed through the worker's cache",
+        "Hydra: the job's config composed from the config files",
     ),
     (
-        "ltr_bench.launching.job_run",
+        "hydra.core.utils",
         None,
         "run_job",
         "Hydra: run_job's own work (output folder, HydraConfig, the task's config copied)",

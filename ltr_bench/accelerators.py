@@ -32,9 +32,6 @@ _said: set[str] = set()
 
 def _registry() -> dict[str, Any]:
     """Lightning's accelerators by name (cpu, cuda, mps, tpu, ...) -> accelerator class."""
-    import ltr_bench.lightning_import  # noqa: F401 - before Lightning (see there)
-
-    # isort: split
     from lightning.pytorch.accelerators import AcceleratorRegistry
 
     return {

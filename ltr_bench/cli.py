@@ -9,10 +9,6 @@ both leave the MLflow runs KILLED.
 
 from __future__ import annotations
 
-# first, so that its exit handler runs after those the libraries register
-from ltr_bench import process_exit
-
-# isort: split
 import os
 import re
 import sys
@@ -28,8 +24,6 @@ from ltr_bench.cli_help import fast_help
 from ltr_bench.config_tree import CONFIG_PATH, config_dir
 from ltr_bench.errors import UserError, find_in_chain
 from ltr_bench.gc_policy import tune_garbage_collection
-from ltr_bench.launching import job_logging
-from ltr_bench.launching.composing import command_composed_once
 from ltr_bench.refits import refit_table, refit_workers, run_refits
 from ltr_bench.search_model_hint import search_model_hint
 
@@ -46,18 +40,16 @@ def _task(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from ltr_bench.launching.composing import composed_afresh
     from ltr_bench.runner import run
 
     single = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.RUN
     try:
-        with composed_afresh():
-            if cfg.get("experiment") is not None:  # a table/figure of the papers: its own driver
-                from ltr_bench.experiments import run_experiment
+        if cfg.get("experiment") is not None:  # a table/figure of the papers: its own driver
+            from ltr_bench.experiments import run_experiment
 
-                run_experiment(cfg)
-                return None
-            return sweep_objective(run(cfg))
+            run_experiment(cfg)
+            return None
+        return sweep_objective(run(cfg))
     except Exception as exc:
         if single and (describe_user_error(exc) is not None or _is_failed_run(exc)):
             _deferred.append(exc)
@@ -94,10 +86,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     # Make Hydra re-raise instead of printing its own multi-line report, so errors are ours to word.
     os.environ["HYDRA_FULL_ERROR"] = "1"
     install_signal_handlers()
-    job_logging.install()  # each job's logging configured in one pass
     try:
-        with command_composed_once():  # Hydra composes the command's config twice
-            app()
+        app()
         if _deferred:
             raise _deferred.pop()
         if refits is not None:  # one refit: the table once the sweep holds more than this one
@@ -268,9 +258,8 @@ def _omegaconf(exc: BaseException | None) -> str:
 
 
 def console_main() -> None:
-    """The ``ltr-bench`` console script: :func:`main`, then the process ends without tearing its
-    interpreter down (:mod:`ltr_bench.process_exit`)."""
-    process_exit.run_then_exit(main)
+    """The ``ltr-bench`` console script: :func:`main` with the command line's arguments."""
+    main()
 
 
 if __name__ == "__main__":  # python -m ltr_bench.cli

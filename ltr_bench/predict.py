@@ -20,10 +20,6 @@ unpickling anything (:mod:`ltr_bench.saved_model`). Bad input is one sentence an
 
 from __future__ import annotations
 
-# first, so that its exit handler runs after those the libraries register
-from ltr_bench import process_exit
-
-# isort: split
 import argparse
 import csv
 import math
@@ -301,9 +297,8 @@ def format_table(
 
 
 def console_main() -> None:
-    """The ``ltr-bench-predict`` console script: :func:`main`, then the process ends without
-    tearing its interpreter down (:mod:`ltr_bench.process_exit`)."""
-    process_exit.run_then_exit(main)
+    """The ``ltr-bench-predict`` console script: :func:`main` with the command line's arguments."""
+    main()
 
 
 if __name__ == "__main__":  # python -m ltr_bench.predict

@@ -20,17 +20,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
     torch.set_num_threads(1)
 
-# Every sweep of the suite composes each job through the cache of the process that runs it (a
-# worker, or the sweeper) and also afresh with Hydra, failing the job on any difference
-# (ltr_bench.launching.composing); the experiment tests skip the second composing
-# (tests/experiments/conftest.py).
-os.environ.setdefault("LTR_COMPOSE_CACHE", "check")
-from ltr_bench.launching import composing
 from tests.inprocess import CliResult, run_ltr_bench
-
-# Installed from the start (as any ltr-bench command in this process installs it), so that each
-# config file's YAML is parsed once in this worker whatever the order of the tests.
-composing._install()
 
 CliRunner = Callable[..., CliResult]
 

@@ -1,6 +1,6 @@
-"""What the guard tests of private library names share (tests/sweeper/test_optuna_private.py,
-tests/launching/test_hydra_private.py): each ``(owner, attribute)`` pair of a module's
-``PRIVATE_NAMES`` is looked up in the installed releases."""
+"""What the guard tests of private library names share (tests/sweeper/test_private_names.py and
+the others): each ``(owner, attribute)`` pair of a module's ``PRIVATE_NAMES`` is looked up in
+the installed releases."""
 
 from __future__ import annotations
 

@@ -58,9 +58,9 @@ def test_a_workers_stamps_split_into_each_jobs_phases_its_first_job_left_out(
     phases = bench.job_phases(marks)
     walls = {label: [w for w, _ in values] for label, values in phases.items()}
     assert walls == {
-        "the payload unpacked, the job's logging set up": [1.0, 1.0],
-        "the job's config composed through the worker's cache": [2.0, 2.0],
-        "the joblib launcher's execute_job, up to run_job": [3.0, 3.0],
+        "the payload unpacked, Hydra's singleton state set": [1.0, 1.0],
+        "the job's config composed by Hydra from the config files": [2.0, 2.0],
+        "the launcher's job, up to run_job": [3.0, 3.0],
         "run_job, up to the task": [4.0, 4.0],
         "the task, up to ltr_bench.runner.run": [0.5, 0.5],
         "ltr_bench.runner.run, up to the trial's MLflow run": [5.0, 5.0],

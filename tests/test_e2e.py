@@ -293,6 +293,25 @@ def test_help_and_cfg_job(tmp_path: Path) -> None:
     assert not (tmp_path / "outputs").exists() and not (tmp_path / "mlflow.db").exists()
 
 
+@pytest.mark.parametrize("name", ["ltr-bench", "ltr-bench-report", "ltr-bench-predict"])
+def test_each_console_script_answers_help(name: str) -> None:
+    script = Path(sys.executable).parent / name
+    if not script.exists():
+        pytest.skip(f"the {name} console script is not installed beside this Python")
+    done = subprocess.run([str(script), "--help"], capture_output=True, text=True, env=_env())
+    assert done.returncode == 0 and name in done.stdout, done.stderr[-2000:]
+
+
+def test_the_console_script_ends_with_the_commands_status(tmp_path: Path) -> None:
+    if not Path(LTR_BENCH).exists():
+        pytest.skip("the ltr-bench console script is not installed beside this Python")
+    bad = subprocess.run(
+        [LTR_BENCH, "model=no_such_model"], capture_output=True, text=True, cwd=tmp_path, env=_env()
+    )
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("ltr-bench: error: model=no_such_model is not an option")
+
+
 # ------------------------------------------------------------------------------ killed runs
 def _fold_run_training(db: Path) -> bool:
     """A RUNNING fold run that already logged an epoch metric (i.e. training is under way)."""

@@ -93,41 +93,6 @@ def test_a_tracked_run_imports_no_gitpython_and_still_tags_the_commit(
     assert "git" not in loaded
 
 
-def test_a_neural_run_imports_no_scipy_signal_and_scipy_signal_still_imports(
-    tmp_path: Path,
-) -> None:
-    """torchmetrics (imported by Lightning) loads ``scipy.signal`` only for an audio alias; a
-    tracked DirectRanker run skips it (``ltr_bench.lightning_import``), and a later import gets
-    the real module."""
-    run = (
-        "from ltr_bench.cli import main\n"
-        "try:\n    main(['dataset.n_train=200', 'dataset.docs_per_query=10', 'model.epochs=1',"
-        " 'hydra.run.dir=run', 'trainer.enable_progress_bar=false'])\n"
-        "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
-        "import sys\n"
-        "assert 'torchmetrics' in sys.modules and 'lightning' in sys.modules\n"
-        "assert 'scipy.signal' not in sys.modules and 'scipy.stats' not in sys.modules\n"
-        "import scipy, scipy.signal\n"
-        "assert scipy.signal.find_peaks([0, 2, 0])[0].tolist() == [1]\n"
-        "assert scipy.signal is sys.modules['scipy.signal'] and scipy.signal.__file__\n"
-    )
-    loaded = _modules_after(run, tmp_path)
-    assert {"lightning", "mlflow"} <= loaded
-    assert (tmp_path / "run" / "results.json").is_file()
-
-
-def test_a_loaded_scipy_signal_is_left_as_it_is() -> None:
-    """In a process that loaded SciPy's ``scipy.signal`` (this one), nothing is replaced."""
-    import scipy.signal
-
-    from ltr_bench.lightning_import import import_torchmetrics_without_scipy_signal
-
-    before = dict(sys.modules)
-    import_torchmetrics_without_scipy_signal()
-    assert sys.modules["scipy.signal"] is scipy.signal and scipy.signal.__file__
-    assert {k: v for k, v in sys.modules.items() if k in before} == before
-
-
 def test_a_neural_run_gets_torchs_threads_and_seed_once_its_ranker_loads_torch(
     tmp_path: Path,
 ) -> None:

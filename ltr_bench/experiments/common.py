@@ -198,14 +198,6 @@ def _output_dir(cfg: DictConfig, name: str) -> Path:
 def run_experiment(cfg: DictConfig) -> Any:
     """Run the experiment ``cfg.experiment`` at ``cfg.scale``: call its driver (``_target_``)
     inside an MLflow parent run, print and save the summary it returns."""
-    from ltr_bench.launching.composing import configs_read_once
-
-    with configs_read_once():  # its runs, cells and datasets compose from files read once
-        return _run_experiment(cfg)
-
-
-def _run_experiment(cfg: DictConfig) -> Any:
-    """:func:`run_experiment`'s body."""
     from hydra.utils import get_method
 
     from ltr_bench.runner import (

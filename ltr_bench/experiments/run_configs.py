@@ -12,19 +12,14 @@ def compose_run_config(overrides: Sequence[str]) -> DictConfig:
     """The project's run config composed with ``overrides`` (Hydra's compose API).
 
     Inside a running ``ltr-bench`` the app's Hydra instance is reused; elsewhere (tests,
-    notebooks) the ``conf/`` tree is initialised for the call. Within an experiment's run the
-    config files are read once (:func:`ltr_bench.launching.composing.configs_read_once`).
+    notebooks) the ``conf/`` tree is initialised for the call.
     """
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     from ltr_bench.config_tree import config_dir
-    from ltr_bench.launching.composing import composed
-
-    def run() -> DictConfig:
-        return compose(config_name="config", overrides=list(overrides))
 
     if GlobalHydra.instance().is_initialized():
-        return composed(run)
+        return compose(config_name="config", overrides=list(overrides))
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        return composed(run)
+        return compose(config_name="config", overrides=list(overrides))

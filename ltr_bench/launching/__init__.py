@@ -1,5 +1,5 @@
-"""How a sweep's jobs run, for any Hydra sweeper (it knows no Optuna): ``pools`` runs them as
-batches of Hydra's launcher or keeps them in flight in warm joblib workers, ``composing`` composes
-their configs in a warm worker, ``processes`` tells who a process is and whether it is alive and
-stops the jobs of a sweeper that is gone, ``hydra_private`` holds the private Hydra and joblib
-names this needs."""
+"""How a sweep's jobs run, for any Hydra sweeper (it knows no Optuna): ``launcher`` is the
+``ltr_pool`` Hydra launcher (warm worker processes, batches or jobs in flight), ``worker`` what
+runs in its workers (the warm-up, each job through Hydra's ``run_job``), ``pools`` the jobs as a
+sweeper hands them out (in flight, or batches of any launcher), ``processes`` who a process is,
+SIGTERM while jobs run, and the guard that stops the jobs of a sweeper that is gone."""

@@ -1,16 +1,10 @@
 """What :meth:`NeuralRanker.fit <ltr_bench.models.neural.NeuralRanker.fit>` puts around
-Lightning's ``Trainer``: a callback that keeps the best epoch's weights, quiet start-up, the
-callback factories looked up once per process, and the check of ``trainer.precision`` against the
-values Lightning takes."""
+Lightning's ``Trainer``: a callback that keeps the best epoch's weights, quiet start-up, and the
+check of ``trainer.precision`` against the values Lightning takes."""
 
 from __future__ import annotations
 
-import ltr_bench.lightning_import  # noqa: F401 - before Lightning: torchmetrics without scipy.signal
-
-# isort: split
-
 import contextlib
-import functools
 import logging
 import math
 import warnings
@@ -41,26 +35,6 @@ def check_precision(value: Any) -> None:
     if value is not None and value not in allowed:
         names = ", ".join(dict.fromkeys(str(v) for v in allowed))
         raise UserError(f"trainer.precision={value} is not a precision; choose one of [{names}]")
-
-
-def remember_callback_factories() -> None:
-    """Have every ``Trainer`` of this process look up the installed callback factories once.
-
-    Each ``Trainer`` asks ``importlib.metadata`` for the entry points of Lightning's callback
-    factories, which reads every installed package's metadata (~5 ms, a trial's folds each pay
-    it). The entry points found first are kept; each ``Trainer`` still calls every factory."""
-    from lightning.fabric.utilities import registry  # reads its module global ``entry_points``
-
-    if getattr(registry.entry_points, "remembered", False):
-        return
-    look_up = registry.entry_points
-
-    @functools.cache
-    def entry_points(**selection: Any) -> tuple[Any, ...]:
-        return tuple(look_up(**selection))
-
-    entry_points.remembered = True  # type: ignore[attr-defined]
-    registry.entry_points = entry_points  # type: ignore[assignment]
 
 
 class BestState(L.Callback):

@@ -10,10 +10,6 @@ ListNet/LambdaRank).
 
 from __future__ import annotations
 
-import ltr_bench.lightning_import  # noqa: F401 - before Lightning: torchmetrics without scipy.signal
-
-# isort: split
-
 import tempfile
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
@@ -42,7 +38,6 @@ from ltr_bench.models.lightning_fit import (
     BestState,
     check_precision,
     quiet_lightning,
-    remember_callback_factories,
 )
 from ltr_bench.models.networks import FeatureMLP, Scorer, make_activation, parse_optimizer
 from ltr_bench.models.ranking_module import RankingModule, staircase_factor
@@ -225,7 +220,6 @@ class NeuralRanker(Ranker):
                     check_finite=False,
                 )
             )
-        remember_callback_factories()
         with tempfile.TemporaryDirectory(prefix="ltr_bench_") as root, quiet_lightning():
             trainer = L.Trainer(**self._trainer_kwargs(callbacks, logger, vali is not None, root))
             trainer.fit(module)

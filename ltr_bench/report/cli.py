@@ -6,10 +6,6 @@ Reads the finished fold runs of one experiment (no re-training), writes the repo
 
 from __future__ import annotations
 
-# first, so that its exit handler runs after those the libraries register
-from ltr_bench import process_exit
-
-# isort: split
 import argparse
 import sys
 from collections.abc import Sequence
@@ -69,6 +65,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def console_main() -> int:
-    """The ``ltr-bench-report`` console script: :func:`main`, then the process ends without
-    tearing its interpreter down (:mod:`ltr_bench.process_exit`)."""
-    return int(process_exit.run_then_exit(main))
+    """The ``ltr-bench-report`` console script: :func:`main` with the command line's arguments."""
+    return main()

@@ -120,7 +120,7 @@ class TrialReporter:
             name = f"{name}{LOCKS_SUFFIX}" if name else None
         if not url or not name or number is None or not pruner_cfg:
             return None
-        storage = open_storage(str(url), None, None)
+        storage = open_storage(str(url), None, None, existing=True)
         pruner = make_pruner(plain(pruner_cfg))
         study = optuna.load_study(study_name=str(name), storage=storage, pruner=pruner)
         study_id = storage.get_study_id_from_name(str(name))

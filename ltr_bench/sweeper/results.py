@@ -19,7 +19,6 @@ from optuna.trial import TrialState
 
 from ltr_bench.sweeper.config import STUDY_PLOTS
 from ltr_bench.sweeper.job import ATTR_SE, RESULTS_FILE
-from ltr_bench.sweeper.optuna_private import importance_without_sklearn
 from ltr_bench.sweeper.reevaluation import runs
 from ltr_bench.sweeper.state import StudyState
 from ltr_bench.sweeper.storage import file_stem, redact
@@ -218,9 +217,6 @@ def write_study_plots(
         matplotlib.use("Agg")  # headless by default; keep a backend a notebook already chose
     import matplotlib.pyplot as plt
     from optuna.visualization import matplotlib as ovm
-
-    if "param_importances" in plots:
-        importance_without_sklearn()  # (the plot would import scikit-learn for nothing)
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -23,10 +23,6 @@ from ltr_bench.held_signals import signals_deferred
 _NOT_HELD = frozenset({"__getstate__", "__setstate__"})
 
 
-class SignalSafeRDBStorage(RDBStorage):
-    """:class:`optuna.storages.RDBStorage` with each of its methods run with signals held."""
-
-
 def _held(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -36,7 +32,18 @@ def _held(method: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-# Every method RDBStorage defines, private ones included: Optuna's cache calls private ones.
-for _name, _method in list(vars(RDBStorage).items()):
-    if inspect.isfunction(_method) and _name not in _NOT_HELD:
-        setattr(SignalSafeRDBStorage, _name, _held(_method))
+# A subclass defining each method RDBStorage defines, private ones included (Optuna's cache calls
+# private ones), as that method with signals held.
+SignalSafeRDBStorage = type(
+    "SignalSafeRDBStorage",
+    (RDBStorage,),
+    {
+        "__doc__": ":class:`optuna.storages.RDBStorage` with each method run with signals held.",
+        "__module__": __name__,
+        **{
+            name: _held(method)
+            for name, method in vars(RDBStorage).items()
+            if inspect.isfunction(method) and name not in _NOT_HELD
+        },
+    },
+)

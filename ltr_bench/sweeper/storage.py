@@ -78,17 +78,17 @@ def with_installed_driver(url: str) -> str:
 
 
 def open_storage(
-    url: str, heartbeat_interval: int | None, grace_period: int | None
+    url: str, heartbeat_interval: int | None, grace_period: int | None, existing: bool = False
 ) -> optuna.storages.RDBStorage:
     """Open (create) an RDB storage whose calls hold Ctrl-C/SIGTERM until they return: SQLite
-    waits 60 s when busy; a lost race creating the tables or a busy database is retried briefly."""
+    waits 60 s when busy; a lost race creating the tables or a busy database is retried briefly.
+    ``existing``: the sweeper has created it and checked its schema (a job's storage), so
+    neither is done again."""
     import optuna
     from sqlalchemy import exc
 
-    from ltr_bench.sweeper.optuna_private import remember_schema_head
     from ltr_bench.sweeper.signal_safe_storage import SignalSafeRDBStorage
 
-    remember_schema_head()
     url = with_installed_driver(url)
     where = f"hydra.sweeper.storage={redact(url)}"
     db = sqlite_file(url)
@@ -107,6 +107,8 @@ def open_storage(
                     engine_kwargs=engine_kwargs,
                     heartbeat_interval=heartbeat_interval,
                     grace_period=grace_period,
+                    skip_compatibility_check=existing,
+                    skip_table_creation=existing,
                 )
         except exc.ArgumentError as e:
             raise UserError(

@@ -7,8 +7,6 @@ Optuna load when a sweep starts.
 from __future__ import annotations
 
 import logging
-import os
-import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,33 +35,24 @@ class OptunaSweeperImpl(Sweeper):
     ) -> None:
         from hydra.core.plugins import Plugins
 
-        from ltr_bench.launching import hydra_private
-        from ltr_bench.launching.composing import forget, through_cache
         from ltr_bench.launching.pools import Jobs
         from ltr_bench.launching.processes import orphan_guard
 
         s = self.settings
         self.hydra_context = hydra_context
         self.config = config
-        # jobs run by a launcher in other processes (joblib) stop when this sweeper is gone
+        # jobs run by a launcher in other processes stop when this sweeper is gone
         launcher = Plugins.instance().instantiate_launcher(
             hydra_context=hydra_context,
             task_function=orphan_guard(task_function, s.orphan_grace_period),
             config=config,
         )
         s.resolve_fatal_errors()
-        # what this process composes (a batch's check, the basic launcher's jobs) uses the cache,
-        # which starts from the config files as they are now
-        forget()
-        self.hydra_context = through_cache(hydra_context)
-        if isinstance(launcher, hydra_private.cached_launcher_classes()):
-            # its jobs compose through the cache: in this process, or in each joblib worker
-            launcher.hydra_context = self.hydra_context  # type: ignore[attr-defined]
         in_flight = s.asynchronous and not s.reproducible
         self.jobs = Jobs(launcher, self.validate_batch_is_legal, s.n_jobs, in_flight)
 
     def sweep(self, arguments: list[str]) -> list[dict[str, Any]]:
-        from ltr_bench.launching.pools import Terminated, release_workers
+        from ltr_bench.launching.processes import Terminated, end_by_sigterm
         from ltr_bench.sweeper.results import write_results
         from ltr_bench.sweeper.search.space import (
             build_space,
@@ -108,11 +97,11 @@ class OptunaSweeperImpl(Sweeper):
         except Terminated:
             # The trials are marked; end as SIGTERM would have (exit status 143 in a shell).
             log.warning("Terminated by SIGTERM; the running trials are marked interrupted.")
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
+            end_by_sigterm()
             raise
+        finally:
+            self.jobs.release()  # the workers of jobs in flight end with the sweep
         write_results(sweep_dir, results)
-        release_workers(self.jobs.executors)
         return results
 
     def _base_study_name(self, cli_fixed: Sequence[str]) -> str:

@@ -14,9 +14,6 @@ from ltr_bench.tracking.names import curve_key
 
 def _make_run_logger_class() -> type:
     """The ``MLFlowLogger`` subclass (defined here so Lightning is imported only when needed)."""
-    import ltr_bench.lightning_import  # noqa: F401 - before Lightning (see there)
-
-    # isort: split
     from lightning.pytorch.loggers import MLFlowLogger
 
     class RunLogger(MLFlowLogger):

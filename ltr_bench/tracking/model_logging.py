@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ltr_bench.tracking.mlflow_private import pinned_requirements_unchecked
 from ltr_bench.tracking.store import quiet_mlflow
 
 MODEL_NAME = "model"  # the logged model's name: runs:/<run id>/model
@@ -62,7 +61,6 @@ def log_pyfunc_model(
         with (
             tempfile.TemporaryDirectory(prefix="ltr_bench_model_") as tmp,
             warnings.catch_warnings(),
-            pinned_requirements_unchecked(),  # _model_requirements() pins the installed versions
         ):
             warnings.filterwarnings("ignore", message=".*input example was not provided")
             local = Path(tmp) / MODEL_NAME
@@ -103,7 +101,8 @@ def log_pyfunc_model(
 
 def _model_requirements() -> list[str]:
     """The logged model's pip requirements: ltr_bench and the libraries that score (pinned to
-    the versions that trained it), so MLflow need not infer them by loading the model."""
+    the versions that trained it), so MLflow need not infer them by loading the model, and its
+    check of them against the installed packages has nothing to warn about."""
     from importlib.metadata import PackageNotFoundError, version
 
     out = []

@@ -3,7 +3,6 @@ process, see :mod:`tests.inprocess`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -37,20 +36,6 @@ def generated_letor(root: Path, n_queries: int = 10, n_features: int = 6, seed: 
         write_letor(root / f"Fold{fold}" / "vali.txt", *parts[order[3]])
         write_letor(root / f"Fold{fold}" / "test.txt", *parts[order[4]])
     return root
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _configs_composed_once() -> Iterator[None]:
-    """The experiments compose dozens of run configs through the composing cache; composing each
-    again with Hydra (the suite's ``check`` mode) would double their cost. That the cache composes
-    what Hydra does is checked in tests/launching/test_composing.py and by every sweeper test.
-    Module-scoped, so that a module's own module-scoped fixtures (their experiments run once per
-    module) are set up within it (an autouse fixture comes first within its scope)."""
-    from ltr_bench.launching.composing import CACHE_ENV
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(CACHE_ENV, "on")
-        yield
 
 
 @pytest.fixture(scope="session")

@@ -44,9 +44,9 @@ def test_scale_values_win_and_interpolations_see_them() -> None:
     assert f"hydra.sweeper.n_trials={full.n_trials}" in full.sweep_overrides
     assert quick.n_trials < full.n_trials
     assert quick.mlflow_experiment.endswith("_quick") and full.mlflow_experiment.endswith("_full")
-    # Table 1 runs a sweep's trials two at a time (joblib workers) at full scale; quick: one at a time
+    # Table 1 keeps two trials in flight (warm workers) at full scale; quick: one at a time
     assert list(full.launcher_overrides) == [
-        "hydra/launcher=joblib",
+        "hydra/launcher=ltr_pool",
         f"hydra.launcher.n_jobs={full.n_jobs}",
         f"hydra.sweeper.n_jobs={full.n_jobs}",
     ]

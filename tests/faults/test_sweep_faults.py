@@ -465,12 +465,12 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_parallel_launchers_job_stops_when_its_sweeper_is_killed(tmp_path: Path) -> None:
-    """With hydra/launcher=joblib a SIGKILLed sweeper used to leave its worker running the job
-    (its trial failed as interrupted on resume, the job going on as if nothing had happened)."""
+    """A SIGKILLed sweeper would leave its worker running the job (its trial failed as
+    interrupted on resume, the job going on as if nothing had happened): the guard stops it."""
     common = [
         "hydra.sweeper.study_name=orphan",
         "hydra.sweeper.n_trials=2",
-        "hydra/launcher=joblib",
+        "hydra/launcher=ltr_pool",
         "hydra.launcher.n_jobs=2",
         "hydra.sweeper.n_jobs=2",
     ]
@@ -508,13 +508,13 @@ def test_sigterm_ends_a_plain_hydra_apps_sweep_as_sigterm(tmp_path: Path) -> Non
 def test_sigterm_on_a_sweep_with_trials_in_flight_marks_them_and_stops_their_workers(
     tmp_path: Path,
 ) -> None:
-    """Trials in flight in joblib workers (the default with hydra/launcher=joblib): SIGTERM ends
+    """Trials in flight in warm workers (hydra/launcher=ltr_pool): SIGTERM ends
     the sweeper by SIGTERM once the running trials are marked, their workers are stopped, and the
     same command resumes to the full budget."""
     common = [
         "hydra.sweeper.study_name=flight",
         "hydra.sweeper.n_trials=4",
-        "hydra/launcher=joblib",
+        "hydra/launcher=ltr_pool",
         "hydra.launcher.n_jobs=2",
         "hydra.sweeper.n_jobs=2",
     ]
@@ -594,7 +594,7 @@ def test_sigterm_on_an_ltr_bench_sweep_exits_143(tmp_path: Path) -> None:
 
 
 def test_sigterm_on_a_parallel_ltr_bench_sweep_leaves_no_running_mlflow_run(tmp_path: Path) -> None:
-    """Trials in flight in joblib workers: on SIGTERM the sweeper stops the workers, fails their
+    """Trials in flight in warm workers: on SIGTERM the sweeper stops the workers, fails their
     trials as interrupted and marks their MLflow runs KILLED before it exits 143."""
     from tests.test_e2e import LTR_BENCH, _env
 
@@ -605,7 +605,7 @@ def test_sigterm_on_a_parallel_ltr_bench_sweep_leaves_no_running_mlflow_run(tmp_
         "hydra.sweeper.study_name=p",
         "hydra.sweeper.n_trials=2",
         "optimizer.lr=choice(0.004,0.002)",
-        "hydra/launcher=joblib",
+        "hydra/launcher=ltr_pool",
         "hydra.launcher.n_jobs=2",
         "hydra.sweeper.n_jobs=2",
         f"hydra.sweep.dir={tmp_path / 'sweep'}",

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from ltr_bench.launching.pools import JobPool, Terminated, sigterm_raises_interrupt
+from ltr_bench.launching.launcher import PoolLauncher
+from ltr_bench.launching.processes import Terminated, sigterm_raises_interrupt
 
 
 @pytest.fixture
@@ -21,16 +22,10 @@ def default_sigterm() -> Iterator[None]:
     signal.signal(signal.SIGTERM, previous)
 
 
-def _pool_with_a_job_that_never_ends() -> JobPool:
-    pool = object.__new__(JobPool)  # only wait()'s state: no worker is started
-    pool.futures = {concurrent.futures.Future(): "trial 0"}
-    return pool
-
-
 @pytest.mark.timeout(120)  # a guard against a hang only: without the fix the wait never returns
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_sigterm_whose_exception_was_swallowed_still_ends_the_wait(default_sigterm) -> None:
-    pool = _pool_with_a_job_that_never_ends()
+    never_ends = concurrent.futures.Future()  # no worker is started
     with sigterm_raises_interrupt():
         handler = signal.getsignal(signal.SIGTERM)
         assert callable(handler)
@@ -41,15 +36,15 @@ def test_a_sigterm_whose_exception_was_swallowed_still_ends_the_wait(default_sig
 
         RunsTheHandlerWhenCollected()
         with pytest.raises(Terminated):
-            pool.wait(poll_s=0.01)
+            PoolLauncher(n_jobs=1).wait([never_ends], poll_s=0.01)
 
 
 def test_a_sigterm_before_the_block_is_not_carried_into_the_next(default_sigterm) -> None:
     with pytest.raises(Terminated), sigterm_raises_interrupt():
         signal.raise_signal(signal.SIGTERM)
-    pool = _pool_with_a_job_that_never_ends()
     done = concurrent.futures.Future()
     done.set_result("ok")
-    pool.futures = {done: "trial 1"}
     with sigterm_raises_interrupt():
-        assert pool.wait(poll_s=0.01) == [("trial 1", "ok")]
+        assert PoolLauncher(n_jobs=1).wait([done, concurrent.futures.Future()], poll_s=0.01) == {
+            done
+        }

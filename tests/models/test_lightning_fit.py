@@ -2,46 +2,40 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
-import lightning as L
-import pytest
-from lightning.fabric.utilities import registry
+import torch
+from torch import nn
 
-from ltr_bench.models.lightning_fit import remember_callback_factories
-
-
-class _Mark(L.Callback):
-    """A callback an installed package's factory would add to every Trainer."""
+from ltr_bench.models.lightning_fit import BestState
 
 
-def test_callback_factories_are_looked_up_once_and_called_for_every_trainer(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    lookups: list[dict[str, Any]] = []
+def _trainer(epoch: int, value: float | None, sanity: bool = False) -> Any:
+    metrics = {} if value is None else {"vali": torch.tensor(value)}
+    return SimpleNamespace(sanity_checking=sanity, callback_metrics=metrics, current_epoch=epoch)
 
-    class EntryPoint:
-        name = "mark"
 
-        def load(self) -> Any:
-            return lambda: [_Mark()]
+def test_best_state_keeps_the_best_epochs_weights_and_restores_them() -> None:
+    module: Any = SimpleNamespace(scorer=nn.Linear(2, 1))
+    best = BestState("vali")
+    weights = []
+    for epoch, value in enumerate([0.5, 0.75, float("nan"), 0.625]):
+        with torch.no_grad():
+            module.scorer.weight.fill_(float(epoch))
+        weights.append(module.scorer.weight.clone())
+        best.on_validation_end(_trainer(epoch, value), module)
+    best.on_validation_end(_trainer(9, 0.99, sanity=True), module)  # a sanity check does not count
+    assert (best.best, best.best_epoch) == (0.75, 1)
+    best.on_fit_end(_trainer(3, None), module)
+    assert torch.equal(module.scorer.weight, weights[1])
 
-    def entry_points(**selection: Any) -> list[Any]:
-        lookups.append(selection)
-        return (
-            [EntryPoint()]
-            if selection.get("group") == "lightning.pytorch.callbacks_factory"
-            else []
-        )
 
-    monkeypatch.setattr(registry, "entry_points", entry_points)  # Lightning's module global
-    remember_callback_factories()
-    remember_callback_factories()  # idempotent: wrapped once
-    trainers = [
-        L.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False)
-        for _ in range(3)
-    ]
-    marks = [[c for c in t.callbacks if isinstance(c, _Mark)] for t in trainers]
-    assert [len(m) for m in marks] == [1, 1, 1]  # every Trainer gets the factory's callback
-    assert len({id(m[0]) for m in marks}) == 3  # ... a new one each time
-    assert lookups == [{"group": "lightning.pytorch.callbacks_factory"}]  # looked up once
+def test_best_state_without_restore_leaves_the_last_weights() -> None:
+    module: Any = SimpleNamespace(scorer=nn.Linear(2, 1))
+    best = BestState("vali", restore=False)
+    best.on_validation_end(_trainer(0, 0.9), module)
+    with torch.no_grad():
+        module.scorer.weight.fill_(3.0)
+    best.on_fit_end(_trainer(1, None), module)
+    assert best.best_epoch == 0 and bool((module.scorer.weight == 3.0).all())

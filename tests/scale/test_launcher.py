@@ -1,6 +1,6 @@
-"""Local parallel trials through Hydra's joblib launcher, chosen by config alone.
+"""Local parallel trials through the project's ``ltr_pool`` launcher, chosen by config alone.
 
-A real ``ltr-bench -m`` Optuna sweep whose two trials the joblib launcher runs at once in worker
+A real ``ltr-bench -m`` Optuna sweep whose two trials the launcher keeps in flight in its worker
 processes: both succeed, each job's torch threads are capped at cores / n_jobs (``threads=null``),
 and both log to the one SQLite MLflow store the parallel jobs create together.
 """
@@ -22,15 +22,15 @@ pytestmark = pytest.mark.timeout(TEST_GUARD_S)
 
 
 @pytest.mark.heavy
-def test_joblib_launcher_runs_two_trials_in_parallel_with_threads_capped(tmp_path: Path) -> None:
+def test_the_pool_launcher_runs_two_trials_in_parallel_with_threads_capped(tmp_path: Path) -> None:
     proc = ltr_bench(
         tmp_path,
         "-m",
         "hydra/sweeper=ltr_optuna",
         "hydra/sweeper/sampler=grid",
-        "hydra.sweeper.study_name=joblib",
+        "hydra.sweeper.study_name=pool",
         "hydra.sweeper.n_jobs=2",
-        "hydra/launcher=joblib",
+        "hydra/launcher=ltr_pool",
         "hydra.launcher.n_jobs=2",
         "model.dropout=choice(0.0,0.2)",
         "protocol.inner_cv=2",
@@ -40,11 +40,11 @@ def test_joblib_launcher_runs_two_trials_in_parallel_with_threads_capped(tmp_pat
 
     (record,) = (tmp_path / "multirun").glob("*/*/multirun.yaml")
     launcher = yaml.safe_load(record.read_text())["hydra"]["launcher"]
-    assert launcher["_target_"].endswith("JoblibLauncher") and launcher["n_jobs"] == 2
+    assert launcher["_target_"].endswith("LtrPoolLauncher") and launcher["n_jobs"] == 2
 
     # Both trials complete, each grid point once.
     study = optuna.load_study(
-        study_name="joblib", storage=f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'joblib.db'}"
+        study_name="pool", storage=f"sqlite:///{tmp_path / 'multirun' / 'optuna' / 'pool.db'}"
     )
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert sorted(t.params["model.dropout"] for t in done) == [0.0, 0.2]

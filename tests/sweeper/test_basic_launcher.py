@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-import pytest
-
-from ltr_bench.launching import composing
 from tests.sweeper.toy import calls, run_toy
 
 
-def test_a_sweeper_composes_the_basic_launchers_jobs_through_its_cache_from_fresh_files(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+def test_the_basic_launchers_jobs_run_in_the_sweepers_process_sweep_after_sweep(
+    tmp_path: Any,
 ) -> None:
-    """The jobs a sweeper runs in its own process (Hydra's basic launcher) are composed through
-    the cache (``check``: each also by Hydra, failing on any difference); the next sweep of the
-    process starts from the config files again."""
-    monkeypatch.setenv(composing.CACHE_ENV, "check")
+    """Two sweeps of one process (as an experiment runs its sweeps in its own process): every
+    job of each runs in it, composed by Hydra from the config files."""
     sweeps = ["multirun/a", "multirun/b"]
     for sweep in sweeps:
         proc = run_toy(
@@ -28,7 +24,6 @@ def test_a_sweeper_composes_the_basic_launchers_jobs_through_its_cache_from_fres
             f"hydra.sweep.dir={sweep}",
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
-        # one defaults tree kept, for this sweep's jobs: the earlier sweep's were forgotten
-        assert [shape[0] for shape in composing._trees] == [sweep]
     runs = {(r["study"], r["x"]) for r in calls(tmp_path)}
     assert runs == {(study, x) for study in "ab" for x in range(3)}
+    assert {r["pid"] for r in calls(tmp_path)} == {os.getpid()}

@@ -1,8 +1,8 @@
-"""Parallel sweeps: trials in flight in joblib workers (no batch barrier) and the reproducible mode.
+"""Parallel sweeps: trials in flight in warm workers (no batch barrier) and the reproducible mode.
 
-With ``hydra/launcher=joblib`` and ``hydra.sweeper.n_jobs=2`` the sweeper keeps two trials in
-flight and starts the next as soon as one ends; ``hydra.sweeper.asynchronous=false`` runs batches
-(the slowest trial of a batch holds its partner's worker). ``hydra.sweeper.reproducible=true``
+With ``hydra/launcher=ltr_pool`` and ``hydra.sweeper.n_jobs=2`` the sweeper keeps two trials in
+flight and starts the next as soon as one ends; ``hydra.sweeper.asynchronous=false`` and any
+other launcher (joblib) run batches (the slowest trial of a batch holds its partner's worker). ``hydra.sweeper.reproducible=true``
 runs fixed batches whose pruning sees earlier batches only: the same seed gives the same trials
 however the jobs are timed.
 """
@@ -19,13 +19,13 @@ import yaml
 from optuna.trial import TrialState
 
 from tests.sweeper.pruners import PRUNE_ODD, pythonpath_with_repo
-from tests.sweeper.toy import calls, load, reasons, run_toy
+from tests.sweeper.toy import calls, complete, load, reasons, run_toy
 from tests.waiting import TEST_GUARD_S
 
 pytestmark = pytest.mark.timeout(TEST_GUARD_S)
 
-JOBLIB = [
-    "hydra/launcher=joblib",
+IN_FLIGHT = [
+    "hydra/launcher=ltr_pool",
     "hydra.launcher.n_jobs=2",
     "hydra.sweeper.n_jobs=2",
 ]
@@ -49,7 +49,7 @@ def test_a_pruned_trial_frees_its_worker_while_its_partner_runs(
     monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
     proc = run_toy(
         tmp_path,
-        *JOBLIB,
+        *IN_FLIGHT,
         "hydra.sweeper.study_name=flight",
         "hydra/sweeper/sampler=grid",
         "hydra.sweeper.n_trials=4",
@@ -71,7 +71,7 @@ def test_a_pruned_trial_frees_its_worker_while_its_partner_runs(
     # trial 0 completed, so trials 1 and 2 wrote their records while it held its worker
     assert {r["trial"] for r in records[:3]} == {0, 1, 2}
     assert {r["trial"]: r["steps"] for r in records}[1] == 1
-    assert len({r["pid"] for r in records}) == 2  # two joblib workers, not the sweeper
+    assert len({r["pid"] for r in records}) == 2  # two workers, not the sweeper
     # trial 1 told as its job ended, and trial 2 asked on the freed worker, before trial 0 ended
     # (whether trial 2 or the released trial 0 is told first is up to the machine: not checked)
     done = {t.number: t.datetime_complete for t in trials}
@@ -88,7 +88,7 @@ def test_a_worker_the_last_search_trials_leave_free_starts_re_evaluating(
     monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
     proc = run_toy(
         tmp_path,
-        *JOBLIB,
+        *IN_FLIGHT,
         "hydra.sweeper.study_name=early",
         "hydra/sweeper/sampler=grid",
         "hydra.sweeper.n_trials=3",
@@ -121,9 +121,7 @@ def _table(url: str, name: str) -> list[tuple]:
 def test_a_reproducible_two_worker_sweep_repeats_its_trials_and_choice(tmp_path: Path) -> None:
     """The same 2-worker sweep twice, with jobs timed at random (``jitter_s``): successive halving
     over 3 steps and a raced re-evaluation decide on earlier batches only, so both runs hold the
-    same trials (params, states, values, reported steps) and choose the same trial. The workers
-    compose the batches' jobs through their cache (the suite's ``check`` mode composes each with
-    Hydra too, failing the job on any difference)."""
+    same trials (params, states, values, reported steps) and choose the same trial."""
     race = [
         "steps=3",
         "hydra/sweeper/pruner=successive_halving",
@@ -138,7 +136,7 @@ def test_a_reproducible_two_worker_sweep_repeats_its_trials_and_choice(tmp_path:
         folder.mkdir()
         proc = run_toy(
             folder,
-            *JOBLIB,
+            *IN_FLIGHT,
             *race,
             "hydra.sweeper.reproducible=true",
             "hydra.sweeper.study_name=rep",
@@ -148,7 +146,6 @@ def test_a_reproducible_two_worker_sweep_repeats_its_trials_and_choice(tmp_path:
             "lucky_bonus=1.5",
         )
         _ok(proc)
-        assert all(len(r["cached_sweeps"]) == 1 for r in calls(folder))
         tables.append(_table(_url(folder, "rep"), "rep"))
         tables.append(_table(_url(folder, "rep"), "rep:reevaluations"))
         results.append(
@@ -213,30 +210,6 @@ def test_job_overrides_wrap_the_pruner_for_the_reproducible_mode() -> None:
     assert isinstance(built.pruner, optuna.pruners.MedianPruner)
 
 
-def _own_pid() -> int:
-    import os
-
-    return os.getpid()
-
-
-def test_released_workers_are_gone_when_the_release_returns() -> None:
-    """At a sweep's end its idle joblib workers are ended at once, not left for the exit to wait
-    on each worker's interpreter shutdown; a later pool gets fresh workers."""
-    import psutil
-    from joblib.externals.loky import get_reusable_executor
-
-    from ltr_bench.launching.pools import release_workers
-
-    executor = get_reusable_executor(max_workers=1)
-    pid = executor.submit(_own_pid).result()
-    assert psutil.pid_exists(pid)
-    executors = {executor}
-    release_workers(executors)
-    assert not executors
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    assert get_reusable_executor(max_workers=1).submit(_own_pid).result() != pid
-
-
 def test_a_config_error_of_a_later_trial_in_flight_aborts_the_sweep(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -245,7 +218,7 @@ def test_a_config_error_of_a_later_trial_in_flight_aborts_the_sweep(
     monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
     proc = run_toy(
         tmp_path,
-        *JOBLIB,
+        *IN_FLIGHT,
         "hydra.sweeper.study_name=laterbad",
         "hydra.sweeper.n_trials=4",
         "hydra.sweeper.enqueue_trials=[{opt:sgd},{opt:nope}]",
@@ -261,9 +234,8 @@ def test_a_config_error_of_a_later_trial_in_flight_aborts_the_sweep(
 def test_the_workers_warm_up_before_their_first_trial(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every joblib worker calls ``sweep.on_worker_start`` and then imports ``sweep.warm_up`` as
-    the sweep starts, ahead of the trials that then run in those same workers, which compose
-    their jobs through their cache."""
+    """Every worker calls ``sweep.on_worker_start`` and then imports ``sweep.warm_up`` once, as the
+    sweep starts, ahead of the trials that then run in those same workers."""
     warm = tmp_path / "warm"
     warm.mkdir()
     monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
@@ -271,7 +243,7 @@ def test_the_workers_warm_up_before_their_first_trial(
     monkeypatch.setenv("LTR_TEST_HOOK", "1")  # the marker is left only after the hook
     proc = run_toy(
         tmp_path,
-        *JOBLIB,
+        *IN_FLIGHT,
         "hydra.sweeper.study_name=warm",
         "hydra/sweeper/sampler=grid",
         "hydra.sweeper.n_trials=4",
@@ -283,7 +255,6 @@ def test_the_workers_warm_up_before_their_first_trial(
     started = {int(p.stem) for p in warm.iterdir() if p.suffix == ".started"}
     ran = {r["pid"] for r in calls(tmp_path)}
     assert len(warmed) == 2 and started == warmed and ran <= warmed
-    assert all(len(r["cached_sweeps"]) == 1 for r in calls(tmp_path))
 
 
 @pytest.mark.parametrize("in_flight", [True, False])
@@ -294,7 +265,7 @@ def test_a_study_ends_in_a_warm_worker_when_its_jobs_run_in_flight(
     its jobs (its libraries are loaded there); without jobs in flight, in the sweeper."""
     monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
     monkeypatch.setenv("LTR_TEST_WARM_DIR", str(tmp_path))
-    launch = JOBLIB if in_flight else []
+    launch = IN_FLIGHT if in_flight else []
     proc = run_toy(
         tmp_path,
         *launch,
@@ -317,11 +288,11 @@ def test_a_study_ends_in_a_warm_worker_when_its_jobs_run_in_flight(
 def _in_workers_with_hooks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *overrides: str
 ) -> None:
-    """Run the toy sweep in two joblib workers to the end; its hooks (tests.sweeper.worker_hook)
+    """Run the toy sweep in two workers to the end; its hooks (tests.sweeper.worker_hook)
     leave their files in ``tmp_path``."""
     monkeypatch.setenv("PYTHONPATH", pythonpath_with_repo())
     monkeypatch.setenv("LTR_TEST_WARM_DIR", str(tmp_path))
-    _ok(run_toy(tmp_path, *JOBLIB, *overrides))
+    _ok(run_toy(tmp_path, *IN_FLIGHT, *overrides))
 
 
 def test_the_next_study_runs_while_a_study_ends_in_a_worker(
@@ -348,9 +319,9 @@ def test_the_next_study_runs_while_a_study_ends_in_a_worker(
 def test_a_warm_worker_whose_first_job_grows_its_memory_keeps_running_jobs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """joblib replaces a worker whose memory grew by 300 MB since its first call (the warm-up) as
-    leaking; a sweep's worker grows that much on its first job (data, libraries, the MLflow store),
-    and its replacement would import everything again, cold. Every job runs in a warmed worker."""
+    """A sweep's worker grows by hundreds of MB on its first job (data, libraries, the MLflow
+    store); it keeps running jobs (a pool that replaced it would import everything again, cold).
+    Every job runs in a warmed worker."""
     _in_workers_with_hooks(
         tmp_path,
         monkeypatch,
@@ -365,42 +336,20 @@ def test_a_warm_worker_whose_first_job_grows_its_memory_keeps_running_jobs(
     assert len(warmed) == 2 and ran <= warmed
 
 
-def test_the_launchers_pool_without_warm_up_keys_still_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_launchers_pool_without_warm_up_keys_still_runs(tmp_path: Path) -> None:
     """An app without ``sweep.warm_up`` (the toy) gets no warm-up and the same trials."""
-    from ltr_bench.launching import pools as launching
-    from ltr_bench.launching.pools import import_objects
-
-    monkeypatch.setattr(launching.gc, "freeze", lambda: None)  # keep this process's collector
-    import_objects(["no.such.module", "json.dumps"])  # a failing name is left to the job
-    import_objects(["json.dumps"], "no.such.hook")  # so is a failing hook (a warning)
-    proc = run_toy(tmp_path, *JOBLIB, "hydra.sweeper.study_name=cold", "hydra.sweeper.n_trials=2")
+    proc = run_toy(
+        tmp_path, *IN_FLIGHT, "hydra.sweeper.study_name=cold", "hydra.sweeper.n_trials=2"
+    )
     _ok(proc)
     assert len(load(_url(tmp_path, "cold"), "cold")) == 2
 
 
-def test_a_warming_up_worker_waits_until_every_worker_has_taken_its_warm_up(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Each worker's warm-up starts only once every worker holds one, so a fast worker cannot
-    take a second warm-up while another worker would start its first job cold."""
-    import threading
-
-    from ltr_bench.launching import pools as launching
-    from tests.waiting import wait_until
-
-    monkeypatch.setattr(launching.gc, "freeze", lambda: None)  # keep this process's collector
-    imported: list[str] = []
-    monkeypatch.setattr("hydra.utils.get_object", imported.append)
-    meet = tmp_path / "meet"
-    meet.mkdir()
-    worker = threading.Thread(
-        target=launching.import_objects, args=(["json"], None, (str(meet), 2))
-    )
-    worker.start()
-    wait_until(lambda: (meet / str(os.getpid())).exists(), "the worker taking its warm-up")
-    assert worker.is_alive() and not imported  # the other worker has not taken one yet
-    (meet / "another worker").touch()
-    worker.join()
-    assert imported == ["json"]
+def test_the_joblib_launcher_runs_batches(tmp_path: Path) -> None:
+    """Hydra's joblib launcher runs a batch and waits for all of it: the sweeper hands it batches
+    of n_jobs and says that ``hydra/launcher=ltr_pool`` keeps trials in flight."""
+    joblib = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "hydra.sweeper.n_jobs=2"]
+    proc = run_toy(tmp_path, *joblib, "hydra.sweeper.study_name=jl", "hydra.sweeper.n_trials=4")
+    _ok(proc)
+    assert "hydra/launcher=ltr_pool keeps them in flight" in proc.stdout + proc.stderr
+    assert len(complete(load(_url(tmp_path, "jl"), "jl"))) == 4

@@ -67,38 +67,3 @@ def test_the_default_plots_are_every_plot_and_an_unknown_one_is_named() -> None:
     assert Settings(plots=[]).plots == []
     with pytest.raises(UserError, match="unknown plot 'contour'; choose from optimization_history"):
         Settings(plots=["optimization_history", "contour"])
-
-
-IMPORTANCE_PLOT_ALONE = """
-import sys
-import optuna
-from ltr_bench.sweeper.results import write_study_plots
-optuna.logging.set_verbosity(optuna.logging.WARNING)
-study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
-for i in range(8):
-    trial = study.ask()
-    x, y = trial.suggest_float("x", 0, 1), trial.suggest_float("y", 0, 1)
-    study.tell(trial, -((x - 0.3) ** 2) + 0.1 * y)
-written = write_study_plots(study, sys.argv[1], ["param_importances"])
-print([p.name for p in written], "sklearn" in sys.modules)
-from optuna.importance import FanovaImportanceEvaluator, MeanDecreaseImpurityImportanceEvaluator
-for evaluator in (FanovaImportanceEvaluator(seed=0), MeanDecreaseImpurityImportanceEvaluator(seed=0)):
-    print(sorted(optuna.importance.get_param_importances(study, evaluator=evaluator)))
-"""
-
-
-def test_the_importance_plot_imports_no_sklearn_and_leaves_its_evaluators_working(tmp_path) -> None:
-    """Optuna's importance package imports scikit-learn's forests (~1.2 s, on a sweep's last
-    stretch) for evaluators the plot does not use; the plot leaves them working on demand."""
-    import subprocess
-    import sys
-
-    code = IMPORTANCE_PLOT_ALONE
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True
-    )
-    assert done.stdout.splitlines() == [
-        "['param_importances.png'] False",
-        "['x', 'y']",
-        "['x', 'y']",
-    ], done.stderr

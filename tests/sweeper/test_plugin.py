@@ -66,16 +66,6 @@ def test_reproducible_with_hyperband_is_refused() -> None:
     OptunaSweeperImpl(sampler={"_target_": "x"}, reproducible=False, pruner=hyperband)
 
 
-def test_a_joblib_launcher_without_jobs_is_refused() -> None:
-    from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
-
-    from ltr_bench.launching.pools import Jobs
-
-    with pytest.raises(UserError, match="hydra.launcher.n_jobs=0 starts no job"):
-        Jobs(JoblibLauncher(n_jobs=0), print, n_jobs=2, in_flight=True)
-    assert Jobs(JoblibLauncher(n_jobs=2), print, n_jobs=2, in_flight=True).in_flight
-
-
 @pytest.mark.parametrize(
     ("workers", "n_jobs", "capacity"),
     [(2, 2, 3), (1, 2, 2), (4, 2, 2), (2, 4, 4)],
@@ -86,11 +76,20 @@ def test_jobs_in_flight_keep_one_more_queued_while_every_worker_is_busy(
     """A worker whose job ends finds the next one queued (no wait for the sweeper's tell and
     ask): one more job than workers; fewer workers than n_jobs queue already, and more workers
     would start a queued job at once."""
+    from ltr_bench.launching.launcher import PoolLauncher
+    from ltr_bench.launching.pools import Jobs
+
+    monkeypatch.setattr(PoolLauncher, "start_workers", lambda self: None)  # no process started
+    jobs = Jobs(PoolLauncher(n_jobs=workers), print, n_jobs=n_jobs, in_flight=True)
+    assert jobs.in_flight and jobs.pool().capacity == capacity
+    batches = Jobs(PoolLauncher(n_jobs=workers), print, n_jobs=n_jobs, in_flight=False)
+    assert not batches.in_flight and batches.pool().capacity == n_jobs  # a batch of n_jobs
+
+
+def test_another_launcher_runs_batches() -> None:
     from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
 
-    from ltr_bench.launching.pools import BatchPool, JobPool, Jobs
+    from ltr_bench.launching.pools import Jobs
 
-    jobs = Jobs(JoblibLauncher(n_jobs=workers), print, n_jobs=n_jobs, in_flight=True)
-    monkeypatch.setattr(jobs, "executor", lambda: None)
-    assert JobPool(jobs).capacity == capacity
-    assert BatchPool(jobs).capacity == n_jobs  # a batch of n_jobs, as before
+    jobs = Jobs(JoblibLauncher(n_jobs=2), print, n_jobs=2, in_flight=True)
+    assert not jobs.in_flight and jobs.pool().capacity == 2

@@ -16,7 +16,6 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 
 from ltr_bench.cli import config_dir
 from ltr_bench.errors import UserError
-from ltr_bench.launching import composing
 from ltr_bench.runner import check_compatibility
 from ltr_bench.sweeper.config import SWEEPER_TARGET
 from ltr_bench.sweeper.search.space import parse_search_space
@@ -87,18 +86,16 @@ def test_search_space_composes_parses_and_every_value_builds_a_ranker(search: st
         pytest.importorskip(model, reason="the gbdt extra is not installed")
     # Every key exists in the model's config, and each boundary value composes into a valid ranker
     # with the space's fixed overrides, as a sweep's worker composes a trial's job (Hydra's
-    # composing through the worker's cache, tests/launching/test_composing.py).
+    # config loader's load_sweep_config).
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
         task = [f"model={model}", f"search={search}"]
         master = loader.load_configuration("config", task, RunMode.MULTIRUN)
-        composing._install()
-        worker = composing.CachedLoader(loader)
         for name, param in space.params.items():
             for value in _boundary_values(param.distribution):
                 overrides = [*task, *space.fixed, param.override(value)]
-                job = worker.load_sweep_config(master, overrides)
+                job = loader.load_sweep_config(master, overrides)
                 check_compatibility(job)
                 ranker = instantiate(job.model)
                 assert ranker is not None, (name, value)

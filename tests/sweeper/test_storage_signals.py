@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy
 from optuna.trial import TrialState
 
-from ltr_bench.launching.pools import Terminated, sigterm_raises_interrupt
+from ltr_bench.launching.processes import Terminated, sigterm_raises_interrupt
 from ltr_bench.sweeper import trials
 from ltr_bench.sweeper.search.loop import ask_one, fail_all
 from ltr_bench.sweeper.storage import open_storage, open_study

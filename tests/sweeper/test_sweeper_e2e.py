@@ -71,7 +71,7 @@ def test_four_trial_sweep_end_to_end_and_same_command_resumes(tmp_path: Path) ->
 
 def test_an_objective_with_its_se_counts_the_trials_within_one_se(tmp_path: Path) -> None:
     # x = 0..3, y = 2: values -1, 0, -1, -4; best 0 with SE 1.5 -> three trials within one SE.
-    # Two joblib workers: the Objective crosses process boundaries with its SE.
+    # Batches in two joblib workers: the Objective crosses process boundaries with its SE.
     _ok(
         run_toy(
             tmp_path,

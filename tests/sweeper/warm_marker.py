@@ -1,4 +1,4 @@
-"""Imported by a sweep's warm-up in a joblib worker: leaves ``<$LTR_TEST_WARM_DIR>/<pid>``; with
+"""Imported by a sweep's warm-up in a worker: leaves ``<$LTR_TEST_WARM_DIR>/<pid>``; with
 ``LTR_TEST_HOOK`` set, only after the ``sweep.on_worker_start`` hook (:mod:`.worker_hook`) ran."""
 
 from __future__ import annotations

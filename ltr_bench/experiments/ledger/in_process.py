@@ -71,12 +71,8 @@ def _compose(overrides: list[str]) -> DictConfig:
     from hydra.core.global_hydra import GlobalHydra
 
     from ltr_bench.config_tree import config_dir
-    from ltr_bench.launching.composing import composed
-
-    def run() -> DictConfig:
-        return compose(config_name="config", overrides=overrides, return_hydra_config=True)
 
     if GlobalHydra.instance().is_initialized():
-        return composed(run)
+        return compose(config_name="config", overrides=overrides, return_hydra_config=True)
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        return composed(run)
+        return compose(config_name="config", overrides=overrides, return_hydra_config=True)

@@ -259,16 +259,7 @@ def validate_ledger(
     """Parse the ledger and check everything that can be checked without running: each run's
     experiment spec composes at ``scale``, each check's arguments fit its function, each named
     dataset is a dataset config. Raises :class:`UserError` naming the claim or run."""
-    from ltr_bench.launching.composing import configs_read_once
-
-    with configs_read_once():  # dozens of run specs, a few config shapes
-        return _validate(spec, scale, seed, list(forwarded or []))
-
-
-def _validate(
-    spec: DictConfig | Mapping[str, Any], scale: str, seed: int, forwarded: list[str]
-) -> Ledger:
-    """:func:`validate_ledger`'s body."""
+    forwarded = list(forwarded or [])
     runs, claims = parse_ledger(spec)
     for claim in claims:
         if claim.check:

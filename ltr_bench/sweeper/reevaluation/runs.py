@@ -19,11 +19,12 @@ import optuna
 from hydra.core.utils import JobStatus
 from optuna.trial import FrozenTrial, TrialState
 
-from ltr_bench.launching.pools import sigterm_raises_interrupt, worker_died
+from ltr_bench.launching.pools import worker_died
 from ltr_bench.launching.processes import worker_identity
 from ltr_bench.sweeper import job
+from ltr_bench.sweeper.hydra_private import job_error
 from ltr_bench.sweeper.liveness import report_interrupted
-from ltr_bench.sweeper.optuna_private import job_error, study_id, study_storage, trial_id
+from ltr_bench.sweeper.optuna_private import study_storage, trial_id
 from ltr_bench.sweeper.reevaluation.racing import lock_attrs
 from ltr_bench.sweeper.search import pruning
 from ltr_bench.sweeper.state import StudyState
@@ -176,7 +177,8 @@ def lock(
     storage = study_storage(locks)
     engine = getattr(storage, "engine", None)  # SQLite serialises writers: no second look
     settle_s = 0.0 if engine is None or engine.dialect.name == "sqlite" else SETTLE_S
-    new_id = storage.create_new_trial(study_id(locks), template_trial=template)
+    study_id = storage.get_study_id_from_name(locks.study_name)
+    new_id = storage.create_new_trial(study_id, template_trial=template)
     heartbeat.add(new_id)
     for look in range(2 if settle_s > 0 else 1):
         if look:
@@ -239,40 +241,29 @@ def release_aborted(state: StudyState, pool: Any) -> None:
 def reevaluate(state: StudyState, pool: Any = None) -> None:
     """Re-evaluate the top trials not yet re-evaluated, waiting for those other workers hold;
     ``pool``: the one :func:`start_early` started re-evaluations in."""
-    locks: Any = state.locks
     pool = state.jobs.pool() if pool is None else pool
-    error: BaseException | None = None
-    untold: list[Any] = []  # re-evaluations whose job ended, not yet recorded
     waited = False
-    try:
-        with sigterm_raises_interrupt():
-            while True:
-                todo: list[Any] = []
-                if error is None:
-                    todo = _todo(state, pool)
-                    error = _lock_and_submit(state, todo, pool)
-                if not len(pool):
-                    if error is not None or not todo:
-                        break
-                    if not waited:  # all held by other workers: wait for them (or find them gone)
-                        numbers = [t.number for t in todo]
-                        log.info(f"Waiting for the re-evaluation(s) other workers run: {numbers}.")
-                        waited = True
-                    time.sleep(pause(state))
-                    continue
-                ended = pool.wait()
-                untold = [key for key, _ in ended]
-                for key, outcome in ended:
-                    recorded = record(state, key, outcome)  # every outcome, after an error too
-                    error = error or recorded
-                    untold.remove(key)
-    except BaseException:  # Ctrl-C, SIGTERM: the running re-evaluations can be locked again
-        for _, lock_id, _ in [*untold, *pool.abort()]:
-            release(locks, lock_id, FAIL_INTERRUPTED, state.heartbeat)
-        report_interrupted(state.config, state.study, locks)
-        raise
-    if error is not None:
-        raise error
+
+    def fill() -> BaseException | None:
+        nonlocal waited
+        while True:
+            todo = _todo(state, pool)
+            error = _lock_and_submit(state, todo, pool)
+            if error is not None or len(pool) or not todo:
+                return error
+            if not waited:  # all held by other workers: wait for them (or find them gone)
+                log.info(
+                    f"Waiting for the re-evaluation(s) other workers run: {[t.number for t in todo]}."
+                )
+                waited = True
+            time.sleep(pause(state))
+
+    def stopped(untold: list[Any]) -> None:  # Ctrl-C, SIGTERM: they can be locked again
+        for _, lock_id, _ in untold:
+            release(state.locks, lock_id, FAIL_INTERRUPTED, state.heartbeat)
+        report_interrupted(state.config, state.study, state.locks)
+
+    pool.run(fill, lambda key, outcome: record(state, key, outcome), stopped)
 
 
 def _todo(state: StudyState, pool: Any) -> list[Any]:

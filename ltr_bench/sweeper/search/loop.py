@@ -15,12 +15,13 @@ from hydra.core.utils import JobReturn, JobStatus
 from optuna.trial import TrialState
 
 from ltr_bench.held_signals import signals_deferred
-from ltr_bench.launching.pools import BatchPool, JobPool, sigterm_raises_interrupt, worker_died
+from ltr_bench.launching.pools import Pool, worker_died
 from ltr_bench.launching.processes import worker_identity
 from ltr_bench.sweeper import trials
+from ltr_bench.sweeper.hydra_private import job_error
 from ltr_bench.sweeper.job import user_attrs_of
 from ltr_bench.sweeper.liveness import report_interrupted
-from ltr_bench.sweeper.optuna_private import job_error, study_storage, trial_id
+from ltr_bench.sweeper.optuna_private import study_storage, trial_id
 from ltr_bench.sweeper.search import pruning
 from ltr_bench.sweeper.state import StudyState
 
@@ -170,38 +171,28 @@ def search(
     pool = state.jobs.pool()
     if pool.in_flight:
         log.info(
-            f"Study '{study.study_name}': up to {state.settings.n_jobs} trials in flight in joblib "
-            "workers and one more queued: a worker starts the next trial as soon as its own ends."
+            f"Study '{study.study_name}': up to {state.settings.n_jobs} trials in flight and one "
+            "more queued: a worker starts the next trial as soon as its own ends."
         )
-    error: BaseException | None = None
-    untold: list[Any] = []  # trials whose job ended, not yet told
-    try:
-        with sigterm_raises_interrupt():
-            while True:
-                if error is None:
-                    error = fill(state, pool)
-                    if error is None and drained is not None and len(pool) < pool.capacity:
-                        drained(pool.capacity - len(pool))
-                if not len(pool):
-                    break
-                ended = pool.wait()
-                untold = [trial for trial, _ in ended]
-                for trial, outcome in ended:
-                    told = tell_outcome(state, trial, outcome)
-                    error = error or told
-                    untold.remove(trial)
-                after_tell()
-    except BaseException:
+
+    def filled() -> BaseException | None:
+        error = fill(state, pool)
+        if error is None and drained is not None and len(pool) < pool.capacity:
+            drained(pool.capacity - len(pool))
+        return error
+
+    def stopped(untold: list[Any]) -> None:
         # Ctrl-C, SIGTERM: the trials in flight (their workers stopped) and any not yet told are
         # failed as interrupted, and their runs handed to the app's hook (e.g. MLflow KILLED)
-        fail_all(study, [*untold, *pool.abort()], heartbeat, trials.FAIL_INTERRUPTED)
+        fail_all(study, untold, heartbeat, trials.FAIL_INTERRUPTED)
         report_interrupted(state.config, study, state.locks)
-        raise
-    if error is not None:
-        raise error
+
+    pool.run(
+        filled, lambda trial, outcome: tell_outcome(state, trial, outcome), stopped, after_tell
+    )
 
 
-def fill(state: StudyState, pool: BatchPool | JobPool) -> BaseException | None:
+def fill(state: StudyState, pool: Pool) -> BaseException | None:
     """Ask and submit trials until the pool is full; the error that stops the search, if any."""
     s, study, heartbeat = state.settings, state.study, state.heartbeat
     stored: list[Any] | None = state.recover()

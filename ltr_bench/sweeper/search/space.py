@@ -30,7 +30,8 @@ from optuna.distributions import (
 )
 
 from ltr_bench.errors import UserError
-from ltr_bench.sweeper.optuna_private import distribution_contains, escape_special_characters
+from ltr_bench.sweeper.hydra_private import escape_special_characters
+from ltr_bench.sweeper.optuna_private import distribution_contains
 
 
 @lru_cache(maxsize=1)

@@ -8,8 +8,7 @@ create ``hang_marker`` (atomically, holding its trial number) sleeps for an hour
 can wait for that file and then kill the sweep mid-trial; exactly one job hangs, whatever the
 order of parallel workers. ``wait_for_workers`` = n with ``workers_dir``: every job registers its
 process there and waits until n processes have (so that each of n workers is sure to run jobs,
-whatever their start-up times). ``calls_file`` gets one JSON line per executed job (to count runs; with the sweep folders
-whose configs the job's process keeps in its composing cache),
+whatever their start-up times). ``calls_file`` gets one JSON line per executed job (to count runs),
 ``se`` returns the value as an :class:`Objective` with that standard error (and ``n_folds``),
 ``lucky_x`` adds ``lucky_bonus`` to that x's value in search jobs but not in re-evaluations
 (``sweep.reevaluation=true``): a trial that only looks best. ``steps`` > 0 makes a job race: it
@@ -18,8 +17,7 @@ passed a pruner; a re-evaluation too when the sweeper races them) and stops when
 ``calls_file`` then also records the steps done. ``hold_trial`` (a trial number) with
 ``hold_until_calls`` = n: that trial's job waits until ``calls_file`` holds n records (so that it is
 still running while other jobs start). ``grow_mb`` makes a worker's first job keep that many MB
-for the worker's life, and has joblib check the worker's memory after it (a worker that loads its
-data and libraries on its first job). ``jitter_s`` sleeps a random time up to that long (not
+for the worker's life (a worker that loads its data and libraries on its first job). ``jitter_s`` sleeps a random time up to that long (not
 seeded: each run times its jobs differently) before each step and before returning.
 """
 
@@ -48,10 +46,8 @@ def main(cfg: DictConfig) -> float:
         _rendezvous(Path(cfg.workers_dir), int(cfg.wait_for_workers))
     if cfg.grow_mb and not _KEPT:
         import numpy as np
-        from joblib.externals.loky import process_executor
 
         _KEPT.append(np.ones(int(cfg.grow_mb) * 2**20 // 8))  # written: resident memory
-        process_executor._MEMORY_LEAK_CHECK_DELAY = 0.0  # check after this job (else: 1 s apart)
     value = -((cfg.x - 1) ** 2) - (cfg.y - 2) ** 2 + (0.5 if cfg.kind == "b" else 0.0)
     steps_done = _race(cfg, value)
     if cfg.calls_file:
@@ -64,7 +60,6 @@ def main(cfg: DictConfig) -> float:
             "pid": os.getpid(),
             "reevaluation": cfg.sweep.reevaluation,
             "steps": steps_done,
-            "cached_sweeps": _cached_sweeps(),
         }
         with open(cfg.calls_file, "a") as f:
             f.write(json.dumps(record) + "\n")
@@ -89,14 +84,6 @@ def main(cfg: DictConfig) -> float:
     if cfg.lucky_x is not None and cfg.x == cfg.lucky_x and not cfg.sweep.reevaluation:
         value += cfg.lucky_bonus
     return Objective(value, se=cfg.se, n_folds=cfg.n_folds) if cfg.se is not None else value
-
-
-def _cached_sweeps() -> list[str]:
-    """The sweep folders whose job configs this process keeps in its composing cache."""
-    import sys
-
-    composing = sys.modules.get("ltr_bench.launching.composing")
-    return sorted({str(shape[0]) for shape in composing._trees}) if composing else []
 
 
 def _rendezvous(folder: Path, n: int, guard_s: float = 600.0) -> None:
