@@ -6,7 +6,7 @@ Every figure is a fresh process on this machine, timed from launch to exit (medi
 faster or slower machine alike:
 
 - ``python -c "import lightning"`` is the goal's floor of a neural run (Lightning imports
-  torch); the same import under the commands' garbage-collector policy (``ltr_bench.gc_policy``),
+  torch); the same import under the commands' garbage-collector policy (``ltr_bench.cli.gc_policy``),
   and with MLflow, its SQL store and matplotlib added, are the floors the libraries force on an
   untracked and a tracked tiny run (MLflow's store module alone loads ``mlflow.genai``);
   ``python -c "import hydra"`` is the floor of ``--help`` and ``--cfg job``;
@@ -59,8 +59,8 @@ TRACKED_RUN_IMPORTS = (
     "import lightning, mlflow, matplotlib.pyplot, mlflow.store.tracking.sqlalchemy_store"
 )
 # The floors of the commands' own ratios import under the commands' garbage-collector policy
-# (ltr_bench.gc_policy), as the commands do; the goal's floor is the plain `import lightning`.
-WITH_GC_POLICY = "import ltr_bench.gc_policy as g; g.tune_garbage_collection()\n"
+# (ltr_bench.cli.gc_policy), as the commands do; the goal's floor is the plain `import lightning`.
+WITH_GC_POLICY = "import ltr_bench.cli.gc_policy as g; g.tune_garbage_collection()\n"
 HEAVY = ("torch", "lightning", "mlflow", "sklearn", "scipy", "pandas", "git")
 
 
@@ -109,7 +109,7 @@ def python_output(code: str, cwd: Path) -> str:
 
 def run_probe(overrides: list[str]) -> str:
     return (
-        "from ltr_bench.cli import main\n"
+        "from ltr_bench.cli.main import main\n"
         f"try:\n    main({[*overrides, 'hydra.run.dir=run', *QUIET]!r})\n"
         "except SystemExit as exc:\n    assert not exc.code\n"
     )
@@ -117,7 +117,7 @@ def run_probe(overrides: list[str]) -> str:
 
 HYDRA_JOB = """
 import statistics, time
-import ltr_bench.gc_policy as g
+import ltr_bench.cli.gc_policy as g
 g.tune_garbage_collection()  # as in the sweep's workers (sweep.on_worker_start)
 from hydra import initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
@@ -163,7 +163,7 @@ def hydra_floor(root: Path) -> tuple[float, float]:
 # What the sweeper cannot skip before it asks trial 0: Python, Hydra and Optuna imported under
 # the commands' GC policy, the config composed once, a new SQLite study created, one trial asked
 TRIAL0_FLOOR = """
-import ltr_bench.gc_policy as g
+import ltr_bench.cli.gc_policy as g
 g.tune_garbage_collection()
 import os, warnings
 import optuna

@@ -52,7 +52,7 @@ WITHIN = [  # parts of run_job's phase, summed over their calls in the job
 
 def hook() -> None:
     """``sweep.on_worker_start``: the default hook, then stamps around each phase's functions."""
-    from ltr_bench.gc_policy import tune_garbage_collection
+    from ltr_bench.cli.gc_policy import tune_garbage_collection
 
     tune_garbage_collection()
     import hydra.core.utils as hydra_utils

@@ -27,7 +27,7 @@ def trial(model: str, root: Path) -> tuple[float, str]:
     """One sweep trial of ``model``: its fitting seconds and its fold metrics, as text."""
     from hydra import compose, initialize_config_dir
 
-    from ltr_bench.cli import config_dir
+    from ltr_bench.cli.main import config_dir
     from ltr_bench.runner import run
 
     overrides = [

@@ -488,7 +488,7 @@ def time_trial(overrides: list[str], cache: str) -> dict[str, float]:
     """One sweep trial's run times (in-process, tracking off); ``cache`` = on | off."""
     from hydra import compose, initialize_config_dir
 
-    from ltr_bench.cli import config_dir
+    from ltr_bench.cli.main import config_dir
     from ltr_bench.runner import run
 
     os.environ["LTR_TRANSFORM_CACHE"] = "on" if cache == "on" else "off"

@@ -7,7 +7,7 @@ phases into ``$LTR_TIMELINE_OUT``:
 
 - the sweeper: this script run as ``ltr-bench`` (``--as-sweeper``: the command's entry point,
   with stamps around the sweeper's functions as their modules load): start-up until the workers
-  are started (Python, ``ltr_bench.cli``, Hydra's compose, the sweeper's setup), the study opened,
+  are started (Python, ``ltr_bench.cli.main``, Hydra's compose, the sweeper's setup), the study opened,
   each trial told, the study's end handed to a worker and waited for, the workers released;
 - each worker, through its hook (``sweep.on_worker_start=bench_sweep_timeline.worker_hook``,
   which applies the default hook's garbage-collector policy too): its boot (spawned until the
@@ -102,7 +102,7 @@ def worker_hook() -> None:
     """``sweep.on_worker_start``: stamps the worker's boot, its imports, its jobs, the study end."""
     import gc
 
-    from ltr_bench.gc_policy import tune_garbage_collection
+    from ltr_bench.cli.gc_policy import tune_garbage_collection
 
     stamp("<boot")
     tune_garbage_collection()  # the default hook's policy
@@ -150,7 +150,7 @@ def run_as_sweeper(args: list[str]) -> None:
     stamp("<python")
     import atexit
 
-    from ltr_bench import cli
+    from ltr_bench.cli import main as cli
 
     on_import("ltr_bench.launching.pools", _stamp_pools)
     on_import("ltr_bench.sweeper.state", lambda m: stamped(m, "open_study_state", "study"))
@@ -209,7 +209,7 @@ def sweeper_spans(stamps: list[tuple[float, float, str]], wall: float) -> list[S
     up = _at(stamps, "workers>")
     launch = (0.0, 0.0)  # the process's CPU counts from its start
     span(
-        "start-up until the workers start (Python, ltr_bench.cli, Hydra's compose, setup)",
+        "start-up until the workers start (Python, ltr_bench.cli.main, Hydra's compose, setup)",
         launch,
         up,
         "start",

@@ -103,7 +103,7 @@ def machine() -> dict[str, Any]:
 
     import torch
 
-    from ltr_bench.accelerators import lightgbm_build
+    from ltr_bench.machine.accelerators import lightgbm_build
 
     cuda = torch.cuda.is_available()
     return {

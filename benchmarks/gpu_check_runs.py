@@ -208,7 +208,7 @@ def sweep_with_system_metrics(
     ``tracking.system_metrics=true``; then which system metrics each trial run carries."""
     cwd = Path(tempfile.mkdtemp(prefix="gpu_check_sweep_"))
     trainer = "gpu" if accelerator != "cpu" else "cpu"
-    cmd = [sys.executable, "-m", "ltr_bench.cli", "-m", "hydra/sweeper=ltr_optuna"]
+    cmd = [sys.executable, "-m", "ltr_bench.cli.main", "-m", "hydra/sweeper=ltr_optuna"]
     cmd += [f"hydra.sweeper.n_trials={trials}", "optimizer.lr=interval(0.0005,0.01)"]
     cmd += [*data, f"trainer={trainer}", "trainer.enable_progress_bar=false"]
     cmd += ["hydra/launcher=ltr_pool", f"hydra.launcher.n_jobs={workers}"]

@@ -20,7 +20,7 @@ from hydra import compose, initialize_config_module
 from omegaconf import open_dict
 
 from ltr_bench import runner
-from ltr_bench.config_tree import CONFIG_MODULE
+from ltr_bench.config.tree import CONFIG_MODULE
 from ltr_bench.saved_model import folder_size
 from ltr_bench.tracking import Tracker
 

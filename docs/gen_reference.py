@@ -27,8 +27,8 @@ from pathlib import Path
 
 import yaml
 
-from ltr_bench import config_docs
-from ltr_bench.config_docs import file_comment
+from ltr_bench.config import docs as config_docs
+from ltr_bench.config.docs import file_comment
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"
@@ -56,7 +56,7 @@ def leading_comment(path: Path) -> str:
 
 def iter_documented_keys(path: Path) -> Iterator[tuple[str, str | None, str, int]]:
     """Every key of a config file as (key_path, default, comment, line); default None for a key
-    that holds other keys (the convention of :mod:`ltr_bench.config_docs`)."""
+    that holds other keys (the convention of :mod:`ltr_bench.config.docs`)."""
     for key in config_docs.iter_documented_keys(path):
         yield key.key_path, (key.default or None), key.comment, key.line
 

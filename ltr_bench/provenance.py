@@ -41,7 +41,7 @@ def cpu_model() -> str:
 def gpu_model() -> str | None:
     """The machine's GPUs as ``<count> x <model> (<GiB> GiB)`` from ``nvidia-smi`` (None without
     one); read in another process, so writing a page never initialises CUDA here."""
-    from ltr_bench.machine import _gpus_from_nvidia_smi
+    from ltr_bench.machine.facts import _gpus_from_nvidia_smi
 
     gpus = _gpus_from_nvidia_smi()
     if not gpus:

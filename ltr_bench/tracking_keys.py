@@ -54,7 +54,7 @@ TAG_N_TEST_QUERIES = "ltr.data.n_test_queries"
 TAG_N_VALI_QUERIES = "ltr.data.n_vali_queries"
 TAG_PREPROCESSING = "ltr.data.preprocessing"
 TAG_HOST = "ltr.host"
-# Hardware and software a run's times come from (ltr_bench.machine.facts), on every run:
+# Hardware and software a run's times come from (ltr_bench.machine.facts.facts), on every run:
 # ltr.hw.cpu_model, ltr.hw.cpus_logical, ltr.hw.cpus_physical, ltr.hw.memory_gib, ltr.hw.threads,
 # ltr.hw.accelerator, ltr.hw.gpu_count, ltr.hw.gpu_model, ltr.hw.gpu_memory_gib, ltr.hw.cuda,
 # ltr.hw.cuda_driver, ltr.hw.os; ltr.sw.python, ltr.sw.torch, ltr.sw.lightning, ltr.sw.lightgbm,
@@ -164,7 +164,7 @@ def curve_key(name: str) -> str:
 
 
 def fact_tags(facts: Mapping[str, Any]) -> dict[str, str]:
-    """A machine's facts (``ltr_bench.machine.facts``) as ``ltr.hw.*``, ``ltr.sw.*`` and
+    """A machine's facts (``ltr_bench.machine.facts.facts``) as ``ltr.hw.*``, ``ltr.sw.*`` and
     ``ltr.hardware`` tags; the host keeps its own tag ``ltr.host``."""
     out = {TAG_HARDWARE: str(facts.get("hardware", "unknown"))}
     for key, value in facts.items():

@@ -1,4 +1,4 @@
-"""ltr_bench.accelerators: GPU requests granted, refused (exit 2) or said to run on the CPU."""
+"""ltr_bench.machine.accelerators: GPU requests granted, refused (exit 2) or said to run on the CPU."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
-from ltr_bench import accelerators
 from ltr_bench.errors import UserError
+from ltr_bench.machine import accelerators
 from tests.inprocess import run_ltr_bench
 
 pytestmark = pytest.mark.skipif(
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(
 def _compose(*overrides: str) -> DictConfig:
     from hydra import compose, initialize_config_dir
 
-    from ltr_bench.cli import config_dir
+    from ltr_bench.cli.main import config_dir
 
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
         cfg = compose(config_name="config", overrides=list(overrides))

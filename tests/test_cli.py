@@ -1,4 +1,4 @@
-"""ltr_bench.cli: the config tree, and how user errors are worded (one sentence, exit 2).
+"""ltr_bench.cli.main: the config tree, and how user errors are worded (one sentence, exit 2).
 
 The real ``ltr-bench`` process (exit codes, stderr, --help, --cfg job) is exercised in
 tests/test_e2e.py; here the same exceptions are produced in-process with Hydra's compose API.
@@ -13,7 +13,7 @@ import yaml
 from hydra import compose, initialize_config_dir
 from hydra.errors import InstantiationException
 
-from ltr_bench.cli import config_dir, describe_user_error
+from ltr_bench.cli.main import config_dir, describe_user_error
 from ltr_bench.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,9 +9,9 @@ from pathlib import Path
 import hydra
 import pytest
 
-from ltr_bench import cli
-from ltr_bench.cli_help import app_config_groups, fast_help
-from ltr_bench.config_tree import CONFIG_PATH, config_dir
+from ltr_bench.cli import main as cli
+from ltr_bench.cli.help import app_config_groups, fast_help
+from ltr_bench.config.tree import CONFIG_PATH, config_dir
 from tests.inprocess import restored, run_ltr_bench
 
 
@@ -63,7 +63,7 @@ def test_help_does_not_run_hydras_help_renderer_in_a_fresh_process() -> None:
         "from hydra._internal.hydra import Hydra\n"
         "def refuse(*a, **k): raise AssertionError('Hydra rendered the help')\n"
         "Hydra.app_help = refuse\n"
-        "from ltr_bench.cli import main\n"
+        "from ltr_bench.cli.main import main\n"
         "main(['--help'])\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

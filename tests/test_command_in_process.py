@@ -1,4 +1,4 @@
-"""``ltr_bench.command_in_process``: a command run inside the calling process leaves it as it was."""
+"""``ltr_bench.experiments.command_in_process``: a command run inside the calling process leaves it as it was."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 
-from ltr_bench import command_in_process
-from ltr_bench.config_tree import config_dir
+from ltr_bench.config.tree import config_dir
+from ltr_bench.experiments import command_in_process
 
 
 @pytest.fixture
@@ -148,8 +148,8 @@ def test_a_handler_without_a_stream_keeps_none_when_no_log_is_named() -> None:
 def test_ltr_bench_registers_its_entry_point_and_none_is_available_before(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import ltr_bench.cli
+    import ltr_bench.cli.main
 
-    assert command_in_process._entry_point == [ltr_bench.cli.main]
+    assert command_in_process._entry_point == [ltr_bench.cli.main.main]
     monkeypatch.setattr(command_in_process, "_entry_point", [])
     assert not command_in_process.available()

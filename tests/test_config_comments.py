@@ -1,11 +1,11 @@
 """Every option file of ``conf/`` says what it is and every key says what it means, by the
-convention the reference docs are generated with (:mod:`ltr_bench.config_docs`)."""
+convention the reference docs are generated with (:mod:`ltr_bench.config.docs`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ltr_bench.config_docs import file_comment, iter_documented_keys
+from ltr_bench.config.docs import file_comment, iter_documented_keys
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 CONFIG_FILES = sorted(CONF.rglob("*.yaml"))

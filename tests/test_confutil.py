@@ -9,7 +9,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from ltr_bench.confutil import META_KEYS, Option, option_params, parse_option
+from ltr_bench.config.util import META_KEYS, Option, option_params, parse_option
 from ltr_bench.errors import UserError
 from ltr_bench.losses import l2_pair_loss, resolve_loss
 from ltr_bench.models.networks import make_activation, parse_optimizer
@@ -77,7 +77,9 @@ def test_activations_and_losses_use_the_same_parser() -> None:
     )
     with pytest.raises(UserError, match=r"^model.activation.alfa is not a parameter of the 'elu'"):
         make_activation({"name": "elu", "_target_": "torch.nn.ELU", "alfa": 0.5})
-    fn, info = resolve_loss({"name": "l2", "_target_": "ltr_bench.losses.l2_pair_loss"}, "pair")
+    fn, info = resolve_loss(
+        {"name": "l2", "_target_": "ltr_bench.losses.pairwise.l2_pair_loss"}, "pair"
+    )
     assert fn is l2_pair_loss and info.kind == "pair"
     with pytest.raises(UserError, match=r"^loss.margin='wide' is not a number; give a number"):
         resolve_loss({"name": "hinge", "margin": "wide"}, "pair")

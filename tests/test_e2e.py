@@ -1,7 +1,7 @@
 """End to end: the ``ltr-bench`` command, then the MLflow store read back.
 
 Every run uses a temporary working directory (outputs/, mlflow.db and artifacts land there) and
-one thread. Runs go through ``ltr_bench.cli.main`` in this process (:mod:`tests.inprocess`); real
+one thread. Runs go through ``ltr_bench.cli.main.main`` in this process (:mod:`tests.inprocess`); real
 subprocesses only where the process is what is tested: ``--help`` / ``--cfg job`` start without
 torch, Lightning or MLflow, and killed runs (signals, exit codes) end KILLED.
 """
@@ -56,7 +56,7 @@ def ltr_bench(cwd: Path, *args: str, timeout: float = 180) -> CliResult:
 # A process that runs ltr-bench's main() and reports which heavy libraries it imported.
 _REPORT_IMPORTS = (
     "import sys\n"
-    "from ltr_bench.cli import main\n"
+    "from ltr_bench.cli.main import main\n"
     "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    code = exc.code\n"
     "heavy = sorted(m for m in ('torch', 'lightning', 'mlflow') if m in sys.modules)\n"
     "print('HEAVY=' + ','.join(heavy), file=sys.stderr)\n"

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from ltr_bench.gc_policy import YOUNG_THRESHOLD
+from ltr_bench.cli.gc_policy import YOUNG_THRESHOLD
 
 # An exit handler registered before the command's runs after it (exit handlers run last in, first
 # out), so it sees what the command's handler left.
@@ -33,13 +33,13 @@ def frozen_at_exit(body: str) -> int:
 
 
 def test_without_the_handler_nothing_is_frozen_at_exit() -> None:
-    assert frozen_at_exit("import ltr_bench.gc_policy") == 0
+    assert frozen_at_exit("import ltr_bench.cli.gc_policy") == 0
 
 
 def test_the_handler_freezes_the_live_objects_and_is_registered_once() -> None:
     body = (
         "import atexit\n"
-        "from ltr_bench.gc_policy import tune_garbage_collection\n"
+        "from ltr_bench.cli.gc_policy import tune_garbage_collection\n"
         "before = atexit._ncallbacks()\n"
         "tune_garbage_collection()\ntune_garbage_collection()\n"
         "assert atexit._ncallbacks() == before + 1, atexit._ncallbacks()"
@@ -50,9 +50,9 @@ def test_the_handler_freezes_the_live_objects_and_is_registered_once() -> None:
 @pytest.mark.parametrize(
     "entry",
     [
-        "from ltr_bench.cli import main; main(['--help'])",
-        "from ltr_bench.report.cli import main; main(['--help'])",
-        "from ltr_bench.predict import main; main(['--help'])",
+        "from ltr_bench.cli.main import main; main(['--help'])",
+        "from ltr_bench.cli.report import main; main(['--help'])",
+        "from ltr_bench.cli.predict import main; main(['--help'])",
     ],
 )
 def test_every_command_applies_the_policy(entry: str) -> None:

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from ltr_bench import machine, provenance
+from ltr_bench import provenance
+from ltr_bench.machine import facts as machine
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))

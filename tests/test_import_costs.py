@@ -53,7 +53,7 @@ def tracked_lambdamart_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[se
     folder (one interpreter for the two tests below that need this run)."""
     folder = tmp_path_factory.mktemp("lambdamart")
     run = (
-        "from ltr_bench.cli import main\n"
+        "from ltr_bench.cli.main import main\n"
         "try:\n    main(['model=lambdamart', 'tracking=mlflow', 'hydra.run.dir=run', 'trainer.enable_progress_bar=false'])\n"
         "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
         "import mlflow\n"
@@ -75,7 +75,7 @@ def test_a_tree_or_boosting_run_imports_neither_lightning_nor_torch(
         loaded, tmp_path = request.getfixturevalue("tracked_lambdamart_run")
     else:
         run = (
-            "from ltr_bench.cli import main\n"
+            "from ltr_bench.cli.main import main\n"
             f"try:\n    main(['model={model}', 'tracking={tracking}', 'hydra.run.dir=run', 'trainer.enable_progress_bar=false'])\n"
             "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
         )
@@ -101,7 +101,7 @@ def test_a_neural_run_gets_torchs_threads_and_seed_once_its_ranker_loads_torch(
     run = (
         "import torch\n"
         "torch.set_num_threads(2)\n"
-        "from ltr_bench.cli import main\n"
+        "from ltr_bench.cli.main import main\n"
         "try:\n    main(['dataset.n_train=100', 'dataset.docs_per_query=10', 'model.epochs=1',"
         " 'threads=1', 'tracking=none', 'hydra.run.dir=run', 'trainer.enable_progress_bar=false'])\n"
         "except SystemExit as exc:\n    assert not exc.code, exc.code\n"

@@ -17,16 +17,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ltr_bench.errors import UserError
-from ltr_bench.listwise_losses import (
+from ltr_bench.losses import (
     LAMBDALOSS_SCHEMES,
     approx_ndcg_loss,
     lambdaloss,
+    lambdarank_loss,
     listmle_loss,
+    loss_info,
     neural_ndcg_loss,
     neural_sort,
+    resolve_loss,
     sinkhorn,
 )
-from ltr_bench.losses import lambdarank_loss, loss_info, resolve_loss
 from ltr_bench.metrics import metric_padded
 
 # One batch with every case the conventions cover: label and score ties, padding (garbage

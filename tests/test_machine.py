@@ -1,4 +1,4 @@
-"""ltr_bench.machine: hardware and software facts on every run, without touching CUDA on a CPU run."""
+"""ltr_bench.machine.facts: hardware and software facts on every run, without touching CUDA on a CPU run."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from ltr_bench import machine
 from ltr_bench import tracking_keys as keys
+from ltr_bench.machine import facts as machine
 from tests.inprocess import run_ltr_bench
 
 TINY = [

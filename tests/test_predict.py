@@ -1,4 +1,4 @@
-"""ltr_bench.predict (``ltr-bench-predict``): scores, TREC run file, metrics, one-sentence errors.
+"""ltr_bench.cli.predict (``ltr-bench-predict``): scores, TREC run file, metrics, one-sentence errors.
 
 One run (LambdaMART on tiny synthetic data, registered as ``tiny``) is shared by the module; its
 test split is written as a LETOR file, so predicting it must give the run's test metrics.
@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ltr_bench.cli.predict import main, trec_ranks
 from ltr_bench.data.letor import load_letor
 from ltr_bench.data.queryset import QuerySet
-from ltr_bench.predict import main, trec_ranks
 from tests.test_saved_model import compose_cfg, run_capturing_test
 
 

@@ -18,7 +18,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ltr_bench import tracking_keys as keys
-from ltr_bench.cli import config_dir
+from ltr_bench.cli.main import config_dir
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.models.base import Ranker

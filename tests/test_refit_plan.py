@@ -168,7 +168,7 @@ def test_refit_with_a_seed_list_repeats_every_study_per_seed(tmp_path: Path) -> 
 
 
 def test_refit_summary_averages_seeds_within_a_study_before_the_folds() -> None:
-    from ltr_bench.refits import refit_summary
+    from ltr_bench.cli.refits import refit_summary
 
     rows = [
         ("dataset.fold=1", 0, {"ndcg@10": 0.70, "map": 0.60}),
@@ -265,8 +265,8 @@ def test_a_refit_receives_exactly_the_study_name_and_value_the_sweep_chose(
 def test_refit_workers_follow_refit_jobs_and_never_exceed_the_refits() -> None:
     import os
 
+    from ltr_bench.cli.refits import refit_workers
     from ltr_bench.errors import UserError
-    from ltr_bench.refits import refit_workers
 
     assert refit_workers(["refit_jobs=2"], 5) == 2
     assert refit_workers(["refit_jobs=8"], 3) == 3

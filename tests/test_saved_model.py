@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from omegaconf import open_dict
 
 from ltr_bench import runner
-from ltr_bench.config_tree import CONFIG_MODULE
+from ltr_bench.config.tree import CONFIG_MODULE
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.data.synthetic import make_synthetic
 from ltr_bench.data.transforms import Preprocessing

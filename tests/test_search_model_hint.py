@@ -1,11 +1,11 @@
-"""ltr_bench.search_model_hint: the model a search space is for, named with an unknown key."""
+"""ltr_bench.cli.search_model_hint: the model a search space is for, named with an unknown key."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ltr_bench.config_tree import config_dir
-from ltr_bench.search_model_hint import search_model_hint
+from ltr_bench.cli.search_model_hint import search_model_hint
+from ltr_bench.config.tree import config_dir
 
 UNKNOWN = "model.num_leaves is not a config key; check the spelling"
 

@@ -1,4 +1,4 @@
-"""ltr_bench.system_metrics: tracking.system_metrics=true samples MLflow's system metrics on the
+"""ltr_bench.machine.system_metrics: tracking.system_metrics=true samples MLflow's system metrics on the
 runs that do work (fold, trial), including runs shorter than the sampling interval."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from ltr_bench import tracking_keys as keys
 from ltr_bench.errors import UserError
-from ltr_bench.system_metrics import interval_from_config
+from ltr_bench.machine.system_metrics import interval_from_config
 from ltr_bench.tracking import Tracker
 from tests.inprocess import run_ltr_bench
 from tests.waiting import wait_until

@@ -324,7 +324,7 @@ def test_missing_store_folder_is_a_user_error(tmp_path: Path) -> None:
 def _compose(*overrides: str, hydra: bool = False):
     from hydra import compose, initialize_config_dir
 
-    from ltr_bench.cli import config_dir
+    from ltr_bench.cli.main import config_dir
 
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
         cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=hydra)

@@ -40,9 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from ltr_bench.cache_root import CACHE_ENV as CACHE_ENV
-from ltr_bench.cache_root import OFF_VALUES as _OFF
-from ltr_bench.cache_root import resolve_cache_dir as resolve_cache_dir
+from ltr_bench.config.cache_root import CACHE_ENV as CACHE_ENV
+from ltr_bench.config.cache_root import OFF_VALUES as _OFF
+from ltr_bench.config.cache_root import resolve_cache_dir as resolve_cache_dir
 
 VERIFY_ENV = "LTR_CACHE_VERIFY"
 _CHUNK = 1 << 20

@@ -27,7 +27,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from ltr_bench import tracking_keys as keys
-from ltr_bench.confutil import plain
+from ltr_bench.config.util import plain
 from ltr_bench.errors import UserError
 from ltr_bench.experiments.run_configs import compose_run_config as compose_run_config
 from ltr_bench.tracking import RunTracker, Tracker, flatten_config

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ltr_bench.confutil import plain
+from ltr_bench.config.util import plain
 from ltr_bench.errors import UserError
 
 _LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")

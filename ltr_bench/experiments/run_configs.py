@@ -17,7 +17,7 @@ def compose_run_config(overrides: Sequence[str]) -> DictConfig:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from ltr_bench.config_tree import config_dir
+    from ltr_bench.config.tree import config_dir
 
     if GlobalHydra.instance().is_initialized():
         return compose(config_name="config", overrides=list(overrides))

@@ -40,9 +40,9 @@ from ltr_bench.experiments.sweep_clock import SweepClock
 
 
 def _cli(args: list[str], log: Path, in_process: bool = False) -> None:
-    """``ltr-bench <args>``, output into ``log`` (:func:`ltr_bench.command_in_process.ltr_bench`);
+    """``ltr-bench <args>``, output into ``log`` (:func:`ltr_bench.experiments.command_in_process.ltr_bench`);
     a failure raises with its tail."""
-    from ltr_bench.command_in_process import ltr_bench
+    from ltr_bench.experiments.command_in_process import ltr_bench
 
     code = ltr_bench(args, log, in_process)
     if code != 0:

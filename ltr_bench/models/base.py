@@ -41,7 +41,7 @@ class Ranker(ABC):
         """The device this ranker trains on when the run is granted ``accelerator``.
 
         A ranker without a GPU path (this default) trains on the CPU whatever was asked for;
-        ``ltr_bench.accelerators.resolve`` then says so in one line.
+        ``ltr_bench.machine.accelerators.resolve`` then says so in one line.
         """
         return "cpu"
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr_bench.confutil import plain
+from ltr_bench.config.util import plain
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.models.base import Ranker
@@ -58,7 +58,7 @@ class CatBoostRanker(Ranker):
             trees and keep the best tree count; ``None`` trains all trees. Ignored without vali.
         eval_at: the cut-off k of the NDCG (gain 2^l - 1) used for early stopping and ``history``.
         thread_count: CatBoost threads (parallel sweeps keep this at 1).
-        task_type: ``trainer.accelerator`` after ``ltr_bench.accelerators.resolve`` mapped it
+        task_type: ``trainer.accelerator`` after ``ltr_bench.machine.accelerators.resolve`` mapped it
             with :meth:`device_for`: ``cuda``/``gpu`` train on the GPU, anything else on the CPU.
         extra_params: further CatBoost parameters passed verbatim (e.g. ``bootstrap_type``).
         name: the model config's name (kept for tracking, unused in training).

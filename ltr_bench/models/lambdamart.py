@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr_bench.confutil import plain
+from ltr_bench.config.util import plain
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.models.base import Ranker
@@ -32,7 +32,7 @@ class LambdaMART(Ranker):
         eval_at: the cut-off k of the NDCG used for early stopping and ``history``.
         n_jobs: LightGBM threads (parallel sweeps keep this at 1).
         device_type: LightGBM's device: ``cpu``, ``gpu`` (OpenCL) or ``cuda``; the config passes
-            ``trainer.accelerator`` after ``ltr_bench.accelerators.resolve`` mapped it to what
+            ``trainer.accelerator`` after ``ltr_bench.machine.accelerators.resolve`` mapped it to what
             this LightGBM build supports (see :meth:`device_for`).
         extra_params: further LightGBM parameters passed verbatim (e.g. ``subsample``).
         name: the model config's name (kept for tracking, unused in training).
@@ -80,7 +80,7 @@ class LambdaMART(Ranker):
     @classmethod
     def device_for(cls, accelerator: str) -> str:
         """``cuda`` or ``gpu`` when a GPU is asked for and LightGBM was built with it, else cpu."""
-        from ltr_bench.accelerators import lightgbm_device
+        from ltr_bench.machine.accelerators import lightgbm_device
 
         return lightgbm_device(accelerator)
 

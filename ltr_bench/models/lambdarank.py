@@ -2,7 +2,7 @@
 
 A neural scorer trained on whole queries with lambda-gradients: for every pair of a query with
 different labels, RankNet's gradient (Burges eq. 9) scaled by ``|delta NDCG|`` of swapping the two
-documents in the current ranking (:func:`ltr_bench.losses.lambdarank_loss`). The network and the
+documents in the current ranking (:func:`ltr_bench.losses.listwise.lambdarank_loss`). The network and the
 list batching are ListNet's; only the loss differs, so this is :class:`ListNet` with another
 default loss.
 """

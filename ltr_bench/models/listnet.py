@@ -68,7 +68,7 @@ class ListNet(NeuralRanker):
     """ListNet: a neural scorer trained with a list loss on whole queries.
 
     Args (besides those of :class:`~ltr_bench.models.neural.NeuralRanker`):
-        loss: a list loss (see :mod:`ltr_bench.losses`): ``listnet`` (top-one softmax cross
+        loss: a list loss (see :mod:`ltr_bench.losses.pairwise`): ``listnet`` (top-one softmax cross
             entropy, default), ``lambda``, or any function marked with ``list_loss``; its cost
             power sizes the query batches.
         output_activation: applied to ``g`` inside the loss (journal Table 4: sigmoid for ListNet*,

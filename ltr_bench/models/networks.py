@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ltr_bench.confutil import Option, parse_option
+from ltr_bench.config.util import Option, parse_option
 from ltr_bench.errors import UserError
 
 
@@ -93,7 +93,7 @@ NO_ACTIVATION = "none"  # the activation group's option for models without hidde
 
 def activation_name(spec: str | Mapping[str, Any] | Option) -> str:
     """The registry name of an activation given as a name, a config node with ``name`` or a
-    parsed :class:`~ltr_bench.confutil.Option`."""
+    parsed :class:`~ltr_bench.config.util.Option`."""
     if isinstance(spec, Option):
         return spec.name.lower()
     name = spec.get("name") if isinstance(spec, Mapping) else spec
@@ -101,7 +101,7 @@ def activation_name(spec: str | Mapping[str, Any] | Option) -> str:
 
 
 def parse_activation(spec: Any, key: str = "model.activation") -> Option:
-    """An activation option parsed once (:func:`~ltr_bench.confutil.parse_option`): a registry
+    """An activation option parsed once (:func:`~ltr_bench.config.util.parse_option`): a registry
     name (``"tanh"``) or a config node; a node with ``_target_`` (``{name: mish, _target_:
     torch.nn.Mish}``) builds activations outside the registry."""
     if isinstance(spec, Option):
@@ -209,14 +209,14 @@ def parse_optimizer(value: Any, key: str = "optimizer", defaults: tuple[str, ...
     (a ranker built in Python), the node the ``conf/`` tree composes with the overrides
     ``defaults`` (e.g. ``("model=sortnet",)``): defaults live in ``conf/`` only.
 
-    :func:`~ltr_bench.confutil.parse_option` checks the keys (``optimizer.lr='abc'``); torch
+    :func:`~ltr_bench.config.util.parse_option` checks the keys (``optimizer.lr='abc'``); torch
     checks its own values (``lr >= 0``, ``betas`` in [0, 1), ...) in the optimizer's constructor,
     so the option is built once over a one-element parameter and a refusal becomes one sentence
     naming the key (``optimizer.lr=-1 is refused by adam ...``) before any data is read or run
     tracked, not an error inside ``fit``. :meth:`Option.build` then never fails on a value.
     """
     if value is None:
-        from ltr_bench.config_tree import default_node
+        from ltr_bench.config.tree import default_node
 
         value = default_node("optimizer", defaults)
     option = parse_option(value, key, OPTIMIZERS, "optimizer")

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ltr_bench.confutil import META_KEYS, plain
+from ltr_bench.config.util import META_KEYS, plain
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.losses import LossInfo, LossKind, resolve_loss
@@ -55,7 +55,7 @@ class NeuralRanker(Ranker):
         bias: biases in the feature MLP.
         output_activation: activation of the output neuron (``tau``).
         output_bias: bias of the output neuron.
-        loss: the loss (name or config node, see :mod:`ltr_bench.losses`).
+        loss: the loss (name or config node, see :mod:`ltr_bench.losses.pairwise`).
         optimizer: name or node ``{name, lr, weight_decay, ...}`` (weight decay = L2 penalty).
         lr_decay_to, lr_decay_every: staircase learning-rate decay (see :func:`staircase_factor`).
         epochs: maximum number of epochs.
@@ -76,7 +76,7 @@ class NeuralRanker(Ranker):
         name: the model config's name (kept, not used for training).
     """
 
-    #: what the class trains on: a loss of this kind (see :mod:`ltr_bench.losses`)
+    #: what the class trains on: a loss of this kind (see :mod:`ltr_bench.losses.pairwise`)
     loss_kind: LossKind = "pair"
     #: default loss of the class (the short name of a built-in loss)
     default_loss: str = "l2"

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr_bench.confutil import plain
+from ltr_bench.config.util import plain
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.models.base import Ranker
@@ -48,7 +48,7 @@ class XGBoostRanker(Ranker):
         eval_at: the cut-off k of the NDCG used for early stopping and ``history``.
         relevance_threshold: ``rank:map`` only: labels >= this are relevant.
         n_jobs: XGBoost threads (parallel sweeps keep this at 1).
-        device: ``trainer.accelerator`` after ``ltr_bench.accelerators.resolve`` mapped it with
+        device: ``trainer.accelerator`` after ``ltr_bench.machine.accelerators.resolve`` mapped it with
             :meth:`device_for`: ``cuda`` trains on the GPU, anything else on the CPU.
         extra_params: further XGBoost parameters passed verbatim (e.g. ``lambdarank_pair_method``).
         name: the model config's name (kept for tracking, unused in training).

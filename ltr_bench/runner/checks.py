@@ -3,7 +3,7 @@
 Model/group compatibility (a group the model does not use is ``none``), the top-level keys the
 runner owns (``seed``, ``threads``, ``objective``), and DDP inside a multirun. The values of the
 loss, optimizer and activation groups are checked where the ranker parses them
-(:mod:`ltr_bench.confutil`), not here.
+(:mod:`ltr_bench.config.util`), not here.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def check_compatibility(cfg: DictConfig) -> None:
     A model uses a group (loss, optimizer, activation) when its config passes the group on
     (``model.loss: ${loss}``); a model that does not runs with the group's ``none`` option, and
     which options of a group it does use fit is for the option itself to say where the ranker
-    parses it (a loss's kind; :mod:`ltr_bench.confutil`). A search config (``search=<name>``)
+    parses it (a loss's kind; :mod:`ltr_bench.config.util`). A search config (``search=<name>``)
     names its model in ``search_space.model``. Raises a one-sentence :class:`UserError`.
     """
     model = cfg.get("model")

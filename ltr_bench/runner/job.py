@@ -8,8 +8,8 @@ import time
 
 from omegaconf import DictConfig
 
-from ltr_bench.accelerators import resolve as resolve_accelerator
 from ltr_bench.errors import UserError
+from ltr_bench.machine.accelerators import resolve as resolve_accelerator
 from ltr_bench.protocols import Protocol
 from ltr_bench.runner.checks import (
     check_compatibility,

@@ -10,7 +10,7 @@ from typing import Any, cast
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from ltr_bench.confutil import NAME_KEY
+from ltr_bench.config.util import NAME_KEY
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.data.transforms import binarize_labels
 from ltr_bench.errors import UserError

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from ltr_bench import machine
 from ltr_bench import tracking_keys as keys
+from ltr_bench.machine import facts as machine
 from ltr_bench.tracking import RunTracker
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from ltr_bench.confutil import plain
+from ltr_bench.config.util import plain
 from ltr_bench.errors import UserError
 
 SWEEPER_TARGET = "hydra_plugins.ltr_bench_sweeper.LtrOptunaSweeper"

@@ -108,7 +108,7 @@ class TrialReporter:
         """The reporter of the job's trial (a re-evaluation's: its lock trial); None without one."""
         import optuna
 
-        from ltr_bench.confutil import plain
+        from ltr_bench.config.util import plain
 
         sweep = cfg.get("sweep") if hasattr(cfg, "get") else None
         if not sweep:

@@ -13,7 +13,7 @@ from typing import Any
 import optuna
 from omegaconf import DictConfig, OmegaConf
 
-from ltr_bench.confutil import plain
+from ltr_bench.config.util import plain
 from ltr_bench.errors import UserError
 from ltr_bench.launching.pools import Jobs
 from ltr_bench.launching.processes import worker_identity

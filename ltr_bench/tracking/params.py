@@ -18,7 +18,7 @@ from typing import Any, cast
 from omegaconf import DictConfig, OmegaConf
 
 from ltr_bench import tracking_keys as keys
-from ltr_bench.confutil import META_KEYS
+from ltr_bench.config.util import META_KEYS
 from ltr_bench.tracking.names import MAX_PARAM_LEN, sanitize_key
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]  # ltr_bench/

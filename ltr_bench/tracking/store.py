@@ -132,7 +132,7 @@ def seed_sqlite_store(db: Path) -> bool:
 
     import mlflow
 
-    from ltr_bench.cache_root import resolve_cache_dir
+    from ltr_bench.config.cache_root import resolve_cache_dir
 
     root = resolve_cache_dir()
     if root is None:

@@ -73,10 +73,10 @@ def git_branch(repo_dir: str | os.PathLike[str] | None = None) -> str | None:
 
 def machine_tags(cfg: DictConfig) -> dict[str, str]:
     """Facts about the machine rather than choices (threads, data paths, host name, hardware and
-    software versions: :func:`ltr_bench.machine.facts`), as tags."""
+    software versions: :func:`ltr_bench.machine.facts.facts`), as tags."""
     import socket
 
-    from ltr_bench import machine
+    from ltr_bench.machine import facts as machine
 
     accelerator = OmegaConf.select(cfg, "trainer.accelerator", default=None)
     out = keys.fact_tags(machine.facts(accelerator, cfg.get("threads")))

@@ -21,10 +21,10 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from ltr_bench import system_metrics
 from ltr_bench import tracking_keys as keys
 from ltr_bench.errors import UserError
 from ltr_bench.held_signals import SignalSafe, signals_deferred
+from ltr_bench.machine import system_metrics
 from ltr_bench.tracking.lightning_logger import run_logger
 from ltr_bench.tracking.links import format_links
 from ltr_bench.tracking.model_logging import PyfuncModel, log_pyfunc_model

@@ -56,7 +56,7 @@ def run_cli(args: list[str], workdir: Path) -> CliResult:
 
 @pytest.fixture
 def cli_in_process(monkeypatch: pytest.MonkeyPatch):
-    """Put back what ``ltr_bench.cli.main`` changes in the test process (argv, an environment
+    """Put back what ``ltr_bench.cli.main.main`` changes in the test process (argv, an environment
     variable, the SIGTERM handler, the root logger Hydra configures)."""
     import logging
     import signal

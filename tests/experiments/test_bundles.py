@@ -255,7 +255,7 @@ def test_a_ledger_invocation_writes_its_bundle_and_a_clean_store_reuses_it(
     """The tiny fig2c run at quick scale: bundle written (tables, provenance, claims.md); the
     tracked run exported as a bundle by a ledger that trains nothing; re-judged from that bundle
     alone in another folder with another store."""
-    from ltr_bench.cli import main
+    from ltr_bench.cli.main import main
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")

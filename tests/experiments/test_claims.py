@@ -611,7 +611,7 @@ CLAIMS = (
 
 
 def _ledger_cli(workdir: Path, out: str, *extra: str) -> None:
-    from ltr_bench.cli import main
+    from ltr_bench.cli.main import main
 
     main(
         [
@@ -720,7 +720,7 @@ def test_a_run_in_parts_runs_each_part_once_and_judges_their_union(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli_in_process: None
 ) -> None:
     """Each part is its own tracked invocation (fig2c at one sigma each); the claim needs both."""
-    from ltr_bench.cli import main
+    from ltr_bench.cli.main import main
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")

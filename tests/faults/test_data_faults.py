@@ -1,6 +1,6 @@
 """Faults in the data layer: nothing silently wrong, one sentence.
 
-CLI cases run ``ltr_bench.cli.main([...])`` in-process and check exit code 2, exactly one error
+CLI cases run ``ltr_bench.cli.main.main([...])`` in-process and check exit code 2, exactly one error
 line naming the file:line or the config key, and no traceback; the cache and file-format cases
 call the data layer's functions. All data is tiny and generated.
 """
@@ -51,7 +51,7 @@ def make_folder(root: Path, n_features: int = 5) -> Path:
 @pytest.fixture
 def cli(tmp_path, monkeypatch, capsys):
     """Run ``ltr-bench`` in-process; returns ``(exit code, stderr)``."""
-    from ltr_bench.cli import main
+    from ltr_bench.cli.main import main
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HYDRA_FULL_ERROR", "0")  # main() sets it; restored afterwards

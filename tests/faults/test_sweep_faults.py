@@ -2,7 +2,7 @@
 
 Each test reproduces one case a new user hit and asserts the exit code, the one line that names
 the key or file, that no traceback is printed, and the state afterwards: Optuna trial counts and
-states, MLflow run statuses, files not overwritten. Bad input runs ``ltr_bench.cli.main`` in
+states, MLflow run statuses, files not overwritten. Bad input runs ``ltr_bench.cli.main.main`` in
 process (no start-up cost); kills and signals run real processes: the toy Hydra app of
 ``tests/sweeper`` where the sweeper alone is tested, the ``ltr-bench`` command where its MLflow runs
 and exit codes are.
@@ -58,7 +58,7 @@ def cli(
     cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, *args: str
 ) -> tuple[int, str, str]:
     """``ltr-bench <args>`` in this process (cwd = ``cwd``): exit code, stdout, stderr."""
-    from ltr_bench.cli import main
+    from ltr_bench.cli.main import main
 
     monkeypatch.chdir(cwd)
     monkeypatch.setattr(sys, "argv", ["ltr-bench"])
@@ -298,7 +298,7 @@ def test_refits_never_overwrite_one_another_and_the_table_reads_them_all(
 
 
 def test_the_refit_table_names_each_studys_seeds_when_they_differ() -> None:
-    from ltr_bench.refits import refit_summary
+    from ltr_bench.cli.refits import refit_summary
 
     text = refit_summary(
         [

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
-from ltr_bench import accelerators
 from ltr_bench.data.queryset import QuerySet
+from ltr_bench.machine import accelerators
 from ltr_bench.metrics import evaluate
 from tests.inprocess import run_ltr_bench
 from tests.models.neural_toy import linear_queries
@@ -44,7 +44,7 @@ def compose(*overrides: str) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from ltr_bench.cli import config_dir
+    from ltr_bench.cli.main import config_dir
 
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
         cfg = hydra_compose(config_name="config", overrides=list(overrides))

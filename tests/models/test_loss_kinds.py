@@ -99,7 +99,13 @@ def test_wrong_kind_or_unmarked_function_is_one_sentence() -> None:
     with pytest.raises(UserError, match="is not marked as a loss; decorate it with"):
         ListNet(loss={"name": "x", "_target_": f"{HERE}.not_marked"})
     with pytest.raises(UserError, match=r"loss.margin is not a parameter"):
-        ListNet(loss={"name": "listnet", "_target_": "ltr_bench.losses.listnet_loss", "margin": 1})
+        ListNet(
+            loss={
+                "name": "listnet",
+                "_target_": "ltr_bench.losses.listwise.listnet_loss",
+                "margin": 1,
+            }
+        )
 
 
 def test_cli_rejects_a_wrong_combination_before_any_run(tmp_path, cli) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ltr_bench.config_tree import config_dir
+from ltr_bench.config.tree import config_dir
 from ltr_bench.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -53,7 +53,7 @@ def test_report_has_the_bayesian_section_of_every_comparison(tmp_path):
     import contextlib
     import io
 
-    from ltr_bench.report.cli import main
+    from ltr_bench.cli.report import main
     from tests.report.fake_runs import EXPERIMENT, VALUES, build_fake_experiment
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
@@ -94,7 +94,7 @@ def test_report_per_query_tests_read_the_runs_per_query_files(tmp_path):
     from mlflow.tracking import MlflowClient
 
     from ltr_bench import tracking_keys as tk
-    from ltr_bench.report.cli import main
+    from ltr_bench.cli.report import main
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     client = MlflowClient(uri)

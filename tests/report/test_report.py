@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ltr_bench import tracking_keys as tk
-from ltr_bench.report.cli import main
+from ltr_bench.cli.report import main
 from tests.report.fake_runs import EXPERIMENT, N_QUERIES, build_fake_experiment
 from tests.waiting import HANG_GUARD_S
 

@@ -14,7 +14,7 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-from ltr_bench.cli import config_dir
+from ltr_bench.cli.main import config_dir
 from ltr_bench.errors import UserError
 from ltr_bench.runner import check_compatibility
 from ltr_bench.sweeper.config import SWEEPER_TARGET

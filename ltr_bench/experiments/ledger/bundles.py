@@ -219,7 +219,7 @@ def machine_facts() -> dict[str, Any]:
     """The machine without importing torch: OS, CPU, cores, memory, package versions."""
     import platform
 
-    from ltr_bench import machine
+    from ltr_bench.machine import facts as machine
 
     memory = machine.memory_bytes()
     return {

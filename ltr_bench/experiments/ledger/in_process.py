@@ -70,7 +70,7 @@ def _compose(overrides: list[str]) -> DictConfig:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from ltr_bench.config_tree import config_dir
+    from ltr_bench.config.tree import config_dir
 
     if GlobalHydra.instance().is_initialized():
         return compose(config_name="config", overrides=overrides, return_hydra_config=True)

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ltr_bench.confutil import plain
+from ltr_bench.config.util import plain
 from ltr_bench.errors import UserError
 from ltr_bench.experiments.ledger.bundles import FORMAT, PAGE, PROVENANCE, folder
 from ltr_bench.experiments.ledger.spec import RunSpec, run_spec_config

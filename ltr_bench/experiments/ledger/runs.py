@@ -143,7 +143,9 @@ def execute(
             code = run_in_process(args, out, fh)
         else:
             code = subprocess.call(
-                [sys.executable, "-m", "ltr_bench.cli", *args], stdout=fh, stderr=subprocess.STDOUT
+                [sys.executable, "-m", "ltr_bench.cli.main", *args],
+                stdout=fh,
+                stderr=subprocess.STDOUT,
             )
     if code != 0:
         tail = " / ".join(log.read_text(errors="replace").strip().splitlines()[-3:])

@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from ltr_bench.cli.gc_policy import tune_garbage_collection
 from ltr_bench.errors import UserError
-from ltr_bench.gc_policy import tune_garbage_collection
 
 EXIT_USER_ERROR = 2
 EVALS = ("run", "paper", "graded")
@@ -301,5 +301,5 @@ def console_main() -> None:
     main()
 
 
-if __name__ == "__main__":  # python -m ltr_bench.predict
+if __name__ == "__main__":  # python -m ltr_bench.cli.predict
     console_main()

@@ -6,7 +6,7 @@ work, and at an experiment's quick scale each of Table 1's sweeps is mostly that
 into a log file, and puts back what a command changes in its process: Hydra's global state
 (the running app's), the logging configuration, the working directory, the environment,
 ``sys.argv``, the SIGINT/SIGTERM handlers and torch's thread count. The entry point is registered
-by :mod:`ltr_bench.cli` (which no other module imports). Only for commands cheap to repeat: a
+by :mod:`ltr_bench.cli.main` (which no other module imports). Only for commands cheap to repeat: a
 crash or a leak in the command is the caller's.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # ltr-bench's exit codes after Ctrl-C and SIGTERM
-_entry_point: list[Callable[[Sequence[str]], None]] = []  # ltr_bench.cli.main, once registered
+_entry_point: list[Callable[[Sequence[str]], None]] = []  # ltr_bench.cli.main.main, once registered
 
 
 def register(main: Callable[[Sequence[str]], None]) -> None:
@@ -44,7 +44,7 @@ def ltr_bench(args: Sequence[str], log: Path, in_process: bool = False) -> int:
         return run_command(args, log)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as fh:
-        command = [sys.executable, "-m", "ltr_bench.cli", *args]
+        command = [sys.executable, "-m", "ltr_bench.cli.main", *args]
         return subprocess.call(command, stdout=fh, stderr=subprocess.STDOUT)
 
 

@@ -39,7 +39,7 @@ def run_refits(refits: Sequence[Any], workers: int = 1) -> int:
     import subprocess
 
     def command(r: Any) -> list[str]:
-        return [sys.executable, "-m", "ltr_bench.cli", *r.overrides]
+        return [sys.executable, "-m", "ltr_bench.cli.main", *r.overrides]
 
     def header(i: int, r: Any) -> str:
         seed = f" seed={r.seed}" if r.seed is not None else ""

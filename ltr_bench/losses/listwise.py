@@ -1,7 +1,7 @@
 """Today's listwise losses: ListMLE, ApproxNDCG, NeuralNDCG and the LambdaLoss framework.
 
 Each is a pure tensor function marked with :func:`ltr_bench.losses.list_loss` (kind and cost),
-used through ``conf/loss/<name>.yaml`` like the losses of :mod:`ltr_bench.losses`. Each takes
+used through ``conf/loss/<name>.yaml`` like the losses of :mod:`ltr_bench.losses.pairwise`. Each takes
 padded ``scores[Q, L]``, ``labels[Q, L]`` (relevance grades) and ``mask[Q, L]``, and follows the
 conventions of :mod:`ltr_bench.metrics`:
 
@@ -33,10 +33,13 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ltr_bench.errors import UserError
-from ltr_bench.losses import list_loss, weighted_mean
+from ltr_bench.losses.pairwise import ndcg_swap_delta, weighted_mean
+from ltr_bench.losses.registry import list_loss
 from ltr_bench.metrics import discounts, gains, ideal_dcg, ranks_padded
 
 __all__ = [
+    "listnet_loss",
+    "lambdarank_loss",
     "LAMBDALOSS_SCHEMES",
     "LISTMLE_TIES",
     "listmle_loss",
@@ -300,3 +303,56 @@ def lambdaloss(
     s = scores.masked_fill(~mask, 0.0)
     o = sigma * (s.unsqueeze(2) - s.unsqueeze(1))
     return weighted_mean(F.softplus(-o) / _LN2, weight)
+
+
+@list_loss(cost_power=1, name="listnet")
+def listnet_loss(scores: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
+    """ListNet's top-one cross entropy (Cao et al. 2007): ``-sum_j P_y(j) log P_s(j)``.
+
+    ``P_s(j) = exp(s_j) / sum_k exp(s_k)`` over the query's documents and ``P_y`` the same softmax
+    of the labels; padded positions (``mask`` False) are excluded. Mean over the queries.
+    """
+    neg_inf = torch.finfo(scores.dtype).min
+    log_p = torch.log_softmax(scores.masked_fill(~mask, neg_inf), dim=1)
+    target = torch.softmax(labels.to(scores.dtype).masked_fill(~mask, neg_inf), dim=1)
+    per_query = -(target * torch.where(mask, log_p, 0.0)).sum(dim=1)
+    if scores.device.type != "cpu":  # a boolean index would wait for the GPU
+        return weighted_mean(per_query, mask.any(dim=1))
+    return per_query[mask.any(dim=1)].mean()
+
+
+@list_loss(cost_power=2, name="lambda")
+def lambdarank_loss(
+    scores: Tensor,
+    labels: Tensor,
+    mask: Tensor,
+    *,
+    k: int | None = None,
+    sigma: float = 1.0,
+) -> Tensor:
+    """LambdaRank: a loss whose gradient is the lambda-gradient of every ordered pair of a query.
+
+    ``lambda_ij = |delta NDCG_ij| * dC_ij/do_ij`` (journal Sect. 2; Burges et al. Sect. 6) with
+    ``C_ij`` RankNet's cost (Burges eq. 9) on ``o_ij = sigma (s_i - s_j)`` for ``label_i >
+    label_j``, and ``|delta NDCG_ij|`` the NDCG@k change of swapping i and j in the current
+    ranking (held constant). All ``L^2`` pairs of each query are formed, as in LambdaRank; the
+    batching keeps ``queries x L^2`` bounded.
+    """
+    with torch.no_grad():
+        ranks = ranks_padded(scores.detach(), mask)
+        g = torch.where(mask, gains(labels), 0.0)
+        idcg = ideal_dcg(labels, mask, k).clamp_min(1e-12)
+        delta = ndcg_swap_delta(
+            g.unsqueeze(2),
+            g.unsqueeze(1),
+            ranks.unsqueeze(2),
+            ranks.unsqueeze(1),
+            idcg[:, None, None],
+            k,
+        )
+        ordered = (
+            (labels.unsqueeze(2) > labels.unsqueeze(1)) & mask.unsqueeze(2) & mask.unsqueeze(1)
+        )
+        weight = torch.where(ordered, delta, 0.0).to(scores.dtype)
+    o = sigma * (scores.unsqueeze(2) - scores.unsqueeze(1))
+    return weighted_mean(F.softplus(-o), weight)

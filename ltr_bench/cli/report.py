@@ -11,8 +11,8 @@ import sys
 from collections.abc import Sequence
 
 from ltr_bench import tracking_keys as tk
+from ltr_bench.cli.gc_policy import tune_garbage_collection
 from ltr_bench.errors import UserError
-from ltr_bench.gc_policy import tune_garbage_collection
 from ltr_bench.report.options import build_parser
 
 ROLE_REPORT = tk.ROLE_REPORT

@@ -19,13 +19,13 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
-from ltr_bench import command_in_process
-from ltr_bench.cli_help import fast_help
-from ltr_bench.config_tree import CONFIG_PATH, config_dir
+from ltr_bench.cli.gc_policy import tune_garbage_collection
+from ltr_bench.cli.help import fast_help
+from ltr_bench.cli.refits import refit_table, refit_workers, run_refits
+from ltr_bench.cli.search_model_hint import search_model_hint
+from ltr_bench.config.tree import CONFIG_PATH, config_dir
 from ltr_bench.errors import UserError, find_in_chain
-from ltr_bench.gc_policy import tune_garbage_collection
-from ltr_bench.refits import refit_table, refit_workers, run_refits
-from ltr_bench.search_model_hint import search_model_hint
+from ltr_bench.experiments import command_in_process
 
 _deferred: list[BaseException] = []
 
@@ -262,5 +262,5 @@ def console_main() -> None:
     main()
 
 
-if __name__ == "__main__":  # python -m ltr_bench.cli
+if __name__ == "__main__":  # python -m ltr_bench.cli.main
     console_main()
