@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ltr_bench.models.lightning_fit import precisions
+from ltr_bench.models.lightning_private import precisions
 
 SMALL = [
     "dataset.n_train=300",

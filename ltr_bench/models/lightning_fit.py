@@ -9,23 +9,13 @@ import logging
 import math
 import warnings
 from collections.abc import Iterator
-from typing import Any, get_args
+from typing import Any
 
 import lightning as L
 from torch import Tensor, nn
 
 from ltr_bench.errors import UserError
-
-
-def precisions() -> tuple[Any, ...]:
-    """The ``precision`` values Lightning's ``Trainer`` takes (its own list)."""
-    from lightning.fabric.plugins.precision import precision as p
-
-    return (
-        get_args(p._PRECISION_INPUT_STR)
-        + get_args(p._PRECISION_INPUT_STR_ALIAS)
-        + get_args(p._PRECISION_INPUT_INT)
-    )
+from ltr_bench.models.lightning_private import precisions
 
 
 def check_precision(value: Any) -> None:
