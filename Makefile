@@ -63,10 +63,13 @@ docs:
 	$(BIN)/python docs/gen_reference.py
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-# The MLflow UI guide's screenshots: the browser test (needs Chromium) writes them into docs/.
+# The MLflow UI guide's and the sweeps guide's screenshots: the browser tests (need Chromium)
+# write them into docs/.
 docs-screenshots:
 	LTR_BROWSER_SHOTS=$(CURDIR)/docs/img/mlflow $(BIN)/python -m pytest -q -m "" -p no:randomly \
 	  tests/browser/test_mlflow_ui.py
+	LTR_BROWSER_SHOTS=$(CURDIR)/docs/img/optuna $(BIN)/python -m pytest -q -m "" -p no:randomly \
+	  tests/browser/test_optuna_dashboard.py
 
 # The cheap results pages (seconds each; docs/results/): each command's output with its
 # provenance (command, commit, machine, load, date, wall time). Needs LTR_DATA for MQ2008.

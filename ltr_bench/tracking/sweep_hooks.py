@@ -88,6 +88,11 @@ def log_study_to_mlflow(
         ),
         flush=True,
     )
+    if summary.get("dashboard"):  # the study, live or finished, in optuna-dashboard
+        print(
+            f"Optuna dashboard: {summary['dashboard']}   (then open http://127.0.0.1:8080)",
+            flush=True,
+        )
 
 
 def sweep_params(config: DictConfig, summary: Mapping[str, Any]) -> dict[str, str]:

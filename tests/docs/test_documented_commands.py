@@ -5,7 +5,7 @@ data is read, nothing is trained), so a renamed key, group or option breaks this
 reader. Placeholders (``<date>``, ``$LTR_DATA``, ...) are replaced by values of the right shape;
 a multirun's ``-m`` is dropped and each swept value list reduced to its first value, so the
 command composes as its first job does. The few commands that cannot compose without more than a
-config (a finished sweep folder, an uninstalled launcher plugin) are listed in ``SKIP`` with the
+config (a finished sweep folder, an example's own folder) are listed in ``SKIP`` with the
 test that covers them.
 """
 
@@ -44,7 +44,6 @@ PLACEHOLDERS = {
 #: Commands that need more than a config to compose, with the test that runs them for real.
 SKIP = {
     "refit_best=": "reads a finished sweep folder; tests/sweeper/test_refit.py runs it",
-    "hydra/launcher=slurm_example": "needs hydra-submitit-launcher (not installed by default)",
     "--config-dir my_conf": "needs the example's folder; tests/packaging/test_extension.py runs it",
 }
 

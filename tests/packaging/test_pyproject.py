@@ -76,8 +76,12 @@ def test_every_runtime_import_is_a_declared_dependency() -> None:
 def test_undeclared_extras_and_unused_dependencies() -> None:
     declared = {_requirement_name(r) for r in PYPROJECT["project"]["dependencies"]}
     extras = PYPROJECT["project"]["optional-dependencies"]
-    # the launcher behind hydra/launcher=joblib is not imported, only selected by config
-    assert "hydra-joblib-launcher" in declared
+    # the launchers behind hydra/launcher=joblib and =submitit_local|slurm_example are not
+    # imported, only selected by config
+    assert {"hydra-joblib-launcher", "hydra-submitit-launcher"} <= declared
+    # the dashboard a sweep's printed command opens comes with `make setup` (the dev extra)
+    assert {_requirement_name(r) for r in extras["dashboard"]} == {"optuna-dashboard"}
+    assert any(r.startswith("ltr_bench[dashboard]") for r in extras["dev"])
     assert {_requirement_name(r) for r in extras["postgres"]} == {"psycopg2-binary"}
     assert "psycopg2-binary" not in declared
     assert any(r.startswith("ltr_bench[postgres]") for r in extras["dev"])

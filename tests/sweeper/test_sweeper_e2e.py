@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import signal
 import sqlite3
 from pathlib import Path
@@ -35,10 +36,12 @@ def _ok(proc) -> None:
 def test_four_trial_sweep_end_to_end_and_same_command_resumes(tmp_path: Path) -> None:
     proc = run_toy(tmp_path)
     _ok(proc)
-    # Default storage: one SQLite file per study under multirun/optuna, study named after the command.
+    # Default storage: one SQLite file per sweep under multirun/optuna, holding the study named
+    # after the command (its fixed override calls_file=..., no config group, as a short hash).
     (db,) = (tmp_path / "multirun" / "optuna").glob("*.db")
-    name = f"toy_app-calls_file={tmp_path / 'calls.jsonl'}-tpe"
     url = f"sqlite:///{db}"
+    (name,) = optuna.get_all_study_names(url)
+    assert re.fullmatch(r"toy_app-tpe-[0-9a-f]{8}", name) and db.name == f"{name}.db"
     trials = load(url, name)
     done = complete(trials)
     assert len(done) == 4
@@ -307,8 +310,11 @@ def test_study_per_runs_one_study_per_value(tmp_path: Path) -> None:
     for kind in "ab":
         mine = [r for r in records if r["study"] == f"per-kind={kind}"]
         assert len(mine) == 3 and {r["kind"] for r in mine} == {kind}
-        db = tmp_path / "multirun" / "optuna" / f"per-kind={kind}.db"
+        # both studies in the sweep's one storage file, which one dashboard shows
+        db = tmp_path / "multirun" / "optuna" / "per.db"
         assert len(complete(load(f"sqlite:///{db}", f"per-kind={kind}"))) == 3
+    assert [p.name for p in (tmp_path / "multirun" / "optuna").glob("*.db")] == ["per.db"]
+    assert results["studies"][0]["dashboard"] == f"optuna-dashboard sqlite:///{db.resolve()}"
 
 
 def test_defaults_and_given_points_are_evaluated_first(tmp_path: Path) -> None:
