@@ -3,7 +3,9 @@ imported from its module on first use, so importing the package costs nothing un
 
 Why: a run pays only for what it uses (a LambdaMART run never imports Lightning; a single run's
 ``mean_se`` never imports SciPy's statistics), while ``from ltr_bench.models import LambdaMART``
-and a config's ``_target_: ltr_bench.models.LambdaMART`` keep working unchanged.
+and a config's ``_target_: ltr_bench.models.LambdaMART`` keep working unchanged. A lazy name is
+not in the package's namespace until first use, so the package also defines ``__dir__``
+(:func:`lazy_dir`): ``dir()`` and tab completion in IPython or Jupyter list every public name.
 """
 
 from __future__ import annotations
@@ -28,3 +30,13 @@ def lazy_getattr(
         return value
 
     return __getattr__
+
+
+def lazy_dir(namespace: dict[str, Any], where: Mapping[str, str]) -> Callable[[], list[str]]:
+    """A module ``__dir__`` for a package with lazy exports: the names already in its
+    ``namespace``, its ``__all__`` and the lazily exported names of ``where``, sorted."""
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(namespace.get("__all__", ())) | set(where))
+
+    return __dir__

@@ -42,6 +42,7 @@ class Settings:
     rope: float = 0.01
     test_train_ratio: float = 1 / 3
     alpha: float = 0.05
+    ratio_note: str = ""  # where the ratio comes from, shown after it ("" for none)
 
 
 def fold_scores(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -118,6 +119,20 @@ def bayes_table(rows: pd.DataFrame, settings: Settings, metric: str) -> pd.DataF
             }
         )
     return pd.DataFrame(out).sort_values("mean_diff", kind="stable").reset_index(drop=True)
+
+
+def split_ratio(rows: pd.DataFrame) -> float | None:
+    """The Nadeau-Bengio ratio n_test / n_train of the rows' own splits (``n_test_queries`` and
+    ``n_train_queries`` of each fold, recorded with the refits), the mean over the folds; None
+    when the rows predate recording them."""
+    cols = ["fold", "n_test_queries", "n_train_queries"]
+    if not len(rows) or any(c not in rows for c in cols):
+        return None
+    sizes = rows[cols].apply(pd.to_numeric, errors="coerce").assign(fold=rows["fold"]).dropna()
+    sizes = sizes[sizes["n_train_queries"] > 0].groupby("fold").first()
+    if sizes.empty:
+        return None
+    return float((sizes["n_test_queries"] / sizes["n_train_queries"]).mean())
 
 
 def complete_scores(rows: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, list[str]]:
@@ -255,7 +270,7 @@ def page_body(
         out += [
             f"## Friedman + Nemenyi (test {metric.upper()})",
             "",
-            friedman_text(rows, metric, names, settings.alpha),
+            friedman_text(rows, metric, names, settings.alpha) + _unmeasured(table, entries),
         ]
         if figures and metric in figures:
             out += [f"![Critical-difference diagram, test {metric.upper()}]({figures[metric]})", ""]
@@ -265,7 +280,8 @@ def page_body(
             f"## {base} against each model (test {metric.upper()})",
             "",
             "The Bayesian correlated t-test (Corani & Benavoli 2015; Nadeau-Bengio correction "
-            f"n_test/n_train = {settings.test_train_ratio:.3f}) on the paired folds: the "
+            f"n_test/n_train = {settings.test_train_ratio:.3f}{settings.ratio_note}) on the "
+            "paired folds: the "
             f"posterior probability that {base} is better by more than the ROPE "
             f"(±{settings.rope:g}), that the two lie within it, and that the model is better.",
             "",
@@ -283,6 +299,19 @@ def page_body(
         ]
     out += ["## Parts", "", _parts_markdown(parts, names)]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _unmeasured(table: pd.DataFrame, entries: Sequence[Entry]) -> str:
+    """The models without rows (failed, not yet run), named as left out of the test."""
+    status = {e.name: e.missing for e in entries}
+    out = [
+        f"{m} ({(status.get(m) or s).split(' (')[0].split(':')[0]})"
+        for m, s, folds in table[["model", "status", "folds"]].itertuples(index=False)
+        if folds == 0
+    ]
+    if not out:
+        return ""
+    return f"Not in the test (no rows; see the table above): {', '.join(out)}.\n"
 
 
 def _parts_markdown(parts: Sequence[Part], names: Mapping[str, str]) -> str:

@@ -62,6 +62,8 @@ def fold_rows(results: dict[str, Any], base: dict[str, Any]) -> list[dict[str, A
         for split, metrics in f["metrics"].items():
             row.update({f"{split}/{n}": v for n, v in metrics.items()})
         row.update(f["times"])
+        # the split's sizes: the Nadeau-Bengio correction's n_test / n_train (the leaderboard)
+        row.update({k: f[k] for k in ("n_train_queries", "n_test_queries") if f.get(k)})
         rows.append(row)
     return rows
 

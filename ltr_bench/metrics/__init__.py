@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ltr_bench.lazy_exports import lazy_getattr
+from ltr_bench.lazy_exports import lazy_dir, lazy_getattr
 from ltr_bench.metrics.flat import (
     TIE_BREAK,
     EvalResult,
@@ -94,3 +94,4 @@ __all__ = [
 ]
 
 __getattr__ = lazy_getattr(__name__, globals(), _TORCH_MODULES)
+__dir__ = lazy_dir(globals(), _TORCH_MODULES)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ltr_bench.lazy_exports import lazy_getattr
+from ltr_bench.lazy_exports import lazy_dir, lazy_getattr
 
 if TYPE_CHECKING:
     from ltr_bench.models.adarank import AdaRank
@@ -55,3 +55,4 @@ __all__ = [
 
 
 __getattr__ = lazy_getattr(__name__, globals(), _MODULES)
+__dir__ = lazy_dir(globals(), _MODULES)

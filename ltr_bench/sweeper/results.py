@@ -21,7 +21,7 @@ from ltr_bench.sweeper.config import STUDY_PLOTS
 from ltr_bench.sweeper.job import ATTR_SE, RESULTS_FILE
 from ltr_bench.sweeper.reevaluation import runs
 from ltr_bench.sweeper.state import StudyState
-from ltr_bench.sweeper.storage import file_stem, redact
+from ltr_bench.sweeper.storage import dashboard_command, file_stem, redact
 from ltr_bench.sweeper.trials import is_counted_failure
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,7 @@ def summarize(state: StudyState, trials: Any = None) -> dict[str, Any]:
         "name": "ltr_optuna",
         "study_name": study.study_name,
         "storage": redact(state.url),
+        "dashboard": dashboard_command(state.url),  # opens the sweep's studies, live
         "direction": direction,
         "sampler": type(study.sampler).__name__,
         "n_trials": state.budget,

@@ -22,7 +22,14 @@ from ltr_bench.sweeper.job import LOCKS_SUFFIX, STUDY_NAME_KEY, TRIAL_NUMBER_KEY
 from ltr_bench.sweeper.liveness import Heartbeat, fail_interrupted_trials, report_interrupted
 from ltr_bench.sweeper.search.grid import GridSearchSampler
 from ltr_bench.sweeper.search.space import SearchSpace, format_value
-from ltr_bench.sweeper.storage import default_storage_url, open_storage, open_study, redact
+from ltr_bench.sweeper.storage import (
+    StudyNames,
+    open_storage,
+    open_study,
+    redact,
+    resumed_name,
+    study_storage_url,
+)
 from ltr_bench.sweeper.trials import needs_enqueueing
 
 log = logging.getLogger(__name__)
@@ -141,15 +148,18 @@ def open_study_state(
     settings: Settings,
     config: DictConfig,
     jobs: Jobs,
-    study_name: str,
+    names: StudyNames,
     space: SearchSpace,
     variant: list[str],
 ) -> StudyState:
     """Open the study: recover, enqueue, sampler, pruner, budget; heartbeats until closed."""
     s = settings
     cwd = OmegaConf.select(config, "hydra.runtime.cwd", default=None) or Path.cwd()
-    url = str(s.storage or default_storage_url(s.storage_dir, study_name, cwd))
+    url = str(
+        s.storage or study_storage_url(s.storage_dir, names.file, names.study, names.earlier, cwd)
+    )
     rdb = open_storage(url, s.heartbeat_interval, s.grace_s)
+    study_name = resumed_name(rdb, names.study, names.earlier)
     study = open_study(rdb, study_name, s.direction)
     fail_interrupted_trials(study, rdb, s.grace_s)
     locks = None

@@ -9,7 +9,8 @@ import logging
 import re
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, cast
 
@@ -23,10 +24,53 @@ log = logging.getLogger(__name__)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+@-]+")
 
 
-def default_study_name(job_name: str, task_overrides: Sequence[str], sampler_name: str) -> str:
-    """``<job>[-<override>...]-<sampler>``: the sorted fixed overrides but ``hydra``/``sweep``."""
+@dataclass(frozen=True)
+class StudyNames:
+    """A study's name, the name an earlier version gave it (found when resuming its sweep), and
+    the name of the default SQLite file it shares with its sweep's other studies."""
+
+    study: str
+    earlier: str
+    file: str
+
+
+def _key(override: str) -> str:
+    return override.lstrip("+~").split("=", 1)[0]
+
+
+def command_study_name(job_name: str, task_overrides: Sequence[str], sampler_name: str) -> str:
+    """``<job>[-<override>...]-<sampler>``: the sorted fixed overrides but ``hydra``/``sweep``
+    (the name earlier versions gave a study; still found, so that their sweeps resume)."""
     kept = sorted(o for o in task_overrides if not o.lstrip("+~").startswith(("hydra.", "sweep.")))
     return "-".join([job_name, *kept, sampler_name])
+
+
+def default_study_name(
+    job_name: str, task_overrides: Sequence[str], sampler_name: str, groups: Collection[str]
+) -> str:
+    """``<job>[-<group>=<option>...]-<sampler>[-<hash>]``: the config groups chosen on the
+    command line (``groups``: model, dataset, ...) say what the study is; the other fixed
+    overrides (but ``hydra.``/``sweep.`` keys and the launcher, which decide no result) are one
+    short hash of them, so that two commands differing there keep separate studies."""
+    kept = sorted(
+        o
+        for o in task_overrides
+        if not o.lstrip("+~").startswith(("hydra.", "sweep.", "hydra/launcher="))
+    )
+    readable = [o for o in kept if _key(o) in groups and not _key(o).startswith("hydra/")]
+    rest = [o for o in kept if o not in readable]
+    parts = [job_name, *readable, sampler_name]
+    if rest:
+        parts.append(hashlib.sha1("\n".join(rest).encode()).hexdigest()[:8])
+    return "-".join(parts)
+
+
+def dashboard_command(url: str) -> str:
+    """The command that opens the studies stored at ``url`` in optuna-dashboard (which serves
+    them on http://127.0.0.1:8080 unless given ``--host``/``--port``); a password is hidden."""
+    import shlex
+
+    return f"optuna-dashboard {shlex.quote(redact(url))}"
 
 
 def file_stem(study_name: str, max_len: int = 120) -> str:
@@ -43,6 +87,21 @@ def default_storage_url(storage_dir: str | Path, study_name: str, base_dir: str 
     directory = Path(base_dir) / Path(storage_dir).expanduser()
     directory.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{(directory / f'{file_stem(study_name)}.db').resolve()}"
+
+
+def study_storage_url(
+    storage_dir: str | Path, file_name: str, study_name: str, earlier: str, base_dir: str | Path
+) -> str:
+    """The default storage of a study: ``<storage_dir>/<file_name>.db``, one SQLite file for
+    all the studies of a sweep (one dashboard shows them); the file of its own that an earlier
+    version gave the study (named after ``earlier``, its name then) while that file exists."""
+    url = default_storage_url(storage_dir, file_name, base_dir)
+    for name in dict.fromkeys((earlier, study_name)):
+        own = default_storage_url(storage_dir, name, base_dir)
+        db = sqlite_file(own)
+        if own != url and db is not None and db.is_file():
+            return own
+    return url
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -134,6 +193,15 @@ def open_storage(
                 f"{where}: {what}; move it away or point hydra.sweeper.storage elsewhere"
             ) from None
     raise AssertionError("unreachable")
+
+
+def resumed_name(storage: optuna.storages.BaseStorage, study_name: str, earlier: str) -> str:
+    """``study_name``, or ``earlier`` (the name an earlier version gave the same study) when the
+    storage holds a study of that name and none of the new one: its sweep resumes there."""
+    if earlier == study_name:
+        return study_name
+    stored = {s.study_name for s in storage.get_all_studies()}
+    return earlier if earlier in stored and study_name not in stored else study_name
 
 
 def open_study(

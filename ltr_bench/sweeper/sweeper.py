@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
@@ -17,7 +17,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from ltr_bench.sweeper.config import Settings
 
+if TYPE_CHECKING:
+    from ltr_bench.sweeper.storage import StudyNames
+
 log = logging.getLogger(__name__)
+
+#: Where optuna-dashboard serves (it binds to 127.0.0.1 unless given --host).
+DASHBOARD = "(then open http://127.0.0.1:8080)"
 
 
 class OptunaSweeperImpl(Sweeper):
@@ -29,6 +35,7 @@ class OptunaSweeperImpl(Sweeper):
         self.hydra_context: HydraContext | None = None
         self.config: DictConfig | None = None
         self.jobs: Any = None  # the launcher and its job numbers (launching.Jobs), after setup
+        self.watched: set[str] = set()  # the storages whose dashboard command was printed
 
     def setup(
         self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
@@ -60,6 +67,7 @@ class OptunaSweeperImpl(Sweeper):
             discrete_values,
             parse_override,
         )
+        from ltr_bench.sweeper.storage import StudyNames
 
         assert self.config is not None and self.jobs is not None
         per = {k.lstrip("+~") for k in self.settings.study_per}
@@ -81,14 +89,18 @@ class OptunaSweeperImpl(Sweeper):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
 
-        base_name = self._base_study_name(cli_fixed)
+        base_name, earlier_base = self._base_study_names(cli_fixed)
         results: list[dict[str, Any]] = []
         ending: list[Callable[[], None]] = []  # the waits for studies' artifacts being written
         try:
             try:
                 for variant in variants:
-                    name = "-".join([base_name, *variant])
-                    summary, wait = self._run_study(name, space, variant, sweep_dir, results)
+                    names = StudyNames(
+                        study="-".join([base_name, *variant]),
+                        earlier="-".join([earlier_base, *variant]),
+                        file=base_name,
+                    )
+                    summary, wait = self._run_study(names, space, variant, sweep_dir, results)
                     results.append(summary)
                     ending.append(wait)
             finally:  # every finished study's artifacts are written before the sweep ends
@@ -104,23 +116,27 @@ class OptunaSweeperImpl(Sweeper):
         write_results(sweep_dir, results)
         return results
 
-    def _base_study_name(self, cli_fixed: Sequence[str]) -> str:
-        """``study_name``, else ``<job>[-<override>...]-<sampler option or class name>``."""
-        from ltr_bench.sweeper.storage import default_study_name
+    def _base_study_names(self, cli_fixed: Sequence[str]) -> tuple[str, str]:
+        """``study_name``, else ``<job>[-<group>=<option>...]-<sampler>[-<hash>]`` (storage
+        .default_study_name); and the name earlier versions gave the same study."""
+        from ltr_bench.sweeper.storage import command_study_name, default_study_name
 
         if self.settings.study_name:
-            return str(self.settings.study_name)
+            return str(self.settings.study_name), str(self.settings.study_name)
         assert self.config is not None
         job_name = str(OmegaConf.select(self.config, "hydra.job.name", default="app"))
-        choices = OmegaConf.select(self.config, "hydra.runtime.choices", default={})
-        sampler = (
+        choices = OmegaConf.select(self.config, "hydra.runtime.choices", default={}) or {}
+        sampler = str(
             choices.get("hydra/sweeper/sampler")
             or str(self.settings.sampler.get("_target_", "sampler")).rsplit(".", 1)[-1].lower()
         )
-        return default_study_name(job_name, cli_fixed, str(sampler))
+        return (
+            default_study_name(job_name, cli_fixed, sampler, set(choices)),
+            command_study_name(job_name, cli_fixed, sampler),
+        )
 
     def _run_study(
-        self, name: str, space: Any, variant: list[str], sweep_dir: Path, done: list[Any]
+        self, names: StudyNames, space: Any, variant: list[str], sweep_dir: Path, done: list[Any]
     ) -> tuple[dict[str, Any], Callable[[], None]]:
         """Search one study, re-evaluate its top trials, write its summary and start writing its
         artifacts: the summary and the wait for them."""
@@ -134,11 +150,16 @@ class OptunaSweeperImpl(Sweeper):
         )
         from ltr_bench.sweeper.search.loop import remaining, search
         from ltr_bench.sweeper.state import open_study_state
+        from ltr_bench.sweeper.storage import dashboard_command
 
         assert self.config is not None
         s = self.settings
-        state = open_study_state(s, self.config, self.jobs, name, space, variant)
+        state = open_study_state(s, self.config, self.jobs, names, space, variant)
         study = state.study
+        name = study.study_name
+        if state.url not in self.watched:  # once per storage: one file holds a sweep's studies
+            self.watched.add(state.url)
+            log.info(f"Watch the sweep live: {dashboard_command(state.url)}   {DASHBOARD}")
         progress = results.StudyProgress(name, state.budget, s.direction, enabled=s.progress)
 
         def after_tell() -> None:
