@@ -141,6 +141,7 @@ def _collect(exp: ExperimentRun, board: Board, forwarded: list[str], again: list
     units = board.protocol.units
     eta = Eta(total=sum(len(p.labels) for p in board.parts) * units)
     out = Collected()
+    composed: dict[tuple[str, ...], Any] = {}  # each experiment composed once for every part
     for part in board.parts:
         k, labels = part.number, part.labels
         command = part_command(k, scale, [] if part.ledger else again)
@@ -152,7 +153,7 @@ def _collect(exp: ExperimentRun, board: Board, forwarded: list[str], again: list
         else:
             bundles, where = (work / "bundles" if work else None), work
         try:
-            piece_spec = run_spec_config(part.run, scale, seed, forwarded)
+            piece_spec = run_spec_config(part.run, scale, seed, forwarded, composed)
         except UserError as exc:  # e.g. a model label that is no model config
             out.invocations.append(None)
             status = f"failed: {one_sentence(str(exc))}"

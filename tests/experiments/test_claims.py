@@ -774,3 +774,35 @@ def test_the_counts_line_agrees_in_number() -> None:
     assert counts_line(rows) == "3 claims: 2 hold, 1 does not hold"
     rows = pd.DataFrame({"verdict": ["holds", "does not hold", "does not hold"]})
     assert counts_line(rows) == "3 claims: 1 holds, 2 do not hold"
+
+
+def test_a_run_spec_composed_once_per_experiment_equals_its_own_composition() -> None:
+    """The ledger composes each experiment once and applies a run's ``experiment.*`` overrides to
+    a copy as Hydra would: the same spec as composing the run's command, interpolations (a
+    budget the sweep overrides read), added keys and the scale's values included."""
+    from omegaconf import OmegaConf
+
+    from ltr_bench.experiments.ledger import RunSpec, run_spec_config
+
+    runs = [
+        RunSpec("a", "table1", ("experiment.datasets=[mq2008]", "experiment.n_trials=7")),
+        RunSpec(
+            "b",
+            "table1",
+            (
+                "experiment.models=[v]",
+                '+experiment.model_variants={v:["model=listnet_star","loss=listmle"]}',
+            ),
+        ),
+        RunSpec("c", "fig2c", ("experiment.values=[0.0,0.75]",)),
+        RunSpec("d", "fig3_letor", ('experiment.data.overrides=["dataset=mslr_web10k"]',)),
+    ]
+    for scale in ("full", "quick"):
+        composed: dict = {}
+        for run in runs:
+            alone = OmegaConf.to_container(run_spec_config(run, scale, 0, ["threads=1"]))
+            shared = run_spec_config(run, scale, 0, ["threads=1"], composed)
+            assert OmegaConf.to_container(shared) == alone, (run.name, scale)
+        assert len(composed) == 3  # table1, fig2c, fig3_letor
+    a = run_spec_config(runs[0], "full", 0, [], {})
+    assert a.n_trials == 7 and "hydra.sweeper.n_trials=7" in a.sweep_overrides

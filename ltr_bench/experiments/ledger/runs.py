@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -29,25 +29,34 @@ from ltr_bench.experiments.ledger.tables import Invocation, Tables, combine
 from ltr_bench.provenance import Provenance, command_line, start
 
 
-def absent_datasets(names: tuple[str, ...] | list[str]) -> list[str]:
+def absent_datasets(
+    names: tuple[str, ...] | list[str], known: dict[str, str | None] | None = None
+) -> list[str]:
     """``"<dataset> absent from <root>"`` for each named dataset whose folder is missing; the root
-    is named as the user set it (:func:`data_root_named`), never by this machine's path."""
+    is named as the user set it (:func:`data_root_named`), never by this machine's path.
+    ``known``: what earlier calls found per dataset (filled in; a ledger asks dozens of times)."""
+    known = {} if known is None else known
+    for ds in names:
+        if ds not in known:
+            known[ds] = _absent(ds)
+    return [str(known[ds]) for ds in names if known[ds] is not None]
+
+
+def _absent(ds: str) -> str | None:
+    """Why dataset config ``ds`` is absent here, None when it loads."""
     from hydra.utils import instantiate
 
-    out = []
-    for ds in names:
-        cfg = compose_run_config([f"dataset={ds}"])
-        try:
-            instantiate(cfg.dataset, _convert_="all")
-        except Exception as exc:  # noqa: BLE001 - Hydra wraps the data layer's UserError
-            exc = _user_error(exc)
-            path = OmegaConf.select(cfg, "dataset.path")
-            folder = OmegaConf.select(cfg, "dataset.folder")
-            if path or not folder:
-                out.append(f"{ds}: {exc}")
-            else:
-                out.append(f"{folder} absent from {data_root_named()}")
-    return out
+    cfg = compose_run_config([f"dataset={ds}"])
+    try:
+        instantiate(cfg.dataset, _convert_="all")
+    except Exception as exc:  # noqa: BLE001 - Hydra wraps the data layer's UserError
+        exc = _user_error(exc)
+        path = OmegaConf.select(cfg, "dataset.path")
+        folder = OmegaConf.select(cfg, "dataset.folder")
+        if path or not folder:
+            return f"{ds}: {exc}"
+        return f"{folder} absent from {data_root_named()}"
+    return None
 
 
 def data_root_named() -> str:
@@ -195,6 +204,7 @@ class Context:
     run_missing: bool
     bundles: Path | None  # experiment.bundles_dir (None: no bundles read or written)
     work: Path | None = None  # experiment.work_dir (None: in the ledger's own output folder)
+    absent: dict[str, str | None] = field(default_factory=dict)  # dataset -> why absent here
 
     @property
     def in_process(self) -> bool:
@@ -244,7 +254,7 @@ def _obtain(ctx: Context, inv: Invocation, head: str) -> None:
     if inv.bundle is not None:
         _from_bundle(inv, head)
         return
-    missing = absent_datasets(inv.run.datasets) or [
+    missing = absent_datasets(inv.run.datasets, ctx.absent) or [
         f"dataset {ds} absent here" for ds, digests in inv.inputs["data"].items() if digests is None
     ]
     if missing:

@@ -4,6 +4,7 @@ function, every named dataset is a dataset config)."""
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -227,27 +228,61 @@ def check_function(claim: Claim, check: Mapping[str, Any] | None = None) -> Call
     return fn
 
 
-def run_spec_config(run: RunSpec, scale: str, seed: int, forwarded: list[str]) -> DictConfig:
+def run_spec_config(
+    run: RunSpec,
+    scale: str,
+    seed: int,
+    forwarded: list[str],
+    composed: dict[tuple[str, ...], DictConfig] | None = None,
+) -> DictConfig:
     """The spec ``ltr-bench experiment=<run> scale=<scale> <overrides>`` would run (same pipeline
-    as :func:`~ltr_bench.experiments.common.run_experiment`, so the invocation keys agree)."""
+    as :func:`~ltr_bench.experiments.common.run_experiment`, so the invocation keys agree).
+
+    ``composed``: configs composed before, by the overrides that are not the run's own
+    ``experiment.*`` ones (filled in). Runs of one experiment differ only in those, which are
+    applied to a copy as Hydra applies value overrides, so a ledger of dozens of runs composes
+    each experiment once."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    overrides = [
+    own = [o for o in run.overrides if _experiment_value(o)]
+    base = (
         f"experiment={run.experiment}",
         f"scale={scale}",
-        *run.overrides,
+        *(o for o in run.overrides if o not in own),
         *forwarded,
         f"seed={seed}",
-    ]
+    )
     try:
-        cfg = compose_run_config(overrides)
+        if composed is None:
+            cfg = compose_run_config([*base, *own])
+        else:
+            if base not in composed:
+                composed[base] = compose_run_config(list(base))
+            cfg = copy.deepcopy(composed[base])
+            apply_value_overrides(cfg, own)
         return apply_command_line(scaled_spec(cfg, scale), list(run.overrides))
     except (HydraException, OmegaConfBaseException, UserError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(
             f"experiment.runs.{run.name} ({run.command(scale)}) does not compose: {first}"
         ) from None
+
+
+def _experiment_value(override: str) -> bool:
+    """An ``experiment.<key>=<value>`` override (``+``/``++`` allowed, not a deletion)."""
+    return override.lstrip("+").startswith("experiment.") and not override.startswith("~")
+
+
+def apply_value_overrides(cfg: DictConfig, overrides: list[str]) -> None:
+    """Apply value overrides to a composed config as Hydra applies them after composing (its
+    parser, then ``OmegaConf.update`` with merging; ``+``/``++`` may add a key)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    for o in OverridesParser.create().parse_overrides(overrides):
+        adding = o.is_add() or o.is_force_add()
+        OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True, force_add=adding)
 
 
 def validate_ledger(
@@ -267,8 +302,9 @@ def validate_ledger(
         if claim.evidence:
             check_function(claim, claim.evidence["check"])
     used = {c.run for c in claims if c.run}
+    composed: dict[tuple[str, ...], DictConfig] = {}
     specs = {
-        piece.name: run_spec_config(piece, scale, seed, forwarded)
+        piece.name: run_spec_config(piece, scale, seed, forwarded, composed)
         for name in runs
         if name in used
         for piece in runs[name].pieces()
