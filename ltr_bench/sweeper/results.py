@@ -72,7 +72,7 @@ def summarize(state: StudyState, trials: Any = None) -> dict[str, Any]:
             values = [float(t.value) for t in complete]
             n = within_one_se(values, float(best.value), float(se), direction == "maximize")
             summary.update(best_value_se=float(se), n_within_one_se=n)
-        select_reevaluated(study, space, summary, direction)
+        select_reevaluated(study, state.locks, space, summary, direction)
     return summary
 
 
@@ -80,10 +80,12 @@ def _overrides(space: Any, params: dict[str, Any]) -> list[str]:
     return [p.override(params[n]) for n, p in space.params.items() if n in params]
 
 
-def select_reevaluated(study: Any, space: Any, summary: dict[str, Any], direction: str) -> None:
+def select_reevaluated(
+    study: Any, locks: Any, space: Any, summary: dict[str, Any], direction: str
+) -> None:
     """With re-evaluations stored, the best trial is the re-evaluated one with the best pooled
     value; the search's own best stays in ``search_best_trial``/``search_best_value``."""
-    records = runs.stored(study)
+    records = runs.stored(study, locks)
     chosen = runs.select(records, direction == "maximize")
     if chosen is None:
         return

@@ -5,15 +5,19 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import optuna
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from optuna.trial import TrialState
 
 from ltr_bench.sweeper.reevaluation.runs import (
     Reevaluation,
     make_record,
     pooled_mean_se,
     select,
+    store,
+    stored,
     top_trials,
 )
 
@@ -82,3 +86,33 @@ def test_select_takes_the_best_pooled_value() -> None:
     assert select(records, maximize=True).trial == 4
     assert select(records, maximize=False).trial == 1
     assert select({}, maximize=True) is None
+
+
+def _record(trial: int, value: float, dropped_after: int | None = None) -> Reevaluation:
+    return Reevaluation(trial, 0.5, 0.1, 5, value, None, 5, (0.5 + value) / 2, None, dropped_after)
+
+
+def test_records_live_on_their_lock_trials_as_numbers_and_older_study_records_are_still_read() -> (
+    None
+):
+    """A finished lock holds its record as flat numbers (what optuna-dashboard shows as one row
+    each, not a JSON string); a study written by an older sweep keeps its records as study
+    attributes, and both are read on resume. An unfinished lock's attributes do not count."""
+    storage = optuna.storages.InMemoryStorage()
+    study = optuna.create_study(study_name="s", storage=storage, direction="maximize")
+    locks = optuna.create_study(study_name="s:reevaluations", storage=storage)
+    study.set_user_attr("reevaluation:0", _record(0, -1.0).to_dict())  # an older sweep's record
+    for trial, state in ((1, TrialState.COMPLETE), (2, TrialState.PRUNED), (3, TrialState.FAIL)):
+        lock_id = storage.create_new_trial(
+            storage.get_study_id_from_name("s:reevaluations"),
+            template_trial=optuna.trial.create_trial(state=TrialState.RUNNING),
+        )
+        store(locks, lock_id, _record(trial, 0.25, dropped_after=2 if trial == 2 else None))
+        storage.set_trial_state_values(lock_id, state, None if state == TrialState.FAIL else [0.25])
+    (held, *_) = locks.get_trials(states=(TrialState.COMPLETE,))
+    assert all(v is None or isinstance(v, (int, float)) for v in held.user_attrs.values())
+    assert held.user_attrs["ltr_sweeper.pooled_value"] == 0.375
+    records = stored(study, locks)
+    assert records == {0: _record(0, -1.0), 1: _record(1, 0.25), 2: _record(2, 0.25, 2)}
+    assert stored(study, None) == {0: _record(0, -1.0)}
+    assert select(records, maximize=True) == _record(1, 0.25)  # the dropped one is left out

@@ -402,13 +402,20 @@ def test_reevaluation_of_the_top_trials_picks_by_pooled_value(tmp_path: Path) ->
     within = 2 * 4 * (0.5 * 5**0.5) ** 2
     between = 5 * 0.75**2 * 2
     assert lucky["se"] == pytest.approx(((within + between) / 9 / 10) ** 0.5)
-    # The Optuna trials keep their search values; the records live in the study.
+    # The Optuna trials keep their search values; each record lives on its lock trial, as
+    # numbers (what optuna-dashboard shows as one row each), none as a study attribute.
     (db,) = (tmp_path / "multirun" / "optuna").glob("*.db")
     study = optuna.load_study(study_name="lucky", storage=f"sqlite:///{db}")
     assert max(t.value for t in complete(study.trials)) == 0.5
-    assert sorted(k for k in study.user_attrs if k.startswith("reevaluation:")) == [
-        f"reevaluation:{n}" for n in sorted(by_trial)
-    ]
+    assert not [k for k in study.user_attrs if k.startswith("reevaluation:")]
+    locks = load(f"sqlite:///{db}", "lucky:reevaluations")
+    held = {t.user_attrs["ltr_sweeper.reevaluates"]: t for t in complete(locks)}
+    assert sorted(held) == sorted(by_trial)
+    for number, lock in held.items():
+        assert lock.value == by_trial[number]["reevaluation_value"]
+        assert lock.user_attrs["ltr_sweeper.pooled_value"] == by_trial[number]["value"]
+        numbers = {k: v for k, v in lock.user_attrs.items() if k != "ltr_sweeper.worker"}
+        assert all(v is None or isinstance(v, (int, float)) for v in numbers.values()), numbers
     # Resuming the finished sweep neither re-runs trials nor re-evaluations, and selects the same.
     _ok(run_toy(tmp_path, *args))
     assert len(calls(tmp_path)) == 6
@@ -442,8 +449,10 @@ def test_a_fatal_reevaluation_keeps_the_outcome_of_its_batch_partner(tmp_path: P
     url = f"sqlite:///{db}"
     study = optuna.load_study(study_name="partner", storage=url)
     x2 = next(t.number for t in study.trials if t.params["x"] == 2)
-    assert [k for k in study.user_attrs if k.startswith("reevaluation:")] == [f"reevaluation:{x2}"]
     locks = load(url, "partner:reevaluations")
+    assert [t.user_attrs.get("ltr_sweeper.pooled_value") is not None for t in locks] == [
+        t.number == x2 for t in locks
+    ]
     assert {t.user_attrs["ltr_sweeper.reevaluates"]: t.state.name for t in locks} == {
         study.trials[1 - x2].number: "FAIL",
         x2: "COMPLETE",

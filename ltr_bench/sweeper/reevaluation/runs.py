@@ -1,10 +1,12 @@
 """Running the re-evaluations of a study's top trials and pooling them: the winner has the best
 mean over the folds of its search and its re-evaluation (a noisy objective's best is mostly the
-luckiest). Records live in the study's user attributes ``reevaluation:<trial number>``, so
-resuming repeats none. Each re-evaluation is locked, so that workers sharing the study run it
-once: a RUNNING trial of the companion study ``<study>:reevaluations`` (with heartbeats, like a
-search trial); of a trial's RUNNING locks the lowest storage id wins (on a server after a second
-look), the others withdraw (FAIL ``duplicate``); a finished lock means the re-evaluation is done."""
+luckiest). Each re-evaluation is locked, so that workers sharing the study run it once: a RUNNING
+trial of the companion study ``<study>:reevaluations`` (with heartbeats, like a search trial); of
+a trial's RUNNING locks the lowest storage id wins (on a server after a second look), the others
+withdraw (FAIL ``duplicate``); a finished lock means the re-evaluation is done. A finished lock
+also holds the record, as flat user attributes (``ltr_sweeper.pooled_value``, ...) beside its
+value, so that resuming repeats none and optuna-dashboard shows each as one row of numbers;
+studies written before keep theirs as study attributes ``reevaluation:<trial>``, still read."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from ltr_bench.sweeper import job
 from ltr_bench.sweeper.hydra_private import job_error
 from ltr_bench.sweeper.liveness import report_interrupted
 from ltr_bench.sweeper.optuna_private import study_storage, trial_id
-from ltr_bench.sweeper.reevaluation.racing import lock_attrs
+from ltr_bench.sweeper.reevaluation.racing import ATTR_SEARCH_N, ATTR_SEARCH_VALUE, lock_attrs
 from ltr_bench.sweeper.search import pruning
 from ltr_bench.sweeper.state import StudyState
 from ltr_bench.sweeper.trials import (
@@ -63,6 +65,32 @@ class Reevaluation:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def to_attrs(self) -> dict[str, Any]:
+        """The record as its lock trial's user attributes: one number (or null) each."""
+        return {RECORD_ATTRS[k]: v for k, v in self.to_dict().items()}
+
+    @classmethod
+    def from_attrs(cls, attrs: Mapping[str, Any]) -> Reevaluation | None:
+        """The record a lock trial holds (None: a lock finished without one)."""
+        if any(name not in attrs for name in RECORD_ATTRS.values()):
+            return None
+        return cls(**{k: attrs[name] for k, name in RECORD_ATTRS.items()})
+
+
+#: Each record field's user attribute on the lock trial (``value``/``se`` are the pooled ones).
+RECORD_ATTRS = {
+    "trial": ATTR_REEVALUATES,
+    "search_value": ATTR_SEARCH_VALUE,
+    "search_se": "ltr_sweeper.search_se",
+    "search_n": ATTR_SEARCH_N,
+    "reevaluation_value": "ltr_sweeper.reevaluation_value",
+    "reevaluation_se": "ltr_sweeper.reevaluation_se",
+    "reevaluation_n": "ltr_sweeper.reevaluation_n",
+    "value": "ltr_sweeper.pooled_value",
+    "se": "ltr_sweeper.pooled_se",
+    "dropped_after": "ltr_sweeper.dropped_after_folds",
+}
 
 
 def top_trials(trials: Sequence[Any], k: int, maximize: bool) -> list[Any]:
@@ -121,18 +149,27 @@ def _se_n(attrs: Mapping[str, Any]) -> tuple[float | None, int]:
     return (None if se is None else float(se)), (int(n) if n is not None and n >= 1 else 1)
 
 
-def stored(study: Any) -> dict[int, Reevaluation]:
-    """The re-evaluations recorded in ``study`` so far, by trial number."""
+def stored(study: Any, locks: optuna.Study | None) -> dict[int, Reevaluation]:
+    """The re-evaluations recorded so far, by trial number: those the finished locks of
+    ``locks`` hold, and those an older sweep kept in ``study``'s attributes."""
     out: dict[int, Reevaluation] = {}
-    for key, value in study.user_attrs.items():
+    for key, value in study.user_attrs.items():  # an older sweep's records
         if key.startswith(ATTR_KEY_PREFIX) and isinstance(value, Mapping):
             rec = Reevaluation(**value)
             out[rec.trial] = rec
+    finished = (TrialState.COMPLETE, TrialState.PRUNED)
+    for t in [] if locks is None else locks.get_trials(deepcopy=False, states=finished):
+        found = Reevaluation.from_attrs(t.user_attrs)
+        if found is not None:
+            out[found.trial] = found
     return out
 
 
-def store(study: Any, record: Reevaluation) -> None:
-    study.set_user_attr(f"{ATTR_KEY_PREFIX}{record.trial}", record.to_dict())
+def store(locks: optuna.Study, lock_id: int, record: Reevaluation) -> None:
+    """Write ``record`` onto its (still running) lock trial, before the lock is closed."""
+    storage = study_storage(locks)
+    for key, value in record.to_attrs().items():
+        storage.set_trial_user_attr(lock_id, key, value)
 
 
 def select(records: Mapping[int, Reevaluation], maximize: bool) -> Reevaluation | None:
@@ -276,7 +313,7 @@ def _todo(state: StudyState, pool: Any) -> list[Any]:
 def _not_started(state: StudyState, top: list[Any], pool: Any) -> list[Any]:
     """Those of ``top`` whose re-evaluation is neither stored, done, nor running in ``pool``."""
     locks: Any = state.locks
-    done = stored(state.study)
+    done = stored(state.study, locks)
     mine = {t.number for t, _, _ in pool.keys()}
     return [
         t
@@ -333,7 +370,7 @@ def wait_for_running_trials(state: StudyState) -> None:
 
 def record(state: StudyState, key: Any, outcome: Any) -> BaseException | None:
     """Store one re-evaluation's outcome and close its lock; the error that aborts, if any."""
-    study, heartbeat, locks = state.study, state.heartbeat, state.locks
+    heartbeat, locks = state.heartbeat, state.locks
     assert locks is not None
     trial, lock_id, _ = key
     if isinstance(outcome, BaseException):  # no JobReturn: a dead worker, a config error
@@ -344,7 +381,7 @@ def record(state: StudyState, key: Any, outcome: Any) -> BaseException | None:
     value = job_error(outcome)
     if outcome.status == JobStatus.COMPLETED and job.is_finite(value):
         rec = make_record(trial, float(value), job.user_attrs_of(value))
-        store(study, rec)
+        store(locks, lock_id, rec)
         release(locks, lock_id, "", heartbeat, TrialState.COMPLETE, rec.reevaluation_value)
         log.info(
             f"Trial {trial.number} re-evaluated: {rec.reevaluation_value:.6g} "
@@ -354,7 +391,7 @@ def record(state: StudyState, key: Any, outcome: Any) -> BaseException | None:
         folds, running = last_reported(locks, lock_id)
         assert folds is not None and running is not None
         rec = make_record(trial, running, {}, dropped_after=folds)
-        store(study, rec)
+        store(locks, lock_id, rec)
         release(locks, lock_id, "", heartbeat, TrialState.PRUNED, running)
         log.info(
             f"Re-evaluation of trial {trial.number} dropped after {folds} fold(s) (running "
