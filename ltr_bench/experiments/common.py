@@ -11,8 +11,7 @@ Why the scales are merged here and not by Hydra: Hydra can pick a config *file* 
 to be a file of their own. In a folder under ``conf/`` every such file becomes a config group
 option (listed by ``ltr-bench --help``, selectable on its own); at the conf root they would be a
 dozen more files beside the shared bases. The ``scales:`` block keeps an experiment in one file,
-and :func:`scaled_spec` plus :func:`apply_command_line` give the same precedence Hydra would
-(file < scale < command line).
+and :func:`scaled_spec` gives the same precedence Hydra would (file < scale < command line).
 """
 
 from __future__ import annotations
@@ -41,9 +40,11 @@ TAG_EXPERIMENT_KEY = keys.TAG_EXPERIMENT_KEY
 SPEC_META_KEYS = ("scales",)
 
 
-def scaled_spec(cfg: DictConfig, scale: str) -> DictConfig:
-    """``cfg.experiment`` with ``scales[scale]`` merged over its top-level values, then resolved
-    (so ``${experiment.n_trials}`` sees the scale's value and ``${scale}`` the whole config)."""
+def scaled_spec(cfg: DictConfig, scale: str, overrides: Sequence[str] = ()) -> DictConfig:
+    """``cfg.experiment`` with ``scales[scale]`` merged over its top-level values, then the
+    ``experiment.<key>=<value>`` ones of ``overrides`` (a command line) over both, then resolved:
+    yaml < scale < command line, and ``${experiment.n_trials}`` sees the value that won, as
+    ``${scale}`` sees the whole config."""
     data = OmegaConf.to_container(cfg.experiment, resolve=False)
     assert isinstance(data, dict)
     scales = data.get("scales") or {}
@@ -52,6 +53,7 @@ def scaled_spec(cfg: DictConfig, scale: str) -> DictConfig:
         raise UserError(f"scale={scale} is not a scale of this experiment; choose one of [{known}]")
     base = {k: v for k, v in data.items() if k not in SPEC_META_KEYS}
     merged = OmegaConf.merge(base, scales[scale] or {})
+    _apply_experiment_overrides(merged, overrides)
     top = OmegaConf.to_container(cfg, resolve=False)
     assert isinstance(top, dict)
     root = OmegaConf.create({k: v for k, v in top.items() if k not in ("experiment", "hydra")})
@@ -61,17 +63,17 @@ def scaled_spec(cfg: DictConfig, scale: str) -> DictConfig:
     return resolved
 
 
-def apply_command_line(spec: DictConfig, overrides: Sequence[str] | None = None) -> DictConfig:
-    """Re-apply the command line's ``experiment.<key>=<value>`` overrides over the scaled spec, so
-    they win over ``scales.<scale>`` (yaml < scale < command line). ``overrides``: apply these
-    instead of the running job's (the claims ledger computes a spec it is about to run)."""
+def job_overrides() -> list[str]:
+    """The running Hydra job's command-line overrides (none outside a Hydra job)."""
     from hydra.core.hydra_config import HydraConfig
+
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+
+
+def _apply_experiment_overrides(spec: DictConfig, overrides: Sequence[str]) -> None:
+    """Set ``spec``'s keys from the ``experiment.<key>=<value>`` ones of ``overrides``."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    if overrides is None:
-        if not HydraConfig.initialized():
-            return spec
-        overrides = HydraConfig.get().overrides.task
     mine = [
         o for o in overrides if o.lstrip("+~").startswith("experiment.") and not o.startswith("~")
     ]
@@ -87,7 +89,6 @@ def apply_command_line(spec: DictConfig, overrides: Sequence[str] | None = None)
             merge=False,
             force_add=True,
         )
-    return spec
 
 
 def user_overrides(exclude_keys: Iterable[str] = ()) -> list[str]:
@@ -211,7 +212,7 @@ def run_experiment(cfg: DictConfig) -> Any:
 
     check_top_level(cfg)
     scale = str(cfg.get("scale", "full"))
-    spec = apply_command_line(scaled_spec(cfg, scale))
+    spec = scaled_spec(cfg, scale, job_overrides())
     driver = get_method(str(spec._target_))
     name = str(spec.get("name") or "experiment")
     out_dir = _output_dir(cfg, name)

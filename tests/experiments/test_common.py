@@ -59,6 +59,18 @@ def test_scale_values_win_and_interpolations_see_them() -> None:
         scaled_spec(cfg, "huge")
 
 
+def test_the_command_line_wins_over_the_scale_and_interpolations_see_it() -> None:
+    """``experiment.n_trials=8`` at scale=quick: the sweep's own override must say 8 too (the
+    value the spec's ``${experiment.n_trials}`` interpolates), not the scale's 1 with the spec's
+    ``n_trials`` alone saying 8, which ran 1 trial under a page that said 8."""
+    overrides = ["experiment.n_trials=8"]
+    cfg = compose_run_config(["experiment=table1", "scale=quick", *overrides])
+    spec = scaled_spec(cfg, "quick", overrides)
+    assert spec.n_trials == 8
+    assert "hydra.sweeper.n_trials=8" in spec.sweep_overrides
+    assert scaled_spec(cfg, "quick").n_trials == 1  # without the command line: the scale's
+
+
 def test_keep_fraction_subsamples_only_the_given_classes() -> None:
     data = make_synthetic(6000, n_features=3, n_classes=6, docs_per_query=100, seed=0)
     kept = keep_fraction_of_classes(data, [3, 4, 5], 0.1, np.random.default_rng(0))

@@ -15,7 +15,6 @@ from omegaconf import DictConfig
 from ltr_bench.errors import UserError
 from ltr_bench.experiments.checks import Outcome
 from ltr_bench.experiments.common import (
-    apply_command_line,
     compose_run_config,
     plain,
     scaled_spec,
@@ -261,7 +260,7 @@ def run_spec_config(
                 composed[base] = compose_run_config(list(base))
             cfg = copy.deepcopy(composed[base])
             apply_value_overrides(cfg, own)
-        return apply_command_line(scaled_spec(cfg, scale), list(run.overrides))
+        return scaled_spec(cfg, scale, list(run.overrides))
     except (HydraException, OmegaConfBaseException, UserError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(
