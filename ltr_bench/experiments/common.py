@@ -53,6 +53,7 @@ def scaled_spec(cfg: DictConfig, scale: str, overrides: Sequence[str] = ()) -> D
         raise UserError(f"scale={scale} is not a scale of this experiment; choose one of [{known}]")
     base = {k: v for k, v in data.items() if k not in SPEC_META_KEYS}
     merged = OmegaConf.merge(base, scales[scale] or {})
+    assert isinstance(merged, DictConfig)
     _apply_experiment_overrides(merged, overrides)
     top = OmegaConf.to_container(cfg, resolve=False)
     assert isinstance(top, dict)
