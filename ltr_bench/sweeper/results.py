@@ -19,7 +19,7 @@ from optuna.trial import TrialState
 
 from ltr_bench.sweeper.config import STUDY_PLOTS
 from ltr_bench.sweeper.job import ATTR_SE, RESULTS_FILE
-from ltr_bench.sweeper.reevaluation import runs
+from ltr_bench.sweeper.reevaluation import records
 from ltr_bench.sweeper.state import StudyState
 from ltr_bench.sweeper.storage import dashboard_command, file_stem, redact
 from ltr_bench.sweeper.trials import is_counted_failure
@@ -85,8 +85,8 @@ def select_reevaluated(
 ) -> None:
     """With re-evaluations stored, the best trial is the re-evaluated one with the best pooled
     value; the search's own best stays in ``search_best_trial``/``search_best_value``."""
-    records = runs.stored(study, locks)
-    chosen = runs.select(records, direction == "maximize")
+    found = records.stored(study, locks)
+    chosen = records.select(found, direction == "maximize")
     if chosen is None:
         return
     trial = study.get_trials(deepcopy=False)[chosen.trial]  # numbers are list positions
@@ -99,7 +99,7 @@ def select_reevaluated(
         best_value=chosen.value,
         best_params=dict(trial.params),
         best_overrides=_overrides(space, trial.params),
-        reevaluated=[r.to_dict() for r in sorted(records.values(), key=lambda r: r.trial)],
+        reevaluated=[r.to_dict() for r in sorted(found.values(), key=lambda r: r.trial)],
     )
     if chosen.se is not None:
         summary["best_value_se"] = chosen.se

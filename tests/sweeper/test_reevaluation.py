@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from optuna.trial import TrialState
 
-from ltr_bench.sweeper.reevaluation.runs import (
+from ltr_bench.sweeper.reevaluation.records import (
     Reevaluation,
     make_record,
     pooled_mean_se,
