@@ -118,6 +118,7 @@ def _table(url: str, name: str) -> list[tuple]:
     ]
 
 
+@pytest.mark.heavy  # two whole sweeps, each job delayed at random: the heavy set (CI) runs it
 def test_a_reproducible_two_worker_sweep_repeats_its_trials_and_choice(tmp_path: Path) -> None:
     """The same 2-worker sweep twice, with jobs timed at random (``jitter_s``): successive halving
     over 3 steps and a raced re-evaluation decide on earlier batches only, so both runs hold the
