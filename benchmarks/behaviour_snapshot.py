@@ -127,7 +127,7 @@ def _sweep_summary(text: str) -> dict:
     """The sweep's optimization_results.yaml without the study's names and paths (they hold the
     data root and the scratch folder)."""
     summary = yaml.safe_load(text)
-    for key in ("study_name", "storage", "artifacts_dir"):
+    for key in ("study_name", "storage", "dashboard", "artifacts_dir"):
         summary.pop(key, None)
     return summary
 
