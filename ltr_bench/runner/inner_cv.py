@@ -23,7 +23,7 @@ from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.protocols import OuterSplit, Protocol
 from ltr_bench.runner.context import JobContext, seed_for_repeat, timer
-from ltr_bench.runner.pipeline import build_ranker, evaluate_split, prepare
+from ltr_bench.runner.pipeline import RankerPrototype, evaluate_split, prepare
 from ltr_bench.runner.results import (
     FoldResult,
     RunResult,
@@ -43,6 +43,7 @@ def run_inner_cv(
     cfg: DictConfig,
     protocol: Protocol,
     dataset: Dataset,
+    ranker: RankerPrototype,
     tracker: RunTracker,
     tags: dict[str, Any],
     ctx: JobContext,
@@ -69,7 +70,7 @@ def run_inner_cv(
         trial_tags[keys.TAG_REEVALUATION] = "true"
     with tracker.run(name, trial_tags, parent_id=sweep_id) as run_id:
         tracker.log_params(run_id, run_params(cfg, ctx.choices))
-        loop = _InnerLoop(cfg, protocol, dataset, tracker, run_id, reevaluation, reporter)
+        loop = _InnerLoop(cfg, protocol, dataset, ranker, tracker, run_id, reevaluation, reporter)
         try:
             result = _score_trial(loop, name)
         except BaseException:  # a failed trial keeps the metrics of the folds it scored
@@ -94,6 +95,7 @@ class _InnerLoop:
     cfg: DictConfig
     protocol: Protocol
     dataset: Dataset
+    prototype: RankerPrototype
     tracker: RunTracker
     run_id: str
     reevaluation: bool
@@ -166,7 +168,7 @@ class _InnerLoop:
                 dataset=self.dataset,
             )
         assert data.test is not None
-        ranker = build_ranker(cfg, seed=seed_for_repeat(int(cfg.seed), repeat))
+        ranker = self.prototype.fresh(seed_for_repeat(int(cfg.seed), repeat))
         with timer(t, keys.TIME_FIT):
             ranker.fit(data.train, data.vali, logger=None)
         with timer(t, keys.TIME_EVAL):

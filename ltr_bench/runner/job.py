@@ -24,7 +24,7 @@ from ltr_bench.runner.context import (
 )
 from ltr_bench.runner.inner_cv import run_inner_cv
 from ltr_bench.runner.outer import run_final
-from ltr_bench.runner.pipeline import build_ranker
+from ltr_bench.runner.pipeline import RankerPrototype
 from ltr_bench.runner.results import RunResult, results_json
 from ltr_bench.runner.tags import common_tags
 from ltr_bench.tracking import Tracker, is_rank_zero
@@ -54,14 +54,14 @@ def run(
     resolve_threads(cfg)
     dataset = instantiate(cfg.dataset, _convert_="all")
     # the ranker validates its config (e.g. its loss's kind) before any run is logged; building
-    # it imports its libraries (torch only for a ranker that uses it)
-    build_ranker(cfg)
+    # it imports its libraries (torch only for a ranker that uses it). Every fit copies it.
+    ranker = RankerPrototype.of(cfg)
     seed_everything(int(cfg.seed), torch_too=False)
     configure_loaded_torch(cfg)
     tracker = Tracker.from_config(cfg.tracking, ctx.cwd)
     tags = common_tags(cfg, ctx)
     loop = run_inner_cv if mode == "inner_cv" else run_final
-    result = loop(cfg, protocol, dataset, tracker, tags, ctx, verbose)
+    result = loop(cfg, protocol, dataset, ranker, tracker, tags, ctx, verbose)
     result.times["time_total_s"] = time.perf_counter() - t_start
     if ctx.output_dir is not None and is_rank_zero():
         path = ctx.output_dir / "results.json"

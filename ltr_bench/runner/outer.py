@@ -18,7 +18,7 @@ from ltr_bench.data.protocol import Dataset
 from ltr_bench.protocols import OuterSplit, Protocol
 from ltr_bench.runner.context import JobContext, timer
 from ltr_bench.runner.packaging import log_model, scoring_pipeline
-from ltr_bench.runner.pipeline import build_ranker, evaluate_split, prepare
+from ltr_bench.runner.pipeline import RankerPrototype, evaluate_split, prepare
 from ltr_bench.runner.plots import plot_learning_curve
 from ltr_bench.runner.results import (
     FoldResult,
@@ -44,6 +44,7 @@ def run_final(
     cfg: DictConfig,
     protocol: Protocol,
     dataset: Dataset,
+    ranker: RankerPrototype,
     tracker: RunTracker,
     tags: dict[str, Any],
     ctx: JobContext,
@@ -85,6 +86,7 @@ def run_final(
                 cfg,
                 protocol,
                 dataset,
+                ranker,
                 pos,
                 tracker,
                 fold_tags,
@@ -138,6 +140,7 @@ def run_fold(
     cfg: DictConfig,
     protocol: Protocol,
     dataset: Dataset,
+    prototype: RankerPrototype,
     position: int,
     tracker: RunTracker,
     tags: dict[str, Any],
@@ -180,7 +183,7 @@ def run_fold(
     ) as run_id:
         tracker.log_params(run_id, params)
         tracker.log_inputs(run_id, inputs)
-        ranker = build_ranker(cfg)
+        ranker = prototype.fresh()
         with timer(times, keys.TIME_FIT):
             lightning = getattr(ranker, "takes_lightning_logger", True)
             logger = tracker.lightning_logger(run_id) if lightning else None

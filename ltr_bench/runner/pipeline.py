@@ -3,6 +3,7 @@ split (fitted on its training part, shared through the transform cache), fit, sc
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 from typing import Any, cast
@@ -30,32 +31,34 @@ def model_spec(cfg: DictConfig) -> dict[str, Any]:
 def build_ranker(cfg: DictConfig, seed: int | None = None) -> Any:
     """A fresh ranker from ``cfg.model`` via its ``_target_`` (metadata keys removed);
     ``seed`` replaces the model's own seed when given (inner-CV repeats)."""
-    spec = model_spec(cfg)
-    if seed is not None and "seed" in spec:
-        spec["seed"] = seed
-    if "_target_" not in spec:
-        raise UserError("model._target_ is missing; every model config names its ranker class")
-    return instantiate_resolved(spec)
+    return RankerPrototype.of(cfg).fresh(seed)
 
 
-_HYDRA_KEYS = ("_target_", "_recursive_", "_convert_")
+@dataclass(frozen=True)
+class RankerPrototype:
+    """A job's ranker, built once by Hydra's ``instantiate`` (so each option is parsed and
+    checked once per job); every fit gets an unfitted copy, with its inner-CV repeat's seed.
+    A ranker reads its seed when it fits, never when it is built, so a copy with another seed
+    is the ranker that seed builds."""
 
+    ranker: Any
+    takes_seed: bool  # the model config has a ``seed``: repeats replace it
 
-def instantiate_resolved(spec: dict[str, Any]) -> Any:
-    """``instantiate(spec, _convert_="all")`` of a resolved spec that does not recurse (each model
-    config says ``_recursive_: false``): its ``_target_`` called with the other keys, as Hydra
-    calls it, without Hydra's OmegaConf round trip (paid again on every CV fold). Any other
-    spec, and any error, goes through Hydra's ``instantiate``, so errors read as they always do."""
-    from hydra.utils import get_object, instantiate
+    @classmethod
+    def of(cls, cfg: DictConfig) -> RankerPrototype:
+        from hydra.utils import instantiate
 
-    kwargs = {k: v for k, v in spec.items() if k not in _HYDRA_KEYS}
-    plain = spec.get("_recursive_") is False and spec.get("_convert_", "all") == "all"
-    if plain and not any(k.startswith("_") for k in kwargs):
-        try:
-            return get_object(str(spec["_target_"]))(**kwargs)
-        except Exception:  # noqa: BLE001 - Hydra's instantiate below raises it again, in its words
-            pass
-    return instantiate(spec, _convert_="all")
+        spec = model_spec(cfg)
+        if "_target_" not in spec:
+            raise UserError("model._target_ is missing; every model config names its ranker class")
+        return cls(instantiate(spec, _convert_="all"), "seed" in spec)
+
+    def fresh(self, seed: int | None = None) -> Any:
+        """An unfitted copy of the ranker; ``seed`` (when given) replaces the model's own."""
+        ranker = copy.deepcopy(self.ranker)
+        if seed is not None and self.takes_seed:
+            ranker.seed = int(seed)
+        return ranker
 
 
 def build_preprocessing(cfg: DictConfig) -> Any:
