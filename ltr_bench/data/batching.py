@@ -5,7 +5,8 @@ tables: documents are sorted by (query, label descending), so the documents of a
 different label -- or a neighbouring label -- form at most two contiguous ranges around each
 document's own label run. Drawing a pair is then a handful of vectorised gathers; the O(n^2) pairs
 of a query are never materialised. Lists (ListNet, LambdaRank, validation) are whole queries,
-grouped by length and padded per batch into ``[B, L]`` index matrices.
+grouped by length and padded per batch into ``[B, L]`` index matrices
+(:mod:`ltr_bench.data.list_batches`, re-exported here).
 
 Everything is a torch tensor on one device, so batches can be drawn on a GPU without a DataLoader.
 """
@@ -20,7 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ltr_bench.data.padding import bucket_chunks, pad_index
+from ltr_bench.data.list_batches import ListBatch, QueryBatches
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.seeding import derive_seed
@@ -41,6 +42,14 @@ class PairBatch(NamedTuple):
     lo: Tensor
     label_hi: Tensor
     label_lo: Tensor
+
+
+class PairDraws(NamedTuple):
+    """The random numbers of a batch of pairs: an integer per pair below the sampler's total
+    weight, and (``documents`` distribution) a uniform number that picks the partner."""
+
+    draw: Tensor
+    uniform: Tensor | None
 
 
 class PairSampler:
@@ -112,20 +121,31 @@ class PairSampler:
 
     def sample(self, n: int, generator: torch.Generator | None = None) -> PairBatch:
         """Draw ``n`` pairs (with replacement), oriented so that ``hi`` is the more relevant."""
+        return self.pairs_of(self.draw(n, generator))
+
+    def draw(self, n: int, generator: torch.Generator | None = None) -> PairDraws:
+        """The random numbers of ``n`` pairs (:meth:`pairs_of` turns them into the pairs): the
+        one part of a draw that needs a generator, so a compiled step can take it as an input."""
         if self.n_anchors == 0:
             raise UserError(
                 "the training data has no query with two different labels, so no pairs can be "
                 "formed (check the labels or the relevance binarisation)"
             )
-        t, dev = self._t, self._device
         total = int(self._cdf[-1])
-        draw = torch.randint(0, total, (n,), generator=generator, device=dev)
+        draw = torch.randint(0, total, (n,), generator=generator, device=self._device)
+        if self.distribution == "pairs":
+            return PairDraws(draw, None)
+        return PairDraws(draw, torch.rand(n, generator=generator, device=self._device))
+
+    def pairs_of(self, draws: PairDraws) -> PairBatch:
+        """The pairs that ``draws`` select: gathers and a search on the device, shapes fixed by
+        the draws' (no host sync, so the whole step can be captured)."""
+        t, (draw, u) = self._t, draws
         anchor = torch.searchsorted(t["cdf"], draw, right=True)
         len_a, len_b = t["len_a"][anchor], t["len_b"][anchor]
-        if self.distribution == "pairs":  # the residual of the draw is uniform over the partners
+        if u is None:  # "pairs": the residual of the draw is uniform over the partners
             offset = draw - (t["cdf"][anchor] - (len_a + len_b))
         else:
-            u = torch.rand(n, generator=generator, device=dev)
             offset = (u * (len_a + len_b)).long().clamp_max(len_a + len_b - 1)
         in_a = offset < len_a
         partner = torch.where(
@@ -236,133 +256,35 @@ class PairBatches:
         return max(1, math.ceil(self.pairs_per_epoch / self.batch_size))
 
     def __iter__(self) -> Iterator[PairBatch]:
+        for draws in self.draws():
+            yield self.sampler.pairs_of(draws)
+
+    def draws(self) -> Iterator[PairDraws]:
+        """The epoch's batches as their random numbers (the same pairs as iterating), for a
+        step that turns them into pairs itself (:meth:`PairSampler.pairs_of`)."""
         gen = torch.Generator(device=self.sampler.device)
         gen.manual_seed(derive_seed(self.seed, self.epoch, self.rank, bits=63))
         self.epoch += 1
         n = self.rank_batch_size
         for _ in range(len(self)):
-            yield self.sampler.sample(n, gen)
+            yield self.sampler.draw(n, gen)
 
 
-class ListBatch(NamedTuple):
-    """Whole queries padded to ``[B, L]``: QuerySet row indices (0 at padding) and a mask."""
+class PairDrawBatches(PairBatches):
+    """:class:`PairBatches` as their random numbers (:class:`PairDraws`): the same pairs, for a
+    step that turns them into pairs itself (:meth:`PairSampler.pairs_of`)."""
 
-    rows: Tensor
-    mask: Tensor
+    def __iter__(self) -> Iterator[PairDraws]:  # type: ignore[override]
+        return self.draws()
 
 
-class QueryBatches:
-    """Batches of whole queries, grouped by length so that padding wastes less than 2x.
-
-    Queries are bucketed by the power of two above their length; a bucket of width ``w`` is cut
-    into batches of ``min(batch_queries, max(1, max_cells // w**cost_power))`` queries
-    (``cost_power=2`` bounds the ``B x L x L`` pair tensors of LambdaRank). With ``shuffle`` the
-    queries inside buckets and the order of the batches are shuffled per epoch (seeded by
-    ``(seed, epoch)``, the same on every rank). Under DDP ``batch_queries`` is the queries of one
-    step over all ranks: batches hold ``ceil(batch_queries / world_size)`` queries and each rank
-    takes every ``world_size``-th batch, the list wrapped around so that all ranks take the same
-    number of steps (about as many as one process takes). ``max_cells`` stays a per-rank bound.
-
-    Padding happens on ``device``: the query offsets go there once, each epoch sends its query
-    order there in one copy (``Q`` integers), and every batch is then cut and padded there with
-    no host-to-device copy and no synchronisation (the widths are known on the host). Without
-    ``shuffle`` the padded batches are the same every epoch and are kept after the first.
-    """
-
-    def __init__(
-        self,
-        data: QuerySet,
-        batch_queries: int = 32,
-        max_cells: int = 1 << 20,
-        cost_power: int = 1,
-        shuffle: bool = True,
-        seed: int = 0,
-        rank: int = 0,
-        world_size: int = 1,
-        device: torch.device | str = "cpu",
-    ) -> None:
-        if batch_queries < 1:
-            raise UserError(f"model.batch_size={batch_queries} (queries per batch) must be >= 1")
-        lengths = np.asarray(data.query_lengths, dtype=np.int64)
-        self._offsets = np.array(data.offsets, dtype=np.int64)  # a copy: data may be read-only
-        self._lengths = lengths
-        self._queries = np.flatnonzero(lengths > 0)
-        self.batch_queries, self.max_cells = int(batch_queries), int(max_cells)
-        self.cost_power = int(cost_power)
-        self.shuffle, self.seed = bool(shuffle), int(seed)
-        self.rank, self.world_size = int(rank), int(world_size)
-        self.device = torch.device(device)
-        self.epoch = 0
-        self._n_batches = len(self._chunks(None))
-        self._on_device: dict[str, Tensor] = {}
-        self._kept: list[ListBatch] | None = None
-
-    def _chunks(self, rng: np.random.Generator | None) -> list[np.ndarray]:
-        per_rank = -(-self.batch_queries // self.world_size)
-        chunks = bucket_chunks(
-            self._lengths,
-            lambda width: min(per_rank, max(1, self.max_cells // width**self.cost_power)),
-            queries=self._queries,
-            rng=rng,
-        )
-        if rng is not None:
-            chunks = [chunks[i] for i in rng.permutation(len(chunks))]
-        return chunks
-
-    def __len__(self) -> int:
-        return max(1, math.ceil(self._n_batches / self.world_size)) if self._n_batches else 0
-
-    def __iter__(self) -> Iterator[ListBatch]:
-        if self._kept is not None:
-            self.epoch += 1
-            yield from self._kept
-            return
-        rng = (
-            np.random.default_rng(derive_seed(self.seed, self.epoch, bits=63))
-            if self.shuffle
-            else None
-        )
-        self.epoch += 1
-        chunks = self._chunks(rng)
-        if not chunks:
-            return
-        picks = [(self.rank + i * self.world_size) % len(chunks) for i in range(len(self))]
-        plan = [chunks[i] for i in picks]
-        if self.shuffle:
-            yield from self._padded(plan)
-        else:
-            self._kept = list(self._padded(plan))
-            yield from self._kept
-
-    def _padded(self, plan: list[np.ndarray]) -> Iterator[ListBatch]:
-        """The batches of ``plan`` (query positions per batch), padded on the device.
-
-        The same rows and mask as :func:`~ltr_bench.data.padding.pad_index` (``fill=0``).
-        """
-        t = self._tables()
-        order = torch.as_tensor(np.concatenate(plan), device=self.device)  # one copy per epoch
-        widths = [int(self._lengths[q].max()) for q in plan]
-        for q, width in zip(order.split([len(q) for q in plan]), widths):
-            col = t["col"][:width]
-            mask = col[None, :] < t["length"][q][:, None]
-            rows = torch.where(mask, t["start"][q][:, None] + col[None, :], 0)
-            yield ListBatch(rows, mask)
-
-    def _tables(self) -> dict[str, Tensor]:
-        """Query starts and lengths and a column index on the device (copied there once)."""
-        if not self._on_device:
-            longest = int(self._lengths.max()) if len(self._lengths) else 0
-            for name, array in (
-                ("start", self._offsets[:-1]),
-                ("length", self._lengths),
-                ("col", np.arange(longest, dtype=np.int64)),
-            ):
-                self._on_device[name] = torch.as_tensor(array, device=self.device)
-        return self._on_device
-
-    def pad(self, queries: np.ndarray) -> ListBatch:
-        """Row indices ``[B, L]`` and mask of the given query positions."""
-        rows, mask = pad_index(self._offsets, queries, fill=0)
-        return ListBatch(
-            torch.as_tensor(rows, device=self.device), torch.as_tensor(mask, device=self.device)
-        )
+__all__ = [
+    "PairBatch",
+    "PairDraws",
+    "PairSampler",
+    "PairBatches",
+    "PairDrawBatches",
+    "ListBatch",
+    "QueryBatches",
+    "auto_pair_batch_size",
+]

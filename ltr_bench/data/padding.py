@@ -30,6 +30,7 @@ __all__ = [
     "pad_all",
     "length_buckets",
     "bucket_chunks",
+    "two_widths",
     "sorted_chunks",
     "evaluation_chunks",
 ]
@@ -105,15 +106,18 @@ def bucket_chunks(
     rows_for_width: Callable[[int], int],
     queries: np.ndarray | None = None,
     rng: np.random.Generator | None = None,
+    buckets: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """Chunks of query positions, each from one length bucket (see :func:`length_buckets`).
 
     A bucket of width ``w = 2^b`` is cut into chunks of ``rows_for_width(w)`` queries (in order,
     or shuffled inside the bucket with ``rng``); buckets come in ascending width. ``queries``
-    restricts the chunks to these positions (default: all).
+    restricts the chunks to these positions (default: all); ``buckets`` gives every query's
+    bucket ``b`` (default: :func:`length_buckets` of its length).
     """
     queries = np.arange(len(lengths)) if queries is None else np.asarray(queries)
-    bucket = length_buckets(np.asarray(lengths)[queries])
+    every = length_buckets(np.asarray(lengths)) if buckets is None else np.asarray(buckets)
+    bucket = every[queries]
     chunks: list[np.ndarray] = []
     for b in np.unique(bucket):
         group = queries[bucket == b]
@@ -122,6 +126,22 @@ def bucket_chunks(
         rows = max(1, int(rows_for_width(1 << int(b))))
         chunks.extend(np.split(group, np.arange(rows, len(group), rows)))
     return chunks
+
+
+def two_widths(lengths: np.ndarray, cost_power: int = 1) -> np.ndarray:
+    """Per query, the width its batch is padded to when batches may take two shapes only (a
+    compiled step compiles once per shape): the power of two at or above the longest query, and
+    the smaller power of two that, given to the queries it holds, pads to the fewest cells
+    (``sum width^cost_power``). Widths are at least 2."""
+    lengths = np.maximum(np.asarray(lengths, dtype=np.int64), 2)
+    if not len(lengths):
+        return lengths
+    top = 1 << int(np.ceil(np.log2(lengths.max())))
+    shorts = 1 << np.arange(1, top.bit_length())  # 2, 4, ..., top
+    fits = lengths[None, :] <= shorts[:, None]
+    cost = np.where(fits, shorts[:, None], top).astype(np.float64) ** cost_power
+    short = int(shorts[np.argmin(cost.sum(axis=1))])
+    return np.where(lengths <= short, short, top)
 
 
 def sorted_chunks(

@@ -316,7 +316,8 @@ def listnet_loss(scores: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
     log_p = torch.log_softmax(scores.masked_fill(~mask, neg_inf), dim=1)
     target = torch.softmax(labels.to(scores.dtype).masked_fill(~mask, neg_inf), dim=1)
     per_query = -(target * torch.where(mask, log_p, 0.0)).sum(dim=1)
-    if scores.device.type != "cpu":  # a boolean index would wait for the GPU
+    if scores.device.type != "cpu" or torch.compiler.is_compiling():
+        # a boolean index would wait for the GPU, and its shape depends on the data
         return weighted_mean(per_query, mask.any(dim=1))
     return per_query[mask.any(dim=1)].mean()
 

@@ -35,12 +35,14 @@ def ideal_dcg(labels: Tensor, mask: Tensor, k: int | None = None) -> Tensor:
 
     Integer labels on the CPU take a sort-free path: per-grade counts place each grade on a run
     of ideal ranks, whose discounts are a difference of discount prefix sums. Elsewhere (a GPU)
-    the sort below needs no wait for the device, which reading the highest grade would.
+    the sort below needs no wait for the device, which reading the highest grade would; a
+    compiled training step takes the sort too (the grade count would be a data-dependent shape).
     """
     mask = mask.to(torch.bool)
     width = labels.shape[1]
     kk = width if k is None else min(k, width)
-    if not labels.is_floating_point() and labels.numel() and labels.device.type == "cpu":
+    host_counts = labels.device.type == "cpu" and not torch.compiler.is_compiling()
+    if not labels.is_floating_point() and labels.numel() and host_counts:
         lab = labels.masked_fill(~mask, 0)
         n_grades = int(lab.max()) + 1
         if int(lab.min()) >= 0 and n_grades <= 64:

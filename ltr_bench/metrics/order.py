@@ -19,9 +19,9 @@ def float_dtype(device: torch.device) -> torch.dtype:
 
 def _is_prefix(mask: Tensor) -> bool:
     """True if every row's real documents come before its padding (as :mod:`ltr_bench.data.padding`
-    pads). Off the CPU the answer would cost a wait for the device, so it is False there: the
-    reordering it spares is then an identity, and the result the same."""
-    if mask.device.type != "cpu":
+    pads). Off the CPU (or inside a compiled step) the answer would cost a wait for the device,
+    so it is False there: the reordering it spares is then an identity, and the result the same."""
+    if mask.device.type != "cpu" or torch.compiler.is_compiling():
         return mask.shape[1] < 2
     return mask.shape[1] < 2 or not bool((mask[:, 1:] & ~mask[:, :-1]).any())
 

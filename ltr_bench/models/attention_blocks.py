@@ -38,6 +38,15 @@ class ContextScorer(nn.Module):
     """
 
     n_features: int
+    #: the forward pass without data-dependent shapes (``model.compile=step``): padded cells
+    #: are computed and masked out rather than left out
+    static_shapes: bool = False
+
+    def use_static_shapes(self, on: bool = True) -> None:
+        """Switch this scorer and every context scorer inside it (ensemble members)."""
+        for module in self.modules():
+            if isinstance(module, ContextScorer):
+                module.static_shapes = on
 
     def member_scores(self, x: Tensor, mask: Tensor) -> Tensor:
         """``[M, B, L]`` scores of each of the ``M`` members (here one: the network itself)."""
@@ -74,6 +83,14 @@ def self_attention_encoder(
     return nn.TransformerEncoder(layer, n_blocks, norm=final, enable_nested_tensor=False)
 
 
+def attention_padding_mask(mask: Tensor) -> Tensor:
+    """The key padding mask of a padded batch (True at padding), but for a row without any
+    document -- an empty query filling a fixed-shape batch -- which attends to all of its cells:
+    its softmax then stays finite (all keys masked would give NaN and NaN gradients), and its
+    scores are masked out of every loss anyway. Rows with documents are unchanged."""
+    return ~mask & mask.any(dim=-1, keepdim=True)
+
+
 def check_heads(width: int, n_heads: int, key: str) -> None:
     """Raise :class:`UserError` unless ``n_heads`` attention heads split ``width`` evenly."""
     if n_heads < 1 or width % n_heads:
@@ -93,6 +110,10 @@ class ContextListModule(ListwiseModule):
     """
 
     _context_vali: QueryBatches | None = None
+
+    def on_fit_start(self) -> None:
+        super().on_fit_start()
+        cast(ContextScorer, self.scorer).use_static_shapes(self.compile_step)
 
     def batch_loss(self, batch: ListBatch) -> Tensor:
         x = self.data("train_x")[batch.rows]

@@ -20,6 +20,7 @@ from ltr_bench.errors import UserError
 from ltr_bench.models.attention_blocks import (
     ContextRanker,
     ContextScorer,
+    attention_padding_mask,
     check_heads,
     self_attention_encoder,
 )
@@ -64,7 +65,7 @@ class AttentionScorer(ContextScorer):
         nn.init.xavier_uniform_(self.output.weight)
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        h = self.encoder(self.projection(x), src_key_padding_mask=~mask)
+        h = self.encoder(self.projection(x), src_key_padding_mask=attention_padding_mask(mask))
         return self.output(h).squeeze(-1)
 
 

@@ -28,7 +28,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ltr_bench.errors import UserError
-from ltr_bench.models.attention_blocks import ContextRanker, ContextScorer, check_heads
+from ltr_bench.models.attention_blocks import (
+    ContextRanker,
+    ContextScorer,
+    attention_padding_mask,
+    check_heads,
+)
 from ltr_bench.models.networks import FastDropout, make_activation
 from ltr_bench.seeding import derive_seed
 
@@ -52,6 +57,32 @@ class DocumentBatchNorm(nn.BatchNorm1d):
                 x, self.running_mean, self.running_var, self.weight, self.bias, False, 0.0, self.eps
             )
         return super().forward(x)
+
+    def masked(self, x: Tensor, mask: Tensor) -> Tensor:
+        """:meth:`forward` of the real documents of a padded batch ``x [B, L, C]`` (``mask``
+        True at them) without gathering them: batch statistics and running statistics over the
+        real documents only, every cell normalised (padding's values are never read)."""
+        if not self.training:
+            return super().forward(x.reshape(-1, x.shape[-1])).reshape(x.shape)
+        assert self.running_mean is not None and self.running_var is not None
+        weight = mask.unsqueeze(-1).to(x.dtype)
+        n = weight.sum()
+        mean = (x * weight).sum(dim=(0, 1)) / n.clamp_min(1.0)
+        var = ((x - mean).square() * weight).sum(dim=(0, 1)) / n.clamp_min(1.0)
+        batch = n >= 2  # one document: the running statistics, as forward()
+        use_mean = torch.where(batch, mean, self.running_mean)
+        use_var = torch.where(batch, var, self.running_var)
+        with torch.no_grad():
+            unbiased = var * n / (n - 1.0).clamp_min(1.0)
+            m = self.momentum if self.momentum is not None else 0.1
+            new_mean = torch.lerp(self.running_mean, mean.detach(), m)
+            new_var = torch.lerp(self.running_var, unbiased.detach(), m)
+            self.running_mean.copy_(torch.where(batch, new_mean, self.running_mean))
+            self.running_var.copy_(torch.where(batch, new_var, self.running_var))
+            if self.num_batches_tracked is not None:
+                self.num_batches_tracked.add_(batch.long())
+        out = (x - use_mean) * torch.rsqrt(use_var + self.eps)
+        return out * self.weight + self.bias if self.affine else out
 
 
 class GaussianNoise(nn.Module):
@@ -88,8 +119,9 @@ class DocumentInteraction(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         h = self.projection(x)
+        padding = attention_padding_mask(mask)
         for attention, norm in zip(self.attention, self.norms):
-            out, _ = attention(h, h, h, key_padding_mask=~mask, need_weights=False)
+            out, _ = attention(h, h, h, key_padding_mask=padding, need_weights=False)
             h = norm(h + self.dropout(out))
         return h
 
@@ -127,6 +159,8 @@ class DASALCNet(ContextScorer):
         self.output = nn.Linear(widths[-1], 1)
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        if self.static_shapes:
+            return self.forward_padded(x, mask)
         # Per-document parts run on the real documents only ([N, C]); the attention on the
         # padded batch. Padding thus enters no batch statistics and no score.
         z = self.noise(self.input_norm(log1p_signed(x[mask])))
@@ -141,6 +175,20 @@ class DASALCNet(ContextScorer):
         scores = x.new_zeros(mask.shape)
         scores[mask] = self.output(cross).squeeze(-1).to(scores.dtype)
         return scores
+
+    def forward_padded(self, x: Tensor, mask: Tensor) -> Tensor:
+        """The scores of :meth:`forward` with no data-dependent shape (a captured step): the
+        per-document parts run on every cell of the padded batch, the batch normalisations
+        count the real documents only, and padding's scores are 0."""
+        z = self.noise(self.input_norm.masked(log1p_signed(x), mask))
+        h = z
+        for linear, norm in zip(self.tower, self.tower_norms):
+            assert isinstance(norm, DocumentBatchNorm)
+            h = self.dropout(norm.masked(self.activation(linear(h)), mask))
+        h = self.latent(h)
+        a = self.context_out(self.context_norm.masked(self.context(z, mask), mask))
+        cross = self.dropout(torch.relu(h * a + h))  # the latent cross
+        return torch.where(mask, self.output(cross).squeeze(-1), 0.0).to(x.dtype)
 
 
 class Ensemble(ContextScorer):

@@ -1,5 +1,6 @@
 """Where a neural ranker computes: the device of its fit, scoring there afterwards, and the
-opt-in ``torch.compile`` of its scorer.
+opt-in ``torch.compile`` of its scorer (the captured training step is
+:mod:`ltr_bench.models.train_step`).
 
 Lightning moves a module back to the CPU when a fit ends; :func:`scoring_device` and
 :func:`place` bring the scorer back to the device it was trained on, so ``score()`` runs there in
@@ -40,12 +41,14 @@ def compile_unavailable() -> str | None:
     return None
 
 
-def check_compile(enabled: bool) -> None:
-    """A one-sentence :class:`UserError` when ``model.compile=true`` cannot work here."""
-    reason = compile_unavailable() if enabled else None
+def check_compile(mode: str) -> None:
+    """A one-sentence :class:`UserError` when ``model.compile`` (``scorer`` for true, or
+    ``step``) cannot work here; ``off`` asks for nothing."""
+    reason = compile_unavailable() if mode != "off" else None
     if reason is not None:
+        value = "true" if mode == "scorer" else mode
         raise UserError(
-            f"model.compile=true cannot work here: {reason}; install a compiler "
+            f"model.compile={value} cannot work here: {reason}; install a compiler "
             "(e.g. apt-get install g++) or set model.compile=false"
         )
 

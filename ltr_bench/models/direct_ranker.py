@@ -35,6 +35,8 @@ from ltr_bench.data.batching import (
     PairBatch,
     PairBatches,
     PairDistribution,
+    PairDrawBatches,
+    PairDraws,
     PairMode,
     PairSampler,
     auto_pair_batch_size,
@@ -103,6 +105,17 @@ class PairwiseModule(RankingModule):
         return PairBatches(
             self.sampler, self.batch_size, self.pairs_per_epoch, self.seed, rank, world_size
         )
+
+    def step_batches(self, rank: int, world_size: int) -> PairDrawBatches:
+        """The epoch's random numbers: the captured step draws its pairs from them."""
+        self.sampler.to(self.device)
+        return PairDrawBatches(
+            self.sampler, self.batch_size, self.pairs_per_epoch, self.seed, rank, world_size
+        )
+
+    def step_loss(self, inputs: PairDraws) -> Tensor:
+        """The pairs of the step's random numbers and their loss, in one graph."""
+        return self.batch_loss(self.sampler.pairs_of(inputs))
 
     def batch_loss(self, batch: PairBatch) -> Tensor:
         x = self.data("train_x").index_select(0, torch.cat([batch.hi, batch.lo]))

@@ -43,6 +43,15 @@ class ListwiseModule(RankingModule):
         self.max_batch_cells = int(max_batch_cells)
 
     def train_batches(self, rank: int, world_size: int) -> QueryBatches:
+        return self.query_batches(rank, world_size, fixed_shapes=False)
+
+    def step_batches(self, rank: int, world_size: int) -> QueryBatches:
+        """The training batches at a few fixed shapes (one per length bucket), for the captured
+        step."""
+        return self.query_batches(rank, world_size, fixed_shapes=True)
+
+    def query_batches(self, rank: int, world_size: int, fixed_shapes: bool) -> QueryBatches:
+        """This epoch's shuffled query batches for ``rank`` of ``world_size``."""
         batches = QueryBatches(
             self.train_set,
             batch_queries=self.batch_size,
@@ -53,6 +62,7 @@ class ListwiseModule(RankingModule):
             rank=rank,
             world_size=world_size,
             device=self.device,
+            fixed_shapes=fixed_shapes,
         )
         batches.epoch = self.current_epoch
         return batches

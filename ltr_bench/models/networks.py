@@ -215,6 +215,8 @@ def parse_optimizer(value: Any, key: str = "optimizer", defaults: tuple[str, ...
     naming the key (``optimizer.lr=-1 is refused by adam ...``) before any data is read or run
     tracked, not an error inside ``fit``. :meth:`Option.build` then never fails on a value.
     """
+    if isinstance(value, Option):  # parsed and checked already
+        return value
     if value is None:
         from ltr_bench.config.tree import default_node
 

@@ -41,6 +41,7 @@ from ltr_bench.models.lightning_fit import (
 )
 from ltr_bench.models.networks import FeatureMLP, Scorer, make_activation, parse_optimizer
 from ltr_bench.models.ranking_module import RankingModule, staircase_factor
+from ltr_bench.models.train_step import parse_compile, step_options
 
 __all__ = ["NeuralRanker", "RankingModule", "ScoringOnly", "SCORER_FILE", "staircase_factor"]
 
@@ -70,8 +71,12 @@ class NeuralRanker(Ranker):
             config turns it on.
         score_batch_size: documents per forward pass in :meth:`score`, which runs on the device
             the ranker was trained on (see :mod:`ltr_bench.models.device`).
-        compile: ``torch.compile`` the scorer (opt-in; the first steps pay the compilation, the
-            ranking is the eager one's up to float rounding). Needs a C++ compiler on ``PATH``.
+        compile: ``false`` (eager), ``true`` (``torch.compile`` the scorer: the ranking is the
+            eager one's up to float rounding) or ``step`` (each training step captured whole,
+            :mod:`ltr_bench.models.train_step`: weights within about 1e-5 of eager). Opt-in; the
+            first steps pay the compilation; needs a C++ compiler on ``PATH``.
+        compile_options: inductor options of ``compile=step`` per device type (``cpu``,
+            ``cuda``), nested mappings of inductor's dotted names.
         seed: seeds weights, dropout and batch sampling (Lightning ``seed_everything``).
         name: the model config's name (kept, not used for training).
     """
@@ -108,7 +113,8 @@ class NeuralRanker(Ranker):
         trainer: Mapping[str, Any] | None = None,
         enable_progress_bar: bool | None = None,
         score_batch_size: int = 1 << 16,
-        compile: bool = False,
+        compile: bool | str = False,
+        compile_options: Mapping[str, Any] | None = None,
         seed: int = 0,
         name: str | None = None,
     ) -> None:
@@ -135,7 +141,8 @@ class NeuralRanker(Ranker):
         self.trainer_kwargs = dict(plain(trainer) or {})
         self.enable_progress_bar = enable_progress_bar
         self.score_batch_size = int(score_batch_size)
-        self.compile = bool(compile)
+        self.compile = parse_compile(compile)
+        self.compile_options = plain(compile_options) or {}
         self.module_: RankingModule | None = None
         #: the device of the last fit (Lightning returns the module on the CPU; scoring goes back)
         self.fit_device_: torch.device | None = None
@@ -159,6 +166,7 @@ class NeuralRanker(Ranker):
             )
         check_precision(self.trainer_kwargs.get("precision"))
         check_compile(self.compile)
+        step_options(self.compile_options, "cpu")
         make_activation(self.output_activation, key="model.output_activation")
         self._loss = resolve_loss(self.loss, self.loss_kind)
         FeatureMLP(1, self.hidden_sizes, self.activation, self.dropout, self.bias)
@@ -188,6 +196,8 @@ class NeuralRanker(Ranker):
             max_epochs=self.epochs,
             vali_metric=self.vali_metric,
             seed=self.seed,
+            compile_step=self.compile == "step",
+            compile_options=self.compile_options,
         )
 
     # ------------------------------------------------------------------ training
@@ -207,7 +217,7 @@ class NeuralRanker(Ranker):
             vali = None
         L.seed_everything(self.seed, workers=False, verbose=False)
         module = self.build_module(self.build_scorer(train.n_features), train, vali)
-        if self.compile:
+        if self.compile == "scorer":
             compile_in_place(module.scorer)
         best = BestState(module.vali_key, restore=self.restore_best)
         callbacks: list[L.Callback] = [best]

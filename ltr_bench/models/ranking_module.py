@@ -28,13 +28,15 @@ from torch import Tensor
 
 from ltr_bench.data.batching import QueryBatches
 from ltr_bench.data.queryset import QuerySet
+from ltr_bench.errors import UserError
 from ltr_bench.metrics import metric_padded, parse_metric
-from ltr_bench.models.networks import Scorer, build_optimizer
+from ltr_bench.models.networks import Scorer, build_optimizer, parse_optimizer
 from ltr_bench.models.step_loop import (
     EpochAsOneBatch,
     lightning_steps_reason,
     run_epoch_steps,
 )
+from ltr_bench.models.train_step import TrainStep, step_options, tensor_lr
 
 
 def staircase_factor(epoch: int, max_epochs: int, decay_to: float | None, every: int = 1) -> float:
@@ -66,6 +68,8 @@ class RankingModule(L.LightningModule):
             :func:`staircase_factor`.
         vali_metric: metric name for validation (default ``ndcg@10``).
         seed: base seed of the batch generators.
+        compile_step: run each step as the captured :class:`~ltr_bench.models.train_step.TrainStep`
+            (``model.compile=step``) with inductor options ``compile_options`` (per device type).
     """
 
     def __init__(
@@ -81,6 +85,8 @@ class RankingModule(L.LightningModule):
         vali_metric: str = "ndcg@10",
         vali_batch_cells: int = 1 << 20,
         seed: int = 0,
+        compile_step: bool = False,
+        compile_options: Any = None,
     ) -> None:
         super().__init__()
         self.scorer = scorer
@@ -104,6 +110,8 @@ class RankingModule(L.LightningModule):
         self._vali_batches: QueryBatches | None = None
         self._last_vali = math.nan
         self._epoch_steps = False  # True: one Lightning batch is an epoch's steps (step_loop)
+        self.compile_step, self.compile_options = bool(compile_step), compile_options
+        self._train_step: TrainStep | None = None
 
     # ------------------------------------------------------------------ data on the device
     def data(self, name: str) -> Tensor:
@@ -126,8 +134,17 @@ class RankingModule(L.LightningModule):
         for name in ("train_x", "train_y", "vali_x", "vali_y"):
             if name.startswith("train") or self.vali_set is not None:
                 self.data(name)
-        self._epoch_steps = lightning_steps_reason(self.trainer, self) is None
+        reason = lightning_steps_reason(self.trainer, self)
+        self._epoch_steps = reason is None
         self.automatic_optimization = not self._epoch_steps
+        if self.compile_step:
+            if reason is not None:
+                raise UserError(
+                    f"model.compile=step runs each training step whole, which {reason} in the "
+                    "trainer's settings prevents; remove it or set model.compile=false"
+                )
+            torch.compiler.reset()  # a fresh cache per fit: the recompile limit is per process
+            self._train_step = None
 
     def release_fit_tensors(self) -> None:
         """Free what the fit kept on the device (data, validation batches, pair tables)."""
@@ -150,6 +167,27 @@ class RankingModule(L.LightningModule):
     def batch_loss(self, batch: Any) -> Tensor:
         """The scalar training loss of one batch."""
 
+    def step_batches(self, rank: int, world_size: int) -> Iterable[Any]:
+        """One epoch of the captured step's inputs (:meth:`step_loss` takes each): batches of
+        fixed shapes, or the random numbers they are drawn from. Default: the training batches."""
+        return self.train_batches(rank, world_size)
+
+    def step_loss(self, inputs: Any) -> Tensor:
+        """The loss of one captured step from its inputs, traced as one graph with the forward
+        pass. Default: :meth:`batch_loss`."""
+        return self.batch_loss(inputs)
+
+    def train_step(self) -> TrainStep | None:
+        """The captured step of this fit (built at its first call), or None without
+        ``model.compile=step``."""
+        if not self.compile_step:
+            return None
+        if self._train_step is None:
+            optimizer = self.optimizers().optimizer  # type: ignore[union-attr]
+            options = step_options(self.compile_options, self.device.type)
+            self._train_step = TrainStep(self.step_loss, optimizer, options)
+        return self._train_step
+
     # ------------------------------------------------------------------ training
     def transfer_batch_to_device(
         self, batch: Any, device: torch.device, dataloader_idx: int
@@ -157,7 +195,8 @@ class RankingModule(L.LightningModule):
         return batch  # batches are drawn on the module's device already
 
     def train_dataloader(self) -> Iterable[Any]:
-        batches = self.train_batches(*self._rank_world())
+        make = self.step_batches if self.compile_step else self.train_batches
+        batches = make(*self._rank_world())
         return EpochAsOneBatch(batches) if self._epoch_steps else batches
 
     def on_train_epoch_start(self) -> None:
@@ -257,7 +296,10 @@ class RankingModule(L.LightningModule):
         groups: list[dict[str, Any]] = [{"params": weights}]
         if others:
             groups.append({"params": others, "weight_decay": 0.0})
-        opt = build_optimizer(self.optimizer_spec, groups)
+        spec = self.optimizer_spec
+        if self.compile_step:
+            spec = tensor_lr(parse_optimizer(spec), self.device)
+        opt = build_optimizer(spec, groups)
         factor = partial(
             staircase_factor,
             max_epochs=self.max_epochs,

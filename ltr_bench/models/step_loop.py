@@ -90,11 +90,16 @@ class EpochAsOneBatch:
 def run_epoch_steps(module: Any, batches: Any) -> None:
     """One epoch's optimisation steps over ``batches``, as Lightning's automatic optimisation
     runs them (the module's ``on_train_batch_start`` first; -1 ends the epoch), then, after the
-    epoch's last batch, the epoch's learning-rate step, as Lightning takes it."""
+    epoch's last batch, the epoch's learning-rate step, as Lightning takes it. With
+    ``model.compile=step`` each step is the module's captured step instead."""
     optimizer = module.optimizers().optimizer  # the torch optimiser inside Lightning's wrapper
+    captured = module.train_step()
     for batch_idx, batch in enumerate(batches):
         if module.on_train_batch_start(batch, batch_idx) == -1:
             return  # Lightning ends the epoch without its learning-rate step
+        if captured is not None:
+            module.add_training_loss(captured(batch))
+            continue
         loss = module.batch_loss(batch)
         module.add_training_loss(loss)
         optimizer.zero_grad()
