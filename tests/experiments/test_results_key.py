@@ -179,6 +179,23 @@ def test_seed_scale_overrides_and_data_decide_but_where_and_how_fast_do_not() ->
     assert override_class("++hydra.launcher.n_jobs=2") == EXECUTION
 
 
+def test_the_compile_switch_decides() -> None:
+    """``model.compile`` changes the numbers (the captured step's weights are eager's to about
+    1e-5, not to 1e-9), so each of its values is its own results key; so are its options."""
+    spec = _specs("fig2c")["quick"]
+    keys = {
+        _key(spec),
+        _key(spec, overrides=["model.compile=true"]),
+        _key(spec, overrides=["model.compile=step"]),
+        _key(
+            spec,
+            overrides=["model.compile=step", "++model.compile_options.cpu.fallback_random=true"],
+        ),
+    }
+    assert len(keys) == 4
+    assert override_class("model.compile=step") == DECIDING
+
+
 def test_execution_overrides_inside_a_spec_list_keep_the_key() -> None:
     """An override list of the spec (a deciding option) without its execution overrides: a
     progress bar or the tracking of the runs is not what they compute."""
