@@ -16,7 +16,7 @@ import signal
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from hydra.core.config_store import ConfigStore
 from hydra.plugins.launcher import Launcher
@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from ltr_bench.errors import UserError
 from ltr_bench.launching import worker
 from ltr_bench.launching.processes import Terminated, received
+from ltr_bench.machine.gpu_share import memory_share, visible_gpus
 
 if TYPE_CHECKING:  # (the pool loads when jobs start: Hydra imports this plugin in every app)
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -49,10 +50,14 @@ PID_WAIT_S = 30.0  # the longest an abort waits for a starting worker to report 
 @dataclass
 class PoolLauncherConf:
     """``hydra/launcher=ltr_pool``: ``n_jobs`` warm worker processes (-1: one per core, -2: all
-    but one, as joblib counts)."""
+    but one, as joblib counts). On a GPU machine the workers share the GPUs, round robin, each
+    capped at ``gpu_memory_share`` of its GPU's memory (null: an equal part of what
+    ``gpu_memory_headroom`` leaves; see :mod:`ltr_bench.machine.gpu_share`)."""
 
     _target_: str = LAUNCHER_TARGET
     n_jobs: int = -1
+    gpu_memory_share: Optional[float] = None  # noqa: UP045 - Hydra's structured configs
+    gpu_memory_headroom: float = 0.1
 
 
 def register_configs() -> None:
@@ -73,8 +78,15 @@ def check_n_jobs(n_jobs: Any) -> None:
 class PoolLauncher(Launcher):
     """Implementation; Hydra instantiates its subclass in ``hydra_plugins.ltr_bench_launcher``."""
 
-    def __init__(self, n_jobs: int = -1) -> None:
+    def __init__(
+        self,
+        n_jobs: int = -1,
+        gpu_memory_share: float | None = None,
+        gpu_memory_headroom: float = 0.1,
+    ) -> None:
         self.n_jobs = int(n_jobs)
+        self.gpu_memory_share = None if gpu_memory_share is None else float(gpu_memory_share)
+        self.gpu_memory_headroom = float(gpu_memory_headroom)
         self.hydra_context: HydraContext | None = None
         self.task_function: TaskFunction | None = None
         self.config: DictConfig | None = None
@@ -86,6 +98,7 @@ class PoolLauncher(Launcher):
         self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
     ) -> None:
         check_n_jobs(self.n_jobs)
+        memory_share(1, 1, self.gpu_memory_share, self.gpu_memory_headroom)  # checks both
         self.hydra_context, self.task_function, self.config = hydra_context, task_function, config
         self._payload = None
 
@@ -163,16 +176,23 @@ class PoolLauncher(Launcher):
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
+        from ltr_bench.machine.facts import gpu_facts
+
         config = self.config if self.config is not None else OmegaConf.create()
         on_start = OmegaConf.select(config, "sweep.on_worker_start", default=None)
         names = [str(n) for n in OmegaConf.select(config, "sweep.warm_up", default=None) or []]
         context = multiprocessing.get_context("spawn")  # a fresh interpreter, as loky's workers
         self._pids = context.Queue()
+        slots = context.Queue()  # each worker takes its number as it starts
+        for index in range(self.n_workers):
+            slots.put(index)
+        gpus = visible_gpus(os.environ, int(gpu_facts()["gpu_count"]))
+        share = (self.n_workers, gpus, self.gpu_memory_share, self.gpu_memory_headroom)
         self._executor = ProcessPoolExecutor(
             self.n_workers,
             mp_context=context,
             initializer=worker.start,
-            initargs=(self._pids, on_start and str(on_start), names),
+            initargs=(self._pids, on_start and str(on_start), names, slots, share),
         )
         for _ in range(self.n_workers):
             self.call(worker.ready)  # a call a worker takes: every worker starts now

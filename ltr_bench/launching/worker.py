@@ -15,15 +15,27 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
-def start(pids: Any, on_start: str | None, names: Sequence[str]) -> None:
+def start(
+    pids: Any,
+    on_start: str | None,
+    names: Sequence[str],
+    slots: Any = None,
+    share: tuple[int, Sequence[str], float | None, float] | None = None,
+) -> None:
     """A worker's initializer: report its pid (``pids``, a queue: the launcher ends its workers
-    by pid), call the app's ``on_start`` hook, then import each object or module of ``names`` (a
-    name that does not import is left for the job to report). The objects alive then (the
+    by pid), take its number from ``slots`` and with it its GPU and memory share (``share``:
+    workers, GPUs, share, headroom; :func:`~ltr_bench.machine.gpu_share.worker_environment`),
+    call the app's ``on_start`` hook, then import each object or module of ``names`` (a name
+    that does not import is left for the job to report). The objects alive then (the
     libraries, for the worker's life) are frozen out of garbage collection, so the collector's
     passes during the jobs do not traverse them all."""
     from hydra.utils import get_method, get_object
 
+    from ltr_bench.machine.gpu_share import worker_environment
+
     pids.put(os.getpid())
+    if slots is not None and share is not None:
+        os.environ.update(worker_environment(slots.get(), *share))
     try:
         if on_start:
             get_method(on_start)()

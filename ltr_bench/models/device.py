@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from ltr_bench.errors import UserError
+from ltr_bench.machine.gpu_share import out_of_memory_message, share_from_environment
 
 #: C++ compilers torch.compile's CPU backend can use (it also needs C for the GPU's launchers)
 CXX_COMPILERS = ("c++", "g++", "clang++")
@@ -59,6 +60,25 @@ def compile_in_place(module: nn.Module) -> nn.Module:
     loading and the best-epoch copy work as without it."""
     module.compile()
     return module
+
+
+def apply_memory_share(device: torch.device) -> None:
+    """Cap this process at the share of its GPU's memory that a sweep's launcher gave it
+    (:mod:`ltr_bench.machine.gpu_share`), so the trials sharing the GPU keep theirs; nothing on
+    the CPU or in a run of its own."""
+    given = share_from_environment()
+    if device.type == "cuda" and given is not None:
+        torch.cuda.set_per_process_memory_fraction(given[0], device)
+
+
+def out_of_memory_error(device: torch.device) -> UserError:
+    """The one-sentence error for a fit that ran out of GPU memory (its share, if it had one)."""
+    given = share_from_environment()
+    total = None
+    if device.type == "cuda" and torch.cuda.is_available():
+        total = torch.cuda.get_device_properties(device).total_memory / 2**30
+    share, workers = given if given is not None else (None, 1)
+    return UserError(out_of_memory_message(share, total, workers))
 
 
 def fit_device(trainer: Any) -> torch.device:

@@ -31,6 +31,7 @@ from ltr_bench.models.device import (
     check_compile,
     compile_in_place,
     fit_device,
+    out_of_memory_error,
     place,
     scoring_device,
 )
@@ -232,7 +233,10 @@ class NeuralRanker(Ranker):
             )
         with tempfile.TemporaryDirectory(prefix="ltr_bench_") as root, quiet_lightning():
             trainer = L.Trainer(**self._trainer_kwargs(callbacks, logger, vali is not None, root))
-            trainer.fit(module)
+            try:
+                trainer.fit(module)
+            except torch.cuda.OutOfMemoryError:
+                raise out_of_memory_error(fit_device(trainer)) from None
         module.release_fit_tensors()
         self.fit_device_ = fit_device(trainer)
         self.module_ = module

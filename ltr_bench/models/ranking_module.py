@@ -30,6 +30,7 @@ from ltr_bench.data.batching import QueryBatches
 from ltr_bench.data.queryset import QuerySet
 from ltr_bench.errors import UserError
 from ltr_bench.metrics import metric_padded, parse_metric
+from ltr_bench.models.device import apply_memory_share
 from ltr_bench.models.networks import Scorer, build_optimizer, parse_optimizer
 from ltr_bench.models.step_loop import (
     EpochAsOneBatch,
@@ -134,6 +135,7 @@ class RankingModule(L.LightningModule):
         for name in ("train_x", "train_y", "vali_x", "vali_y"):
             if name.startswith("train") or self.vali_set is not None:
                 self.data(name)
+        apply_memory_share(self.device)
         reason = lightning_steps_reason(self.trainer, self)
         self._epoch_steps = reason is None
         self.automatic_optimization = not self._epoch_steps

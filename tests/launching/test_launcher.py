@@ -144,3 +144,33 @@ def test_a_worker_that_died_breaks_its_pool_and_the_next_job_gets_a_fresh_one() 
         assert launcher.call(worker.ready).result() != first
     finally:
         launcher.abort()
+
+
+def test_workers_share_the_visible_gpus_round_robin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each worker takes its GPU and memory share into its environment as it starts (the
+    sweep's own environment is left alone); without a GPU it takes nothing."""
+    from ltr_bench.machine.gpu_share import SHARE_VAR
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    launcher = PoolLauncher(n_jobs=3, gpu_memory_headroom=0.2)  # two on one GPU
+    try:
+        launcher.start_workers()
+        blocked = [launcher.call(time.sleep, 1.0) for _ in range(3)]  # one per worker
+        seen = {
+            (
+                launcher.call(_environment, "CUDA_VISIBLE_DEVICES").result(),
+                launcher.call(_environment, SHARE_VAR).result(),
+            )
+            for _ in range(6)
+        }
+        assert all(f.result() is None for f in blocked)
+        assert {gpu for gpu, _ in seen} <= {"3", "5"} and {s for _, s in seen} == {repr(0.4)}
+        assert SHARE_VAR not in os.environ
+    finally:
+        launcher.abort()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    launcher = PoolLauncher(n_jobs=1)
+    try:
+        assert launcher.call(_environment, SHARE_VAR).result() is None
+    finally:
+        launcher.abort()
