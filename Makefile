@@ -139,7 +139,7 @@ results-leaderboard-compute:
 
 # The GPU check (benchmarks/gpu_check.py): on a machine with a CUDA GPU, the neural rankers'
 # device path measured in full (at most ~8 min on one H100) and docs/results/gpu-check.md
-# written; QUICK=1 runs the same script on the CPU with small data (under 2 min; CI runs it).
+# written; QUICK=1 runs the same script on the CPU with small data (a few minutes; CI runs it).
 # GPU_CHECK_PAGE writes the page elsewhere. On a GPU machine without a venv it runs python3.
 GPU_PY := $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
 GPU_CHECK_PAGE ?= docs/results/gpu-check.md

@@ -1,7 +1,7 @@
 """DirectRanker's training speed against its batch size (pairs per step), on the GPU and on the
 same machine's CPU: how much of a GPU the default batch (4,096 pairs on MSLR) leaves unused.
 
-    python benchmarks/gpu_batch_size.py             # a CUDA GPU machine: about 2 minutes on one H200
+    python benchmarks/gpu_batch_size.py             # a CUDA GPU machine: about 1 minute on one H200
     python benchmarks/gpu_batch_size.py --quick     # any CPU, small data (a test runs it)
 
 Speed only: a larger batch also changes the optimisation (fewer, larger steps per epoch), which
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu_check
 
 PAGE = gpu_check.ROOT / "docs" / "results" / "gpu-batch-size.md"
-FULL = {"docs": 2_270_000, "batches": (4096, 16384, 65536, 262144), "gpu_s": 3.0, "cpu_s": 5.0}
+FULL = {"docs": 2_270_000, "batches": (4096, 16384, 65536, 262144), "gpu_s": 2.0, "cpu_s": 3.0}
 QUICK = {"docs": 4_000, "batches": (256, 1024), "gpu_s": 0.3, "cpu_s": 0.3}
 
 

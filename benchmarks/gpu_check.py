@@ -1,7 +1,7 @@
 """The GPU check: the neural rankers' device path measured on a GPU, in one prepared run.
 
     make gpu-check            # on a GPU machine: at most ~8 minutes on one H100
-    make gpu-check QUICK=1    # on any CPU, small data, under 2 minutes (CI runs it)
+    make gpu-check QUICK=1    # on any CPU, small data, a few minutes (CI runs it)
 
 In order, each step printed as it ends:
 
@@ -11,13 +11,18 @@ In order, each step printed as it ends:
    (they skip without CUDA);
 3. epochs per second of DirectRanker, RankNet, ListNet*, LambdaRank (and the self-attention
    ranker, where ``conf/model/attention_ranker.yaml`` exists) on a generated fold of
-   MSLR-WEB30K's shape (2.27 M training documents, 136 features), on the GPU and on the same
-   machine's CPU, and the GPU/CPU ratio; LambdaMART's trees per second with LightGBM's GPU device
-   where the installed build has one;
-4. whole fits on a fold of MQ2008's size on both, with the part of the fit that is not epochs;
-5. a sweep of 8 trials in 2 ltr_pool workers with ``tracking.system_metrics=true``, on the GPU,
-   checking that every trial run carries GPU utilisation and memory (CPU metrics without a GPU);
-6. the page ``docs/results/gpu-check.md``, written through :mod:`ltr_bench.provenance` (its
+   MSLR-WEB30K's shape (2.27 M training documents, 136 features), eager on the GPU and on the
+   same machine's CPU, and the GPU/CPU ratio;
+4. the same with ``model.compile=step`` on the GPU (the quick run: DirectRanker on the CPU): ms
+   per step, how many first steps pay for the capture, and each of the first steps run under
+   ``torch.cuda.set_sync_debug_mode("error")`` (a step that waits for the device fails the
+   check); LambdaMART's trees per second with LightGBM's GPU device where the build has one;
+5. one sweep of the same 16 trials with 1, 2 and 4 ltr_pool workers on one GPU
+   (``tracking.system_metrics=true``): trials per hour and the highest GPU utilisation, checking
+   that every trial run carries GPU utilisation and memory (CPU metrics without a GPU);
+6. whole fits on a fold of MQ2008's size on both, with the part of the fit that is not epochs,
+   when the steps before left time;
+7. the page ``docs/results/gpu-check.md``, written through :mod:`ltr_bench.provenance` (its
    machine row names the GPU). A run without CUDA says so on the page, and never replaces a page
    measured on a GPU. A run with a failed step writes its page beside ``--out`` only.
 
@@ -63,15 +68,16 @@ class Size:
     mq_docs: int  # training documents of the MQ2008-sized fold (a third more for validation)
     mq_epochs: int  # epochs of its fits
     trials: int  # sweep trials
-    workers: int  # sweep workers
+    workers: tuple[int, ...]  # ltr_pool workers of each sweep (the same trials)
     sweep_docs: int  # the sweep's training documents
     sweep_epochs: int  # epochs per sweep run
+    captured: int  # how many of the neural rankers are timed with model.compile=step
 
 
-FULL = Size(2_270_000, 3.0, 5.0, 10, 9_600, 5, trials=8, workers=2, sweep_docs=3000, sweep_epochs=3)
-QUICK = Size(4_000, 1.0, 1.0, 3, 1_200, 1, trials=8, workers=2, sweep_docs=400, sweep_epochs=1)
+FULL = Size(2_270_000, 2.0, 3.0, 10, 9_600, 5, 16, (1, 2, 4), 1000, 2, captured=5)
+QUICK = Size(4_000, 1.0, 1.0, 3, 1_200, 1, 4, (1, 2), 400, 1, captured=1)
 #: the MQ2008-sized fits are skipped when the check has run this long (it must fit 8 minutes)
-MQ_DEADLINE_S = 390.0
+MQ_DEADLINE_S = 360.0
 NEURAL = ["direct_ranker", "ranknet", "listnet_star", "lambdarank", "attention_ranker"]
 
 
@@ -176,6 +182,17 @@ def run(size: Size, facts: dict[str, Any], devices: list[str], began: float) -> 
                 f"{row['steps_per_epoch']} steps timed)",
                 flush=True,
             )
+    step(f"model.compile=step on {devices[0]}: the captured step", began)
+    out["captured"] = []
+    for model in neural_models()[: size.captured]:
+        row = runs.captured_steps(model, train, devices[0], size.gpu_seconds)
+        out["captured"].append(row)
+        print(
+            f"{model:16s} {devices[0]:4s} captured {fmt(row.get('ms_per_step'))} ms/step, "
+            f"{row.get('capture_steps')} first steps pay {fmt(row.get('capture_s'))} s, "
+            f"sync error: {row['sync_error']}",
+            flush=True,
+        )
     lgb_devices = ["cpu"] + (facts["lightgbm_gpu"][:1] if "cuda" in devices else [])
     threads = torch.get_num_threads()
     out["lambdamart"] = [runs.lambdamart_trees(train, d, size.trees, threads) for d in lgb_devices]
@@ -187,10 +204,14 @@ def run(size: Size, facts: dict[str, Any], devices: list[str], began: float) -> 
         )
     del train
 
-    step(f"sweep: {size.trials} trials, {size.workers} workers, system metrics", began)
     data = runs.sweep_data(size.sweep_docs, size.sweep_epochs)
-    out["sweep"] = runs.sweep_with_system_metrics(devices[0], size.trials, size.workers, data)
-    print({k: v for k, v in out["sweep"].items() if k != "error"}, flush=True)
+    out["sweeps"] = []
+    for workers in size.workers:
+        step(f"sweep: {size.trials} trials, {workers} workers, system metrics", began)
+        row = runs.sweep_with_system_metrics(devices[0], size.trials, workers, data)
+        out["sweeps"].append(row)
+        print({k: v for k, v in row.items() if k != "error"}, flush=True)
+    out["sweep"] = out["sweeps"][-1]  # the most workers: its runs' system metrics are checked
 
     out["mq2008"] = []
     if time.perf_counter() - began > MQ_DEADLINE_S:
@@ -215,6 +236,12 @@ def run(size: Size, facts: dict[str, Any], devices: list[str], began: float) -> 
 def checks(out: dict[str, Any], cuda: bool) -> list[str]:
     """What failed (empty: the check passed)."""
     failed = [] if out["tests"]["ok"] else [f"tests marked gpu: {out['tests']['summary']}"]
+    for row in out.get("captured", []):
+        if row["sync_error"]:
+            failed.append(f"model.compile=step of {row['model']}: {row['sync_error']}")
+    for row in out.get("sweeps", [])[:-1]:
+        if row.get("returncode") != 0:
+            failed.append(f"the {row['workers']}-worker sweep exited {row.get('returncode')}")
     sweep = out["sweep"]
     if sweep.get("returncode") != 0:
         failed.append(

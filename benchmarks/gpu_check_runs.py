@@ -118,13 +118,14 @@ def _time_boxed(ranker: Any, seconds: float) -> list[int]:
 
 
 def epochs_per_s(
-    model: str, train: Any, accelerator: str, seconds: float, *overrides: str
+    model: str, train: Any, accelerator: str, seconds: float, *overrides: str, epochs: int = 2
 ) -> dict[str, Any]:
-    """Training speed of ``model`` (with config ``overrides``): two epochs cut after ``seconds``
-    of steps each; the second one's time per step, times the steps of a whole epoch, is the epoch
-    time (extrapolated when the cut came first). The first epoch pays the warm-up (CUDA context,
-    kernels, caches)."""
-    fixed = ("model.epochs=2", "model.early_stopping_patience=null")
+    """Training speed of ``model`` (with config ``overrides``): ``epochs`` epochs cut after
+    ``seconds`` of steps each; the last one's time per step, times the steps of a whole epoch, is
+    the epoch time (extrapolated when the cut came first). The first epoch pays the warm-up
+    (CUDA context, kernels, caches; with ``model.compile=step`` the compilation, and a list
+    batch's second shape may compile in the second)."""
+    fixed = (f"model.epochs={epochs}", "model.early_stopping_patience=null")
     ranker = build(model, accelerator, *fixed, *overrides)
     steps = _time_boxed(ranker, seconds)
     _gpu_peak_reset()
@@ -142,6 +143,74 @@ def epochs_per_s(
         "epochs_per_s": 1.0 / (per_step * per_epoch),
         "fit_wall_s": wall,
         "gpu_peak_gib": _gpu_peak_gib(accelerator),
+    }
+
+
+def captured_steps(
+    model: str, train: Any, accelerator: str, seconds: float, first: int = 30
+) -> dict[str, Any]:
+    """``model.compile=step``: its first ``first`` steps one by one (the device waited for after
+    each, outside the step; on CUDA each step runs under ``torch.cuda.set_sync_debug_mode
+    ("error")``, so a step that waits for the device fails the fit), then two epochs cut after
+    ``seconds`` of steps for its speed (:func:`epochs_per_s`'s, from the last). The steps that
+    pay for the capture: those slower than twice the median of the last ten first steps."""
+    import torch
+
+    cuda = accelerator != "cpu" and torch.cuda.is_available()
+    times: list[float] = []
+    fixed = ("model.epochs=3", "model.early_stopping_patience=null", "model.compile=step")
+    ranker = build(model, accelerator, *fixed)
+    steps = _time_boxed(ranker, seconds)
+    timed = type(ranker)
+
+    class FirstSteps(timed):  # type: ignore[misc, valid-type]
+        def build_module(self, *args: Any) -> Any:
+            module = super().build_module(*args)
+            boxed = module.on_train_batch_start
+            # end the first epoch before its last step (the debug mode must be off at its end)
+            limit = min(first, max(1, len(module.step_batches(0, 1)) - 1))
+
+            def hook(batch: Any, batch_idx: int) -> Any:
+                if module.current_epoch > 0:
+                    return boxed(batch, batch_idx)
+                if cuda:
+                    torch.cuda.set_sync_debug_mode(0)
+                    torch.cuda.synchronize()
+                times.append(time.perf_counter())
+                if batch_idx >= limit:
+                    return -1  # the first epoch ends here (sync debug mode off)
+                if cuda:
+                    torch.cuda.set_sync_debug_mode("error")
+                return None
+
+            module.on_train_batch_start = hook
+            return module
+
+    ranker.__class__ = FirstSteps
+    row: dict[str, Any] = {"model": model, "device": accelerator, "sync_error": None}
+    start = time.perf_counter()
+    try:
+        ranker.fit(train)
+    except RuntimeError as err:  # a host sync under the debug mode, or a compile failure
+        row["sync_error"] = " ".join(str(err).split())[:300]
+        return row
+    finally:
+        if cuda:
+            torch.cuda.set_sync_debug_mode(0)
+    step_s = np.diff(times)
+    steady = float(np.median(step_s[-10:])) if len(step_s) else math.nan
+    slow = step_s > 2 * steady
+    per_step = ranker.history[-1]["time_train_s"] / steps[-1]
+    return {
+        **row,
+        "fit_wall_s": time.perf_counter() - start,
+        "first_steps_ms": [round(1e3 * t, 3) for t in step_s],
+        "capture_steps": int(slow.sum()),
+        "capture_s": float((step_s[slow] - steady).sum()),
+        "ms_per_step": 1e3 * per_step,
+        "steps_timed": steps[-1],
+        "steps_per_epoch": len(ranker.module_.step_batches(0, 1)),
+        "epochs_per_s": 1.0 / (per_step * len(ranker.module_.step_batches(0, 1))),
     }
 
 
@@ -220,11 +289,17 @@ def sweep_with_system_metrics(
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
-    out: dict[str, Any] = {"wall_s": wall, "returncode": proc.returncode, "folder": str(cwd)}
+    out: dict[str, Any] = {
+        "wall_s": wall,
+        "returncode": proc.returncode,
+        "folder": str(cwd),
+        "workers": workers,
+    }
     if proc.returncode != 0:
         out["error"] = proc.stderr[-2000:]
         return out
     out.update(_system_metrics(cwd / "mlflow.db"))
+    out["trials_per_hour"] = 3600.0 * out["trial_runs"] / wall if wall > 0 else None
     return out
 
 

@@ -49,6 +49,21 @@ def _out(devices: list[str]) -> dict[str, Any]:
         }
         for d in devices
     ]
+    cuda = "cuda" in devices
+    sweeps = [
+        {
+            "workers": w,
+            "returncode": 0,
+            "wall_s": 64.0 / w,
+            "trials_per_hour": 900.0 * w,
+            "trial_runs": 16,
+            "with_cpu_metrics": 16,
+            "with_gpu_metrics": 16 if cuda else 0,
+            "gpu_util_max_pct": 20.0 * w if cuda else None,
+            "gpu_memory_max_mb": 900.0 if cuda else None,
+        }
+        for w in (1, 2, 4)
+    ]
     return {
         "devices": devices,
         "machine": {
@@ -58,22 +73,32 @@ def _out(devices: list[str]) -> dict[str, Any]:
             "cuda": "13.0",
             "python": "3.12.3",
         },
-        "size": {"gpu_seconds": 5, "cpu_seconds": 8, "mq_epochs": 5, "trials": 8, "workers": 2},
+        "size": {
+            "gpu_seconds": 5,
+            "cpu_seconds": 8,
+            "mq_epochs": 5,
+            "trials": 16,
+            "workers": (1, 2, 4),
+        },
         "tests": {"files": ["tests/models/test_gpu.py"], "summary": "13 passed", "ok": True},
         "mslr": {"docs": 2_270_000, "queries": 18_900},
         "speed": speed,
         "lambdamart": [{"device": "cpu", "trees": 10, "fit_s": 5.0, "trees_per_s": 2.0}],
         "mq_docs": (9600, 3200),
         "mq2008": mq,
-        "sweep": {
-            "returncode": 0,
-            "wall_s": 60.0,
-            "trial_runs": 8,
-            "with_cpu_metrics": 8,
-            "with_gpu_metrics": 8 if "cuda" in devices else 0,
-            "gpu_util_max_pct": 40.0 if "cuda" in devices else None,
-            "gpu_memory_max_mb": 900.0 if "cuda" in devices else None,
-        },
+        "captured": [
+            {
+                "model": "direct_ranker",
+                "device": devices[0],
+                "sync_error": None,
+                "ms_per_step": 0.4,
+                "epochs_per_s": 6.0,
+                "capture_steps": 3,
+                "capture_s": 12.5,
+            }
+        ],
+        "sweeps": sweeps,
+        "sweep": sweeps[-1],
     }
 
 
@@ -94,7 +119,10 @@ def test_a_gpu_page_names_the_gpu_and_the_ratios(tmp_path: Path) -> None:
     assert "| direct_ranker | 0.5000 | 4.0000 | 8.0 |" in text  # CPU, GPU, GPU/CPU columns
     assert "GPU fit is slower than the CPU fit (CPU/GPU time 0.67 to 0.67)" in text
     assert "up to 67 % of a GPU fit is spent outside its epochs" in text
-    assert "| with GPU utilisation and memory | 8 |" in text
+    assert "| 4 | 16 | 3600 | 4.0 | 80 | 900 | 16 / 16 of 16 |" in text  # the sweeps
+    assert "| direct_ranker | 1.00 | 0.40 | 1.00 | 12.0 | 3 | 12.50 | none |" in text
+    assert "| DirectRanker's captured step (ms), <= 0.5 ms | 0.40 | yes |" in text
+    assert "| 4 workers against 1 (trials per hour), >= 3x | 4.00 | yes |" in text
 
 
 def test_a_cpu_run_never_replaces_a_gpu_page(tmp_path: Path) -> None:
