@@ -135,11 +135,13 @@ def test_default_run_logs_everything(tmp_path: Path) -> None:
     commit = git_commit()  # None outside a git clone: then the tag is simply absent
     assert tags.get(keys.TAG_GIT_COMMIT) == commit
     # Params: the run's choices (group options, hyperparameters, changed values), each once;
-    # machine facts and fold sizes are tags.
+    # machine facts and fold sizes are tags. Every model value is a param (the compile switch and
+    # its per-device options too: they decide results), nothing else beyond the choices.
     p = child.data.params
     assert p["model"] == "direct_ranker" and p["loss"] == "l2" and p["optimizer.lr"] == "0.004"
     assert p["dataset.n_train"] == "300" and p["seed"] == "0" and p["model.epochs"] == "2"
-    assert "threads" not in p and not any("_target_" in k for k in p) and len(p) <= 40
+    assert p["model.compile"] == "false" and "model.compile_options.cuda.triton.cudagraphs" in p
+    assert "threads" not in p and not any("_target_" in k for k in p) and len(p) <= 45
     assert tags["ltr.threads"] == "1"
     assert int(tags[keys.TAG_N_TRAIN_QUERIES]) == 15
     assert 0 < int(tags[keys.TAG_N_TEST_QUERIES]) <= 10
