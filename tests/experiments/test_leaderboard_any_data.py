@@ -23,7 +23,7 @@ def _docs() -> dict[str, int]:
 def test_the_leaderboard_on_a_letor_folder_of_ones_own(tmp_path: Path) -> None:
     data = generated_letor(tmp_path / "my_letor", n_queries=12)
     before = _docs()
-    res = run_ltr_bench(
+    command = [
         "experiment=leaderboard",
         "scale=quick",
         "dataset=letor",
@@ -31,9 +31,8 @@ def test_the_leaderboard_on_a_letor_folder_of_ones_own(tmp_path: Path) -> None:
         "experiment.models=[direct_ranker,lambdamart,adarank]",
         "threads=1",
         "tracking=none",
-        f"hydra.run.dir={tmp_path / 'out'}",
-        cwd=tmp_path,
-    )
+    ]
+    res = run_ltr_bench(*command, f"hydra.run.dir={tmp_path / 'out'}", cwd=tmp_path)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     page = (tmp_path / "out" / "leaderboard.md").read_text()
     assert "# Leaderboard: 3 rankers on the two my_letor folds (quick)" in page
@@ -55,16 +54,6 @@ def test_the_leaderboard_on_a_letor_folder_of_ones_own(tmp_path: Path) -> None:
     assert len(list((work / "bundles" / "quick").glob("letor.*-*/provenance.json"))) == 3
     assert not (tmp_path / "docs").exists() and _docs() == before
     # the same command again: every part found, nothing run
-    again = run_ltr_bench(
-        "experiment=leaderboard",
-        "scale=quick",
-        "dataset=letor",
-        f"dataset.path={data}",
-        "experiment.models=[direct_ranker,lambdamart,adarank]",
-        "threads=1",
-        "tracking=none",
-        f"hydra.run.dir={tmp_path / 'again'}",
-        cwd=tmp_path,
-    )
+    again = run_ltr_bench(*command, f"hydra.run.dir={tmp_path / 'again'}", cwd=tmp_path)
     assert again.returncode == 0, again.stdout[-3000:]
     assert again.stdout.count("re-using results bundle") == 3 and "running (log" not in again.stdout

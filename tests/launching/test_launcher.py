@@ -155,7 +155,6 @@ def test_workers_share_the_visible_gpus_round_robin(monkeypatch: pytest.MonkeyPa
     launcher = PoolLauncher(n_jobs=3, gpu_memory_headroom=0.2)  # two on one GPU
     try:
         launcher.start_workers()
-        blocked = [launcher.call(time.sleep, 1.0) for _ in range(3)]  # one per worker
         seen = {
             (
                 launcher.call(_environment, "CUDA_VISIBLE_DEVICES").result(),
@@ -163,7 +162,6 @@ def test_workers_share_the_visible_gpus_round_robin(monkeypatch: pytest.MonkeyPa
             )
             for _ in range(6)
         }
-        assert all(f.result() is None for f in blocked)
         assert {gpu for gpu, _ in seen} <= {"3", "5"} and {s for _, s in seen} == {repr(0.4)}
         assert SHARE_VAR not in os.environ
     finally:
