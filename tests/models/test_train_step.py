@@ -2,7 +2,7 @@
 
 Cheap checks here, in ``make test``: the switch and its options, the fixed-shape list batches,
 the pair draws, DASALC's padded forward against its gathered one. The compiling checks, one per
-neural ranker config, are ``heavy`` (CI's ``make test-all``; each compiles for ~20 s on 2 cores):
+neural ranker config, are ``heavy`` (CI's ``make test-all``; compiling is slow):
 the forward pass and the loss compile as one graph with no graph break, the backward pass and
 the optimiser's step compile too, a fit recompiles at most once, and after 20 steps from one seed
 the compiled step's weights are the eager step's to 1e-5.
